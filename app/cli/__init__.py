@@ -1,0 +1,77 @@
+"""``labferry``: the command line over the same engine as the GUI (for HPC nodes and scripts).
+
+Every failure is one sentence on stderr and a non-zero exit status that says
+what kind of failure it was (see ``EXIT_STATUSES`` and the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import logging.handlers
+import sys
+
+from app import __version__
+from backends import errors
+
+from . import copy, listing
+
+
+def _exit_statuses() -> dict[str, int]:
+    """error kind → exit status, from the error classes themselves."""
+    found, todo = {}, [errors.TransferError]
+    while todo:
+        cls = todo.pop()
+        found[cls.kind] = cls.exit_status
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+EXIT_STATUSES = _exit_statuses()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="labferry",
+        description="Ferry moves large research data over long, fast networks with parallel streams.",
+    )
+    parser.add_argument("--version", action="version", version=f"labferry {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    copy.add_parser(sub)
+    listing.add_parsers(sub)
+    return parser
+
+
+def setup_logging() -> None:
+    """Details go to ferry.log in the data folder; the terminal gets sentences only."""
+    from app.paths import data_dir
+
+    try:
+        handler = logging.handlers.RotatingFileHandler(data_dir() / "ferry.log", maxBytes=2_000_000, backupCount=3)
+    except OSError:
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    setup_logging()
+    try:
+        return args.handler(args)
+    except errors.TransferError as exc:
+        print(f"labferry: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("labferry: interrupted.", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

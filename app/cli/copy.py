@@ -1,0 +1,170 @@
+"""``labferry copy SRC DEST``: one transfer, with a progress line, resumable with the same command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sys
+import time
+
+from app.engine import Engine, JobState, resolve_destination
+from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
+from app.units import format_bytes, format_duration, format_rate, parse_rate
+from backends.base import TransferOptions
+from backends.checksums import parse_checksum
+from backends.errors import BadRequest
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "copy",
+        help="copy a file (https:// or http:// URL) to a local file or folder",
+        description="Copy SRC to DEST. Run the same command again to resume an interrupted copy.",
+    )
+    p.add_argument("source", metavar="SRC", help="what to fetch, e.g. https://data.example.org/run1/sample.bam")
+    p.add_argument("dest", metavar="DEST", help="a file path, or an existing folder to put the file in")
+    p.add_argument("--streams", default="auto", metavar="N|auto",
+                   help="parallel streams: a number (1-64), or auto (default) to add streams while they help")
+    p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
+    p.add_argument("--limit-rate", metavar="RATE", help="cap the rate: 50M (MiB/s), 800K, or bits like 400Mbit")
+    p.add_argument("--ca-file", metavar="PEM", help="trust this certificate authority (a lab's own CA)")
+    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (only on a trusted network)")
+    p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    p.set_defaults(handler=run)
+
+
+def parse_streams(text: str) -> int | str:
+    if text == "auto":
+        return "auto"
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise BadRequest(f"--streams takes a number from 1 to 64, or auto; got '{text}'.")
+    return int(text)
+
+
+def options_from(args: argparse.Namespace) -> TransferOptions:
+    return TransferOptions(
+        streams=parse_streams(args.streams),
+        checksum=parse_checksum(args.checksum) if args.checksum else None,
+        limit_rate=parse_rate(args.limit_rate) if args.limit_rate else None,
+        ca_file=args.ca_file,
+        insecure=args.insecure,
+        overwrite=args.overwrite,
+    )
+
+
+class ProgressLine:
+    """One self-rewriting line on stderr when it is a terminal; notes on their own lines."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.width = 0
+
+    def show(self, view) -> None:
+        if not self.enabled:
+            return
+        total = view.bytes_total
+        pct = f"{100 * view.bytes_done / total:5.1f}%" if total else "  ?  "
+        text = (f"{pct}  {format_bytes(view.bytes_done)} / {format_bytes(total)}  {format_rate(view.rate)}"
+                f"  ETA {format_duration(view.eta)}  streams {view.streams}  {view.state.value}")
+        sys.stderr.write("\r" + text.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(text)
+
+    def say(self, message: str) -> None:
+        self.clear()
+        print(message, file=sys.stderr)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            self.width = 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.cli import EXIT_STATUSES
+
+    options = options_from(args)
+    dest = resolve_destination(args.source, args.dest)
+    line = ProgressLine(not args.quiet)
+    engine = Engine(run_queue=False, max_jobs=1).start()
+    events, unsubscribe = engine.bus.queue()
+    view = None
+    try:
+        view = engine.submit(args.source, str(dest), options)
+        view = _follow(engine, view.id, events, line)
+    except KeyboardInterrupt:
+        line.clear()
+        if view is not None:
+            engine.pause(view.id)
+        print("labferry: paused. Run the same command again to resume from where it stopped.", file=sys.stderr)
+        return 130
+    finally:
+        unsubscribe()
+        engine.close()
+    line.clear()
+    return _report(view, args.json, EXIT_STATUSES)
+
+
+def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):
+    """Show events for our job until it settles; returns its last view."""
+    view = engine.job(job_id)
+    while not (view.state.terminal or view.state == JobState.PAUSED):
+        try:
+            event = events.get(timeout=0.5)
+        except queue.Empty:
+            view = engine.job(job_id)
+            continue
+        if event.job.id != job_id:
+            continue
+        view = event.job
+        if event.kind in (NOTE, RETRYING):
+            line.say(f"labferry: {event.message}")
+        elif event.kind in (PROGRESS, STATE):
+            line.show(view)
+        elif event.kind == FINISHED:
+            break
+    return view
+
+
+def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
+    result = view.result or {}
+    if view.state == JobState.DONE:
+        print(
+            f"labferry: {view.dest}: {format_bytes(result['bytes'])} in {format_duration(result['seconds'])}"
+            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {result['streams']} streams);"
+            f" sha256 {result['sha256']}; verified: {result['verify_method']}.",
+            file=sys.stderr,
+        )
+        status = 0
+    else:
+        print(f"labferry: {view.error or 'the transfer did not finish.'}", file=sys.stderr)
+        status = exit_statuses.get(view.error_kind or "", 1)
+    if as_json:
+        out = {
+            "ok": status == 0,
+            "job": view.id,
+            "source": view.source,
+            "dest": view.dest,
+            "backend": view.backend,
+            "state": view.state.value,
+            "bytes": result.get("bytes", view.bytes_done),
+            "seconds": round(result.get("seconds", 0.0), 3),
+            "throughput_mbps": round(result.get("throughput_mbps", 0.0), 1),
+            "streams": result.get("streams", view.streams),
+            "verified": bool(result.get("verified", False)),
+            "verify_method": result.get("verify_method"),
+            "sha256": result.get("sha256"),
+            "restarts": result.get("restarts", 0),
+            "retries": result.get("retries", 0),
+            "bytes_fetched": result.get("bytes_fetched"),
+            "resumed_from": result.get("resumed_from", 0),
+            "rtt_ms": result.get("rtt_ms"),
+            "error": view.error,
+            "error_kind": view.error_kind,
+            "finished": time.time(),
+        }
+        print(json.dumps(out))
+    return status

@@ -1,0 +1,313 @@
+"""The engine: a queue of jobs run on one asyncio loop in a worker thread.
+
+The UI and the CLI use only the public methods below (submit, pause, resume,
+cancel, retry, remove, move, jobs, subscribe, wait); each is safe to call from
+any thread and hands its work to the loop. Facts come back as events
+(``app.engine.events``) and rows in the store. Nothing here knows Qt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from backends.base import TransferOptions, TransferRequest
+from backends.errors import AuthError, TransferError, Unavailable
+from backends.registry import Registry
+from backends.registry import registry as default_registry
+from backends.urls import redact
+
+from .events import ADDED, FINISHED, REMOVED, STATE, Event, EventBus
+from .job import Job, JobState, JobView
+from .runner import JobRunner, RetryPolicy
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(
+        self,
+        db_path: Path | str | None = None,
+        *,
+        max_jobs: int = 3,
+        run_queue: bool = True,
+        registry: Registry | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        """``run_queue``: also run jobs already queued in the store (the GUI); the CLI's
+        ``copy`` runs only what it submits."""
+        self.db_path = db_path
+        self.max_jobs = max(1, max_jobs)
+        self.run_queue = run_queue
+        self.registry = registry or default_registry
+        self.retry = retry or RetryPolicy()
+        self.bus = EventBus()
+        self.store = None  # created on the engine thread
+        self._jobs: dict[int, Job] = {}
+        self._tasks: dict[int, asyncio.Task] = {}
+        self._owned: set[int] = set()
+        self._secrets: dict[int, str] = {}  # job id → source with its password; never stored
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._changed = threading.Condition()
+        self._start_error: BaseException | None = None
+
+    # -- life cycle ------------------------------------------------------------------
+    def start(self) -> Engine:
+        self._thread = threading.Thread(target=self._main, name="ferry-engine", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._start_error:
+            raise self._start_error
+        return self
+
+    def close(self, timeout: float = 30) -> None:
+        """Stop running jobs (they stay queued and resume next time), then the thread."""
+        if not self._loop or not self._thread or not self._thread.is_alive():
+            return
+        try:
+            self._call(self._shutdown(), timeout)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+
+    def __enter__(self) -> Engine:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _main(self) -> None:
+        from app.store import Store
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        try:
+            self.store = Store(self.db_path)
+            self.store.jobs.interrupted_to_queued()
+            for job in self.store.jobs.all():
+                self._jobs[job.id] = job
+        except BaseException as exc:
+            self._start_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.call_soon(self._pump)
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            self.store.close()
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        for job_id in list(self._tasks):
+            await self._stop(job_id, JobState.QUEUED)
+
+    def _call(self, coro, timeout: float | None = 60):
+        if not self._loop:
+            raise RuntimeError("the engine is not started")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    # -- public API (any thread) -------------------------------------------------------
+    def submit(self, source: str, dest: str, options: TransferOptions | None = None,
+               backend: str | None = None) -> JobView:
+        """Queue a transfer; an unfinished job for the same source and destination is resumed instead."""
+        return self._call(self._submit(source, str(dest), options or TransferOptions(), backend))
+
+    def pause(self, job_id: int) -> JobView:
+        return self._call(self._pause(job_id))
+
+    def resume(self, job_id: int) -> JobView:
+        return self._call(self._resume(job_id))
+
+    retry_job = resume  # a failed job is retried the same way a paused one resumes
+
+    def cancel(self, job_id: int) -> JobView:
+        return self._call(self._cancel(job_id))
+
+    def remove(self, job_id: int) -> None:
+        self._call(self._remove(job_id))
+
+    def move(self, job_id: int, offset: int) -> None:
+        self._call(self._move(job_id, offset))
+
+    def set_max_jobs(self, count: int) -> None:
+        self.max_jobs = max(1, count)
+        self._loop.call_soon_threadsafe(self._pump)
+
+    def jobs(self) -> list[JobView]:
+        return self._call(self._views())
+
+    def job(self, job_id: int) -> JobView:
+        return self._call(self._view(job_id))
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        return self.bus.subscribe(callback)
+
+    def wait(self, job_id: int, timeout: float | None = None) -> JobView:
+        """Block until the job is done, failed, cancelled or paused."""
+        with self._changed:
+            ok = self._changed.wait_for(lambda: self._settled(job_id), timeout)
+        view = self.job(job_id)
+        if not ok:
+            raise TimeoutError(f"job {job_id} still {view.state.value}")
+        return view
+
+    # -- loop side -----------------------------------------------------------------------
+    def publish(self, kind: str, job: Job, message: str | None = None) -> None:
+        self.bus.publish(Event(kind, job.view(), message))
+        if kind in (STATE, FINISHED, REMOVED):
+            with self._changed:
+                self._changed.notify_all()
+
+    def persist(self, job: Job) -> None:
+        self.store.jobs.save(job)
+
+    def _settled(self, job_id: int) -> bool:
+        job = self._jobs.get(job_id)
+        return job is None or job.state.terminal or job.state == JobState.PAUSED
+
+    async def _views(self) -> list[JobView]:
+        return [j.view() for j in sorted(self._jobs.values(), key=lambda j: j.position)]
+
+    async def _view(self, job_id: int) -> JobView:
+        return self._get(job_id).view()
+
+    def _get(self, job_id: int) -> Job:
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise KeyError(f"there is no job {job_id}") from None
+
+    async def _submit(self, source: str, dest: str, options: TransferOptions, backend_name: str | None) -> JobView:
+        backend = self.registry.get(backend_name) if backend_name else self.registry.for_url(source)
+        available = backend.available()
+        if not available.ok:
+            raise Unavailable(available.reason)
+        await asyncio.to_thread(backend.check, TransferRequest(source, dest, options))
+        shown = redact(source)
+        existing = self.store.jobs.unfinished_for(shown, dest)
+        if existing and existing.id in self._tasks:
+            return self._jobs[existing.id].view()
+        if existing and not self.store.jobs.running_elsewhere(existing.id):
+            job = self._jobs.get(existing.id) or existing
+            job.options, job.state, job.error, job.error_kind, job.attempts = options, JobState.QUEUED, None, None, 0
+            self._jobs[job.id] = job
+            self.persist(job)
+        else:
+            job = self.store.jobs.add(shown, dest, backend.name, options)
+            self._jobs[job.id] = job
+        if shown != source:
+            self._secrets[job.id] = source
+        self._owned.add(job.id)
+        self.publish(ADDED, job)
+        self._pump()
+        return job.view()
+
+    def _pump(self) -> None:
+        """Start queued jobs, in queue order, while there is room."""
+        queued = sorted((j for j in self._jobs.values() if j.state == JobState.QUEUED), key=lambda j: j.position)
+        for job in queued:
+            if len(self._tasks) >= self.max_jobs:
+                break
+            if job.id in self._tasks or not (self.run_queue or job.id in self._owned):
+                continue
+            self._tasks[job.id] = asyncio.get_running_loop().create_task(self._run(job))
+
+    async def _run(self, job: Job) -> None:
+        runner = JobRunner(self, job, self._secrets.get(job.id, job.source))
+        job.state, job.error, job.error_kind = JobState.RUNNING, None, None
+        self.persist(job)
+        self.publish(STATE, job)
+        try:
+            if "***@" in runner.source:
+                raise AuthError("This job's password is not kept between sessions. Submit the transfer again with it.")
+            result = await runner.run()
+            job.state, job.bytes_done, job.rate, job.eta = JobState.DONE, result.bytes, 0.0, 0.0
+            runner.record_done(result)
+            self.store.jobs.remove(job.id)
+            self.publish(FINISHED, job)
+        except asyncio.CancelledError:
+            pass  # pause/cancel/close set the new state before cancelling us
+        except TransferError as exc:
+            self._fail(job, runner, exc)
+        except Exception as exc:
+            log.exception("job %s failed unexpectedly", job.id)
+            self._fail(job, runner, TransferError(
+                f"Ferry hit an internal error ({type(exc).__name__}: {exc}). Please report it with the log file."
+            ))
+        finally:
+            self._tasks.pop(job.id, None)
+            self._secrets.pop(job.id, None) if job.state.terminal else None
+            asyncio.get_running_loop().call_soon(self._pump)
+
+    def _fail(self, job: Job, runner: JobRunner, exc: TransferError) -> None:
+        job.state, job.error, job.error_kind, job.rate, job.eta = JobState.FAILED, str(exc), exc.kind, 0.0, None
+        runner.record_end("failed", exc)
+        self.persist(job)
+        self.publish(FINISHED, job)
+
+    async def _stop(self, job_id: int, new_state: JobState) -> None:
+        """Cancel a running job's task after setting what it becomes."""
+        job = self._get(job_id)
+        job.state, job.rate, job.eta, job.streams = new_state, 0.0, None, 0
+        task = self._tasks.get(job_id)
+        if task:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self.persist(job)
+
+    async def _pause(self, job_id: int) -> JobView:
+        job = self._get(job_id)
+        if job.state in (JobState.QUEUED, JobState.RUNNING, JobState.VERIFYING):
+            await self._stop(job_id, JobState.PAUSED)
+            self.publish(STATE, job)
+        return job.view()
+
+    async def _resume(self, job_id: int) -> JobView:
+        job = self._get(job_id)
+        if job.state in (JobState.PAUSED, JobState.FAILED):
+            job.state, job.error, job.error_kind, job.attempts = JobState.QUEUED, None, None, 0
+            self._owned.add(job_id)
+            self.persist(job)
+            self.publish(STATE, job)
+            self._pump()
+        return job.view()
+
+    async def _cancel(self, job_id: int) -> JobView:
+        job = self._get(job_id)
+        if job.state.terminal:
+            return job.view()
+        await self._stop(job_id, JobState.CANCELLED)
+        backend = self.registry.get(job.backend)
+        await asyncio.to_thread(backend.discard, TransferRequest(job.source, job.dest, job.options))
+        JobRunner(self, job, job.source).record_end("cancelled")
+        self.store.jobs.remove(job_id)
+        self.publish(FINISHED, job)
+        return job.view()
+
+    async def _remove(self, job_id: int) -> None:
+        job = self._get(job_id)
+        if not job.state.terminal and job.state != JobState.FAILED:
+            await self._cancel(job_id)
+        self.store.jobs.remove(job_id)
+        self._jobs.pop(job_id, None)
+        self.publish(REMOVED, job)
+
+    async def _move(self, job_id: int, offset: int) -> None:
+        """Move a job up (negative) or down the queue by ``offset`` places."""
+        order = sorted(self._jobs.values(), key=lambda j: j.position)
+        index = next(i for i, j in enumerate(order) if j.id == job_id)
+        target = max(0, min(len(order) - 1, index + offset))
+        order.insert(target, order.pop(index))
+        for position, job in enumerate(order, start=1):
+            if job.position != position:
+                job.position = position
+                self.persist(job)
+        self.publish(STATE, self._get(job_id))

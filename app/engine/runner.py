@@ -1,0 +1,152 @@
+"""Running one job: the backend call, retries with backoff, progress ticks, outcome rows.
+
+The engine decides *which* job runs; this module decides what running means.
+Retry-or-fail is decided here, once, from the error's class: backends only say
+what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, replace
+
+from backends.base import Result, TransferRequest
+from backends.errors import TransferError
+from backends.urls import host_of as peer_host
+
+from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
+from .job import Job, JobState
+from .progress import ProgressMeter
+
+log = logging.getLogger(__name__)
+SAVE_EVERY = 2.0  # seconds between progress writes to SQLite
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; the count restarts whenever bytes moved."""
+
+    max_retries: int = 5
+    base: float = 1.0
+    cap: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.cap, self.base * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
+
+
+class JobSink:
+    """What a backend reports into; called on the engine's loop thread."""
+
+    def __init__(self, engine, job: Job) -> None:
+        self.engine, self.job = engine, job
+
+    def progress(self, bytes_done: int, bytes_total: int | None, streams: int) -> None:
+        self.job.bytes_done = bytes_done
+        if bytes_total is not None:
+            self.job.bytes_total = bytes_total
+        self.job.streams = streams
+
+    def note(self, message: str) -> None:
+        self.job.notes.append(message)
+        self.engine.publish(NOTE, self.job, message)
+
+    def stage(self, stage: str) -> None:
+        if stage == "verifying" and self.job.state == JobState.RUNNING:
+            self.job.state = JobState.VERIFYING
+            self.engine.persist(self.job)
+            self.engine.publish(STATE, self.job)
+
+
+class JobRunner:
+    def __init__(self, engine, job: Job, source: str) -> None:
+        self.engine, self.job, self.source = engine, job, source
+        self.meter = ProgressMeter()
+        self.retries = 0
+        self.started = time.time()
+
+    async def run(self) -> Result:
+        """Transfer until done; raises the last error when retries run out."""
+        job, engine = self.job, self.engine
+        backend = engine.registry.get(job.backend)
+        sink = JobSink(engine, job)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            while True:
+                before = job.bytes_done
+                try:
+                    request = TransferRequest(self.source, job.dest, self._options())
+                    return await backend.transfer(request, sink)
+                except TransferError as exc:
+                    if not exc.retryable:
+                        raise
+                    if job.bytes_done > before:
+                        job.attempts = 0  # it was moving: this is a new fault, not the same one again
+                    job.attempts += 1
+                    if job.attempts > engine.retry.max_retries:
+                        raise
+                    self.retries += 1
+                    delay = engine.retry.delay(job.attempts)
+                    message = f"{exc} Retrying in {delay:.0f} s (attempt {job.attempts} of {engine.retry.max_retries})."
+                    job.notes.append(message)
+                    job.state = JobState.RUNNING
+                    engine.persist(job)
+                    engine.publish(RETRYING, job, message)
+                    await asyncio.sleep(delay)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+
+    def _options(self):
+        options = self.job.options
+        if options.streams == "auto" and not options.initial_streams:
+            host = peer_host(self.source)
+            best = self.engine.store.benchmarks.best_streams(host, self.job.backend) if host else None
+            if best:
+                options = replace(options, initial_streams=best)
+        return options
+
+    async def _tick(self) -> None:
+        """Progress events at most PROGRESS_HZ a second; a DB write every few seconds."""
+        job, last = self.job, None
+        saved = time.monotonic()
+        while True:
+            await asyncio.sleep(1 / PROGRESS_HZ)
+            self.meter.add(job.bytes_done)
+            job.rate, job.eta = self.meter.rate, self.meter.eta(job.bytes_total)
+            snapshot = (job.bytes_done, job.streams, job.bytes_total)
+            if snapshot != last:
+                last = snapshot
+                self.engine.publish(PROGRESS, job)
+            if time.monotonic() - saved >= SAVE_EVERY:
+                saved = time.monotonic()
+                self.engine.persist(job)
+
+    # -- outcome rows ------------------------------------------------------------
+    def record_done(self, result: Result) -> None:
+        job, store = self.job, self.engine.store
+        moved = result.bytes_fetched or result.bytes
+        job.result = asdict(result) | {"backend": job.backend, "retries": self.retries}
+        job.result["throughput_mbps"] = moved * 8 / result.seconds / 1e6 if result.seconds > 0 else 0.0
+        store.history.add(
+            job_id=job.id, source=job.source, dest=job.dest, backend=job.backend, outcome="done", bytes=result.bytes,
+            seconds=result.seconds, throughput_mbps=job.result["throughput_mbps"], streams=result.streams,
+            retries=self.retries, restarts=result.restarts, sha256=result.sha256, verified=int(result.verified),
+            verify_method=result.verify_method, peer_host=result.peer_host, started=self.started,
+        )
+        if moved > 0 and result.seconds > 0:
+            store.benchmarks.add(
+                job_id=job.id, backend=job.backend, peer_host=result.peer_host, streams=result.streams, bytes=moved,
+                seconds=result.seconds, rtt_ms=result.rtt_ms, started=self.started,
+            )
+
+    def record_end(self, outcome: str, error: TransferError | None = None) -> None:
+        job = self.job
+        self.engine.store.history.add(
+            job_id=job.id, source=job.source, dest=job.dest, backend=job.backend, outcome=outcome,
+            bytes=job.bytes_done, seconds=time.time() - self.started, retries=self.retries,
+            error=str(error) if error else None, error_kind=error.kind if error else None,
+            peer_host=peer_host(job.source), started=self.started,
+        )

@@ -1,0 +1,54 @@
+"""The benchmark log: one row per transfer, the raw material for ``--streams auto``
+and the preflight recommendations."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+#: transfers smaller than this say little about a path's capacity
+MEANINGFUL_BYTES = 64 * 1024 * 1024
+
+
+class BenchmarkLog:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def add(self, *, job_id: int | None, backend: str, peer_host: str | None, streams: int, bytes: int,
+            seconds: float, rtt_ms: float | None, started: float) -> int:
+        mbps = bytes * 8 / seconds / 1e6 if seconds > 0 else 0.0
+        cur = self.conn.execute(
+            "INSERT INTO benchmarks (job_id, backend, peer_host, streams, bytes, seconds, throughput_mbps, rtt_ms,"
+            " started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (job_id, backend, peer_host, streams, bytes, seconds, mbps, rtt_ms, started),
+        )
+        return cur.lastrowid
+
+    def recent(self, peer_host: str | None = None, backend: str | None = None, limit: int = 50) -> list[dict]:
+        clauses, args = [], []
+        if peer_host:
+            clauses.append("peer_host = ?")
+            args.append(peer_host)
+        if backend:
+            clauses.append("backend = ?")
+            args.append(backend)
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        rows = self.conn.execute(f"SELECT * FROM benchmarks{where} ORDER BY started DESC LIMIT ?", (*args, limit))
+        return [dict(r) for r in rows]
+
+    def best_streams(self, peer_host: str, backend: str, max_age_days: float = 30) -> int | None:
+        """The stream count of the fastest recent meaningful transfer to this host, if any.
+
+        Recent rows weigh more: each row's throughput is discounted by 2 % per day of age.
+        """
+        since = time.time() - max_age_days * 86400
+        rows = self.conn.execute(
+            "SELECT streams, throughput_mbps, started FROM benchmarks WHERE peer_host=? AND backend=?"
+            " AND bytes >= ? AND started >= ? ORDER BY started DESC LIMIT 20",
+            (peer_host, backend, MEANINGFUL_BYTES, since),
+        ).fetchall()
+        if not rows:
+            return None
+        now = time.time()
+        best = max(rows, key=lambda r: r["throughput_mbps"] * (0.98 ** ((now - r["started"]) / 86400)))
+        return int(best["streams"]) if best["streams"] else None

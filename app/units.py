@@ -1,0 +1,55 @@
+"""Sizes, rates and durations as people type and read them."""
+
+from __future__ import annotations
+
+import re
+
+from backends.errors import BadRequest
+
+_BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def parse_rate(text: str) -> int:
+    """Bytes per second from ``50M`` / ``50MB/s`` (MiB/s, as curl and wget read it), or bits: ``400Mbit``, ``1Gbps``.
+
+    A lower-case ``b`` (``Mb/s``, ``Mbps``, ``Mbit``) means bits, decimal prefixes; otherwise bytes, binary.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)(i?)(B|B/s|Bps|bit|bit/s|bits/s|bps|b/s|b|/s)?\s*", text)
+    if not match:
+        raise BadRequest(f"'{text}' is not a rate. Write bytes per second like 50M or 800K, or bits like 400Mbit.")
+    number, prefix, unit = float(match.group(1)), match.group(2).lower(), match.group(4) or ""
+    if unit.startswith("b"):
+        value = number * _DECIMAL[prefix] / 8
+    else:
+        value = number * _BINARY[prefix]
+    if value < 1:
+        raise BadRequest(f"The rate '{text}' is too small; give at least 1 byte per second.")
+    return int(value)
+
+
+def format_bytes(n: float | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def format_rate(bytes_per_second: float) -> str:
+    """Network people think in bits: Mbit/s, or Gbit/s past 1000."""
+    mbit = bytes_per_second * 8 / 1e6
+    return f"{mbit / 1000:.2f} Gbit/s" if mbit >= 1000 else f"{mbit:.0f} Mbit/s" if mbit >= 10 else f"{mbit:.1f} Mbit/s"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "--"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

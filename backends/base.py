@@ -1,0 +1,164 @@
+"""The backend interface: what every protocol module implements.
+
+A backend moves bytes for one job and reports facts back through a ``Sink``; it
+never knows whether a window exists. The engine picks a backend by URL scheme
+through the registry (``backends.registry``), so adding a protocol touches no
+other backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+Streams = int | Literal["auto"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    streams: bool = False  # can split one file across parallel streams
+    resume: bool = False
+    download: bool = True
+    upload: bool = False
+    folders: bool = False
+    third_party: bool = False
+    checksums: tuple[str, ...] = ()  # algorithms it can verify against
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""  # when not ok: what is missing and how to install it
+
+
+@dataclass(frozen=True)
+class Checksum:
+    algorithm: str  # "sha256" | "md5"
+    hexdigest: str
+    source: str = "given"  # "given" (by the user) or where it was found
+
+
+@dataclass
+class TransferOptions:
+    """What the user asked for; everything has a sensible default."""
+
+    streams: Streams = "auto"
+    max_streams: int = 64
+    checksum: Checksum | None = None
+    limit_rate: int | None = None  # bytes per second, all streams together
+    ca_file: str | None = None
+    insecure: bool = False
+    overwrite: bool = False
+    initial_streams: int | None = None  # a starting point for "auto" (from the benchmark log)
+
+    def to_dict(self) -> dict:
+        d = {
+            "streams": self.streams,
+            "max_streams": self.max_streams,
+            "limit_rate": self.limit_rate,
+            "ca_file": self.ca_file,
+            "insecure": self.insecure,
+            "overwrite": self.overwrite,
+        }
+        if self.checksum:
+            d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TransferOptions:
+        checksum = None
+        if d.get("checksum"):
+            alg, _, hexd = d["checksum"].partition(":")
+            checksum = Checksum(alg, hexd)
+        return cls(
+            streams=d.get("streams", "auto"),
+            max_streams=d.get("max_streams", 64),
+            checksum=checksum,
+            limit_rate=d.get("limit_rate"),
+            ca_file=d.get("ca_file"),
+            insecure=bool(d.get("insecure", False)),
+            overwrite=bool(d.get("overwrite", False)),
+        )
+
+
+@dataclass
+class RemoteInfo:
+    url: str
+    size: int | None
+    etag: str | None = None
+    last_modified: str | None = None
+    accepts_ranges: bool = False
+    is_dir: bool = False
+    checksum: Checksum | None = None
+
+
+@dataclass
+class TransferRequest:
+    """One transfer as a backend sees it: where from, where to, how."""
+
+    source: str
+    dest: str  # a local file path for downloads
+    options: TransferOptions = field(default_factory=TransferOptions)
+
+
+@dataclass
+class Result:
+    bytes: int
+    seconds: float
+    streams: int  # the most streams that ran at once
+    sha256: str | None
+    verified: bool  # compared against an expected checksum and matched
+    verify_method: str  # how the result was checked, in words
+    peer_host: str | None = None
+    rtt_ms: float | None = None
+    restarts: int = 0  # times the transfer began again because the source changed
+    bytes_fetched: int = 0  # bytes moved over the network (resume and restarts included)
+    resumed_from: int = 0  # bytes already present when this run began
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProbeResult:
+    streams: int
+    bytes: int
+    seconds: float
+    rtt_ms: float | None
+
+    @property
+    def mbps(self) -> float:
+        return self.bytes * 8 / self.seconds / 1e6 if self.seconds > 0 else 0.0
+
+
+class Sink(Protocol):
+    """Where a backend reports progress; cheap to call on every read."""
+
+    def progress(self, bytes_done: int, bytes_total: int | None, streams: int) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+    def stage(self, stage: str) -> None:
+        """``"transferring"`` or ``"verifying"``: lets the engine show the job's state."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    schemes: tuple[str, ...]
+    caps: Capabilities
+
+    def available(self) -> Availability: ...
+
+    def check(self, request: TransferRequest) -> None:
+        """Cheap checks before a job is queued (URL syntax, destination folder); raises TransferError."""
+        ...
+
+    async def stat(self, url: str, options: TransferOptions) -> RemoteInfo: ...
+
+    async def transfer(self, request: TransferRequest, sink: Sink) -> Result: ...
+
+    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult: ...
+
+    def discard(self, request: TransferRequest) -> None:
+        """Remove partial data of a cancelled transfer (blocking; the engine runs it in a thread)."""
+        ...

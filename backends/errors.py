@@ -1,0 +1,101 @@
+"""The error hierarchy every backend raises.
+
+Each error carries a sentence for the user (what happened and what to do), so the
+CLI and the GUI can show it as is, and a class the engine uses to decide between
+retrying and failing in one place (``retryable``).
+"""
+
+from __future__ import annotations
+
+
+class TransferError(Exception):
+    """Base of every error a backend reports; ``str(err)`` is the user's sentence."""
+
+    retryable = False
+    #: short machine-readable kind, stored in history and reports
+    kind = "error"
+    #: CLI exit status for this kind of failure
+    exit_status = 1
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail  # technical detail for logs, never needed to act
+
+
+class BadRequest(TransferError):
+    """The user's input cannot work as given (malformed URL, unknown scheme)."""
+
+    kind = "bad-request"
+    exit_status = 2
+
+
+class NotFound(TransferError):
+    kind = "not-found"
+    exit_status = 3
+
+
+class PermissionDenied(TransferError):
+    kind = "permission-denied"
+    exit_status = 3
+
+
+class AuthError(TransferError):
+    kind = "auth"
+    exit_status = 3
+
+
+class HostKeyError(TransferError):
+    kind = "host-key"
+    exit_status = 3
+
+
+class TlsError(TransferError):
+    kind = "tls"
+    exit_status = 3
+
+
+class Unreachable(TransferError):
+    """Name lookup failed or the server refused or never answered."""
+
+    kind = "unreachable"
+    exit_status = 4
+
+
+class Transient(TransferError):
+    """A fault that may pass: connection reset, timeout, 5xx, server restarting."""
+
+    retryable = True
+    kind = "transient"
+    exit_status = 4
+
+
+class RemoteChanged(Transient):
+    """The remote file changed during the transfer; start again from scratch."""
+
+    kind = "remote-changed"
+
+
+class LocalError(TransferError):
+    """The destination side: missing folder, read-only, existing file."""
+
+    kind = "local"
+    exit_status = 5
+
+
+class NoSpace(LocalError):
+    kind = "no-space"
+
+
+class Corrupt(TransferError):
+    """The data arrived but does not match its expected checksum or size."""
+
+    kind = "corrupt"
+    exit_status = 6
+
+
+class Unavailable(TransferError):
+    """The backend cannot run on this machine (a tool or library is missing)."""
+
+    kind = "unavailable"
+    exit_status = 2

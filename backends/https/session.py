@@ -1,0 +1,164 @@
+"""HTTP plumbing for the HTTPS backend: the aiohttp session, TLS, and errors in words.
+
+Everything that turns an aiohttp exception or an HTTP status into one of Ferry's
+error sentences is here, so the fetch logic reads as fetch logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ssl
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from ..errors import (
+    AuthError,
+    BadRequest,
+    NotFound,
+    PermissionDenied,
+    TlsError,
+    TransferError,
+    Transient,
+    Unreachable,
+)
+from ..urls import redact
+
+#: long transfers must never time out as a whole; a silent socket must
+STALL_SECONDS = 30.0
+CONNECT_SECONDS = 30.0
+USER_AGENT = "labferry"
+
+
+def validate_url(url: str) -> tuple[str, int]:
+    """(host, port) of an http(s) URL; a sentence naming what is wrong otherwise."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise BadRequest(f"'{url}' is not a valid URL ({exc}). Check it and try again.") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise BadRequest(f"'{url}' is not an http:// or https:// URL.")
+    if not parts.hostname:
+        raise BadRequest(f"'{url}' has no host name. Write it as https://host/path/file.")
+    if any(c in url for c in " \t\r\n"):
+        raise BadRequest(f"'{url}' contains spaces or line breaks; encode them as %20 or quote the URL.")
+    return parts.hostname, port or (443 if parts.scheme.lower() == "https" else 80)
+
+
+def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
+    """System trust plus an optional lab CA; verification off only when asked."""
+    if insecure:
+        return False
+    ctx = ssl.create_default_context()
+    if ca_file:
+        try:
+            ctx.load_verify_locations(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise BadRequest(
+                f"Could not read the CA file {ca_file} ({exc}). Give a PEM file with the lab's CA."
+            ) from None
+    return ctx
+
+
+@dataclass
+class HttpTimeouts:
+    connect: float = CONNECT_SECONDS
+    stall: float = STALL_SECONDS
+
+
+def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | None = None) -> aiohttp.ClientSession:
+    timeouts = timeouts or HttpTimeouts()
+    connector = aiohttp.TCPConnector(
+        limit=0,  # our streams are the limit; aiohttp's default of 100 would queue them
+        ssl=tls_context(ca_file, insecure),
+        ttl_dns_cache=300,
+        enable_cleanup_closed=True,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,  # ranges address bytes on the wire: never let the server gzip them
+        read_bufsize=1 << 20,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
+        headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+    )
+
+
+def _where(url: str) -> str:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{parts.hostname}:{port}" if port else str(parts.hostname)
+
+
+def status_error(status: int, url: str, reason: str = "") -> TransferError:
+    """An HTTP status that is not the data we asked for, as a sentence."""
+    shown = redact(url)
+    if status in (404, 410):
+        return NotFound(f"The server has no file at {shown} (HTTP {status}). Check the address.")
+    if status == 401:
+        return AuthError(
+            f"The server wants a login for {shown} (HTTP 401). Put the user name in the URL or use a site profile."
+        )
+    if status == 403:
+        return PermissionDenied(f"The server refused access to {shown} (HTTP 403). Ask its owner for access.")
+    answer = f"HTTP {status} {reason}".strip()
+    if status in (408, 425, 429) or status >= 500:
+        return Transient(f"The server answered {answer} for {shown}; Ferry will retry.")
+    return TransferError(f"The server answered {answer} for {shown}, which Ferry cannot use.")
+
+
+def _tls_error(exc: BaseException, url: str) -> TlsError:
+    host = urlsplit(url).hostname
+    cert_exc = getattr(exc, "certificate_error", None) or exc
+    text = str(getattr(cert_exc, "verify_message", "") or cert_exc)
+    if "hostname" in text.lower() or "ip address mismatch" in text.lower() or "doesn't match" in text.lower():
+        return TlsError(
+            f"The TLS certificate of {host} is not valid for that name ({text}). Check the address; "
+            "if the server really is the one you expect, ask its owner to fix the certificate."
+        )
+    return TlsError(
+        f"The TLS certificate of {host} could not be verified ({text}). If it comes from your lab's own "
+        "certificate authority, pass --ca-file with that CA; use --insecure only on a network you trust."
+    )
+
+
+def map_error(exc: BaseException, url: str, *, started: bool = False) -> TransferError:
+    """Translate a client exception into Ferry's hierarchy.
+
+    ``started``: bytes already flowed, so a refused or reset connection is the
+    server restarting (retry), not a wrong address (fail fast).
+    """
+    if isinstance(exc, TransferError):
+        return exc
+    where = _where(url)
+    if isinstance(exc, (aiohttp.InvalidURL, ValueError)) and not isinstance(exc, ssl.SSLError):
+        return BadRequest(f"'{redact(url)}' is not a valid URL ({exc}). Check it and try again.")
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError)):
+        return _tls_error(exc, url)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        host = urlsplit(url).hostname
+        msg = f"Could not find the host {host} (name lookup failed). Check the spelling and your network."
+        return Transient(msg) if started else Unreachable(msg)
+    if isinstance(exc, aiohttp.ClientConnectorSSLError) or isinstance(exc, ssl.SSLError):
+        return TlsError(f"The TLS handshake with {where} failed ({exc}). Is it an https server on that port?")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_err = getattr(exc, "os_error", None)
+        if isinstance(os_err, ConnectionRefusedError) or getattr(os_err, "errno", None) == errno.ECONNREFUSED:
+            msg = f"The server at {where} refused the connection. Check the port, or whether the server is running."
+        else:
+            msg = f"Could not connect to {where} ({os_err or exc}). Check the address and your network."
+        return Transient(msg) if started else Unreachable(msg)
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
+        return Transient(f"{where} stopped sending data for {STALL_SECONDS:.0f} s; Ferry will retry.")
+    if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
+        return Transient(f"The connection to {where} broke ({type(exc).__name__}); Ferry will retry.")
+    if isinstance(exc, aiohttp.ClientError):
+        return Transient(f"The connection to {where} failed ({exc}); Ferry will retry.")
+    if isinstance(exc, OSError):
+        return Transient(f"Network error talking to {where}: {exc.strerror or exc}.")
+    return TransferError(f"Unexpected error talking to {where}: {exc}.")

@@ -1,0 +1,259 @@
+"""The destination side of a download: ``NAME.part``, its resume record, the final rename.
+
+Rules every backend gets for free here:
+
+* the final name appears only after the data is complete and verified (atomic
+  ``rename`` of ``NAME.part``), so a crash, a cancel or a failed checksum never
+  leaves a half-written file under the real name;
+* progress is recorded in a sidecar ``NAME.part.ferry`` (JSON: the source's
+  identity and the byte ranges done), replaced atomically; a later run trusts the
+  partial file only when the source's size and validators (ETag, Last-Modified)
+  still match;
+* an exclusive ``flock`` on the part file stops two Ferry processes (GUI and CLI,
+  say) from writing the same file;
+* space is reserved up front with ``fallocate`` where the file system supports
+  it, so a full disk is reported at the start, not at 97 %.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .chunks import Interval
+from .errors import LocalError, NoSpace
+
+STATE_SUFFIX = ".ferry"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What must not change between runs for a partial file to be trusted."""
+
+    source: str
+    size: int | None
+    etag: str | None
+    last_modified: str | None
+
+    def matches(self, other: dict) -> bool:
+        return (
+            other.get("source") == self.source
+            and other.get("size") == self.size
+            and other.get("etag") == self.etag
+            and other.get("last_modified") == self.last_modified
+        )
+
+
+def human_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def check_destination(dest: Path, overwrite: bool) -> None:
+    """Fail early, in words, when the destination cannot take the file."""
+    folder = dest.parent
+    if not folder.is_dir():
+        raise LocalError(f"The destination folder {folder} does not exist. Create it first, or choose another folder.")
+    if dest.is_dir():
+        raise LocalError(f"{dest} is a folder. Give a file name, or the folder to put the file in.")
+    if dest.exists() and not overwrite:
+        raise LocalError(f"{dest} already exists. Remove it, choose another name, or pass --overwrite.")
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        raise LocalError(f"{folder} is on a read-only file system. Choose another destination folder.")
+    if not os.access(folder, os.W_OK):
+        raise LocalError(f"Ferry cannot write to {folder} (permission denied). Choose a folder you can write to.")
+
+
+def _os_error(exc: OSError, path: Path, doing: str) -> LocalError:
+    if exc.errno == errno.ENOSPC:
+        return NoSpace(f"The disk holding {path.parent} is full. Free some space there and run the transfer again.")
+    if exc.errno in (errno.EROFS,):
+        return LocalError(f"{path.parent} is on a read-only file system. Choose another destination folder.")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return LocalError(f"Ferry cannot write to {path.parent} (permission denied). Choose a folder you can write to.")
+    if exc.errno == errno.EDQUOT:
+        return NoSpace(f"Your disk quota on {path.parent} is used up. Free some space or ask IT for more.")
+    return LocalError(f"Could not {doing} {path}: {exc.strerror}.")
+
+
+_libc = None
+
+
+def _fallocate(fd: int, size: int) -> bool:
+    """Reserve ``size`` bytes without writing them; False where unsupported."""
+    global _libc
+    if not hasattr(os, "posix_fallocate"):
+        return False
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    fn = getattr(_libc, "fallocate64", None) or getattr(_libc, "fallocate", None)
+    if fn is None:
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    if fn(fd, 0, 0, size) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False  # glibc's posix_fallocate would write zeros: too slow for 300 GB
+    raise OSError(err, os.strerror(err))
+
+
+class PartFile:
+    """``dest.part`` plus its resume record; one per transfer attempt."""
+
+    def __init__(self, dest: Path | str) -> None:
+        self.dest = Path(dest)
+        self.part = self.dest.with_name(self.dest.name + ".part")
+        self.state = self.dest.with_name(self.part.name + STATE_SUFFIX)
+        self.fd: int | None = None
+        self.identity: Identity | None = None
+        self.last_save = 0.0
+
+    # -- opening -----------------------------------------------------------------
+    def open(self, identity: Identity) -> list[Interval]:
+        """Open (or create) the part file; returns the byte ranges already done."""
+        self.identity = identity
+        if self.fd is None:  # a restart after the source changed keeps the file (and its lock) open
+            self._open_locked()
+        done = self._trusted_ranges(identity)
+        if not done:
+            self._truncate()
+        if identity.size is not None:
+            self._reserve(identity.size, already=sum(e - s for s, e in done))
+        return done
+
+    def _open_locked(self) -> None:
+        try:
+            self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise _os_error(exc, self.part, "create") from exc
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise LocalError(
+                f"{self.dest} is already being transferred by another Ferry process. Wait for it, or cancel it there."
+            ) from None
+
+    def _trusted_ranges(self, identity: Identity) -> list[Interval]:
+        try:
+            record = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return []
+        if record.get("version") != STATE_VERSION or not identity.matches(record):
+            return []
+        if identity.size is None or os.fstat(self.fd).st_size != identity.size:
+            return []
+        return [(int(s), int(e)) for s, e in record.get("done", [])]
+
+    def _truncate(self) -> None:
+        try:
+            os.ftruncate(self.fd, 0)
+        except OSError as exc:
+            raise _os_error(exc, self.part, "reset") from exc
+        self.state.unlink(missing_ok=True)
+
+    def _reserve(self, size: int, already: int) -> None:
+        folder = self.dest.parent
+        try:
+            stat = os.statvfs(folder)
+            free = stat.f_bavail * stat.f_frsize
+            have = os.fstat(self.fd).st_blocks * 512
+            need = size - max(have, 0)
+            if need > free:
+                raise NoSpace(
+                    f"Not enough free space in {folder}: the file needs {human_size(size - already)} more, "
+                    f"only {human_size(free)} is free. Free some space or choose another folder."
+                )
+            if not _fallocate(self.fd, size):
+                os.ftruncate(self.fd, size)
+        except OSError as exc:
+            raise _os_error(exc, self.part, "reserve space for") from exc
+
+    def restart(self) -> None:
+        """Throw away everything written (the source changed): start from zero bytes."""
+        self._truncate()
+        if self.identity and self.identity.size is not None:
+            self._reserve(self.identity.size, already=0)
+
+    # -- writing -----------------------------------------------------------------
+    def write(self, data: bytes | memoryview, offset: int) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.pwrite(self.fd, view, offset)
+                view, offset = view[n:], offset + n
+        except OSError as exc:
+            raise _os_error(exc, self.part, "write to") from exc
+
+    def save_state(self, done: list[Interval]) -> None:
+        """Record progress (atomic replace); cheap enough to call after every lease."""
+        if self.identity is None:
+            return
+        record = {
+            "version": STATE_VERSION,
+            "source": self.identity.source,
+            "size": self.identity.size,
+            "etag": self.identity.etag,
+            "last_modified": self.identity.last_modified,
+            "done": [[s, e] for s, e in done],
+            "saved": time.time(),
+        }
+        tmp = self.state.with_name(self.state.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(record))
+            os.replace(tmp, self.state)
+        except OSError as exc:
+            raise _os_error(exc, self.state, "save progress to") from exc
+        self.last_save = time.monotonic()
+
+    def sync(self) -> None:
+        if self.fd is not None:
+            try:
+                os.fdatasync(self.fd)
+            except OSError as exc:
+                raise _os_error(exc, self.part, "flush") from exc
+
+    # -- ending --------------------------------------------------------------------
+    def finish(self, size: int | None = None) -> Path:
+        """Make the verified file appear under its final name, durably."""
+        if size is not None and os.fstat(self.fd).st_size != size:
+            os.ftruncate(self.fd, size)
+        self.sync()
+        try:
+            os.replace(self.part, self.dest)
+        except OSError as exc:
+            raise _os_error(exc, self.dest, "rename the finished file to") from exc
+        self.state.unlink(missing_ok=True)
+        self.close()
+        try:
+            dfd = os.open(self.dest.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:
+            pass  # the rename is done; a folder fsync is a best effort on some file systems
+        return self.dest
+
+    def discard(self) -> None:
+        """Remove the partial file and its record (cancel)."""
+        self.close()
+        self.part.unlink(missing_ok=True)
+        self.state.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # also drops the flock
+            self.fd = None

@@ -1,0 +1,83 @@
+"""Find backends by URL scheme.
+
+Backends are discovered through the ``labferry.backends`` entry-point group, so a
+third-party package can add a protocol by declaring, in its own pyproject::
+
+    [project.entry-points."labferry.backends"]
+    myproto = "mypackage.module:MyBackend"
+
+Entry points are loaded lazily (the first lookup), so start-up stays cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import entry_points
+from urllib.parse import urlsplit
+
+from .base import Backend
+from .errors import BadRequest
+
+GROUP = "labferry.backends"
+log = logging.getLogger(__name__)
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._backends: dict[str, Backend] = {}
+        self._loaded = False
+
+    def register(self, backend: Backend) -> None:
+        """Add a backend by hand (tests, or a host application)."""
+        self._backends[backend.name] = backend
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for ep in entry_points(group=GROUP):
+            if ep.name in self._backends:
+                continue
+            try:
+                factory = ep.load()
+                self._backends[ep.name] = factory()
+            except Exception as exc:  # a broken plug-in must not take the app down
+                log.warning("backend %s could not be loaded: %s", ep.name, exc)
+
+    def all(self) -> list[Backend]:
+        self._load()
+        return list(self._backends.values())
+
+    def get(self, name: str) -> Backend:
+        self._load()
+        try:
+            return self._backends[name]
+        except KeyError:
+            known = ", ".join(sorted(self._backends))
+            raise BadRequest(f"There is no backend called '{name}'. Known: {known}.") from None
+
+    def for_url(self, url: str) -> Backend:
+        """The backend that claims the URL's scheme."""
+        scheme = scheme_of(url)
+        if not scheme:
+            raise BadRequest(
+                f"'{url}' is not a URL Ferry can fetch. Give a full address such as https://host/path/file."
+            )
+        self._load()
+        for backend in self._backends.values():
+            if scheme in backend.schemes:
+                return backend
+        known = sorted({s for b in self._backends.values() for s in b.schemes})
+        raise BadRequest(
+            f"Ferry has no backend for '{scheme}://' addresses. Supported: {', '.join(s + '://' for s in known)}."
+        )
+
+
+def scheme_of(url: str) -> str:
+    """The lower-case scheme of ``url``, or "" when it has none (a local path)."""
+    if "://" not in url:
+        return ""
+    return urlsplit(url).scheme.lower()
+
+
+registry = Registry()

@@ -1,0 +1,96 @@
+"""Real servers for the integration tests: started once per session on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.servers.nginx import Nginx
+
+MiB = 1024 * 1024
+BIG = 200 * MiB
+
+
+def require(program: str) -> str:
+    """A missing server fails the suite (never a skip): CI must install it."""
+    path = shutil.which(program)
+    if not path:
+        pytest.fail(f"{program} is not installed; run tests/system-deps.sh (as root) or install it.", pytrace=False)
+    return path
+
+
+@dataclass
+class DataFile:
+    name: str
+    path: Path
+    sha256: str
+    size: int
+
+
+def write_random(path: Path, size: int, seed: int) -> str:
+    """Deterministic random content; returns its sha256."""
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    with open(path, "wb") as fh:
+        for offset in range(0, size, 8 * MiB):
+            chunk = rng.randbytes(min(8 * MiB, size - offset))
+            fh.write(chunk)
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory):
+    require("nginx")
+    require("openssl")
+    root = tmp_path_factory.mktemp("nginx")
+    if os.geteuid() == 0:
+        os.chmod(root, 0o755)
+    server = Nginx(root / "prefix", root / "data").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def big_file(nginx) -> DataFile:
+    """200 MiB, with a published big.bin.sha256 sidecar."""
+    path = nginx.data / "big.bin"
+    digest = write_random(path, BIG, seed=1)
+    (nginx.data / "big.bin.sha256").write_text(f"{digest}  big.bin\n")
+    return DataFile("big.bin", path, digest, BIG)
+
+
+@pytest.fixture(scope="session")
+def plain_file(nginx) -> DataFile:
+    """48 MiB without any sidecar."""
+    path = nginx.data / "plain.bin"
+    digest = write_random(path, 48 * MiB, seed=2)
+    return DataFile("plain.bin", path, digest, 48 * MiB)
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(4 * MiB):
+            h.update(block)
+    return h.hexdigest()
+
+
+def labferry(*args: str, env_home: Path, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LABFERRY_HOME=str(env_home))
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, **kw)
+
+
+def popen_labferry(*args: str, env_home: Path) -> subprocess.Popen:
+    env = dict(os.environ, LABFERRY_HOME=str(env_home))
+    return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)

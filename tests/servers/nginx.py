@@ -1,0 +1,156 @@
+"""A real nginx with TLS on 127.0.0.1, for tests and benchmarks.
+
+The fixture makes its own certificate authority and two server certificates
+(one for 127.0.0.1/localhost, one for a name that does not match), writes a
+config with random free ports, and runs ``nginx`` in the foreground under a temp
+prefix. Locations:
+
+* ``/``           the data folder (byte ranges, sendfile)
+* ``/slow/``      the same files at ``slow_rate`` per connection (for kills and pauses)
+* ``/norange/``   the same files with byte ranges disabled (``max_ranges 0``)
+* ``/forbidden/`` always 403
+* ``wrong_port``  the same data behind a certificate for another name
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range"'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s")
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_certificates(folder: Path, names: tuple[str, ...] = ("DNS:localhost", "IP:127.0.0.1")) -> dict[str, Path]:
+    """A CA, a server certificate for ``names`` and one for ``wrong.example``, all signed by the CA."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-keyout", "ca.key", "-out", "ca.pem",
+             "-subj", "/CN=Ferry Test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=folder)
+    for stem, san in (("server", ",".join(names)), ("wrong", "DNS:wrong.example")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{stem}.key", "-out", f"{stem}.csr",
+                 "-subj", f"/CN={stem}", cwd=folder)
+        (folder / f"{stem}.ext").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n")
+        _openssl("x509", "-req", "-in", f"{stem}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-days", "2", "-out", f"{stem}.pem", "-extfile", f"{stem}.ext", cwd=folder)
+    return {name: folder / f"{name}.pem" for name in ("ca", "server", "wrong")} | {
+        "server_key": folder / "server.key", "wrong_key": folder / "wrong.key"}
+
+
+class Nginx:
+    def __init__(self, prefix: Path, data: Path, *, listen: str = "127.0.0.1", slow_rate: str = "2m",
+                 certs: dict[str, Path] | None = None) -> None:
+        self.prefix, self.data, self.listen, self.slow_rate = prefix, data, listen, slow_rate
+        self.prefix.mkdir(parents=True, exist_ok=True)
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.certs = certs or make_certificates(prefix / "tls")
+        self.port, self.http_port, self.wrong_port = free_port(), free_port(), free_port()
+        self.access_log = prefix / "access.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def ca_file(self) -> str:
+        return str(self.certs["ca"])
+
+    def url(self, path: str, *, scheme: str = "https", host: str | None = None) -> str:
+        port = self.port if scheme == "https" else self.http_port
+        return f"{scheme}://{host or self.listen}:{port}/{path.lstrip('/')}"
+
+    def config(self) -> str:
+        user = "user root root;" if os.geteuid() == 0 else ""
+        p, d = self.prefix, self.data
+        tls = (f"ssl_certificate {self.certs['server']}; ssl_certificate_key {self.certs['server_key']};"
+               " ssl_protocols TLSv1.2 TLSv1.3;")
+        locations = f"""
+            root {d};
+            location /slow/ {{ alias {d}/; limit_rate {self.slow_rate}; }}
+            location /norange/ {{ alias {d}/; max_ranges 0; }}
+            location /forbidden/ {{ deny all; }}
+        """
+        return f"""
+daemon off;
+{user}
+worker_processes 1;
+pid {p}/nginx.pid;
+error_log {p}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    types {{ application/octet-stream bin; text/plain txt sha256 md5; }}
+    default_type application/octet-stream;
+    log_format ferry '{ACCESS_FORMAT}';
+    access_log {self.access_log} ferry;
+    client_body_temp_path {p}/tmp_body; proxy_temp_path {p}/tmp_proxy; fastcgi_temp_path {p}/tmp_fcgi;
+    uwsgi_temp_path {p}/tmp_uwsgi; scgi_temp_path {p}/tmp_scgi;
+    sendfile on; tcp_nopush on; keepalive_requests 100000; keepalive_timeout 120s;
+    server {{ listen {self.listen}:{self.port} ssl; {tls} {locations} }}
+    server {{ listen {self.listen}:{self.http_port}; {locations} }}
+    server {{ listen {self.listen}:{self.wrong_port} ssl;
+             ssl_certificate {self.certs['wrong']}; ssl_certificate_key {self.certs['wrong_key']};
+             root {d}; }}
+}}
+"""
+
+    def start(self, argv_prefix: tuple[str, ...] = ()) -> Nginx:
+        conf = self.prefix / "nginx.conf"
+        conf.write_text(self.config())
+        self.proc = subprocess.Popen([*argv_prefix, "nginx", "-p", str(self.prefix), "-c", str(conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            if not argv_prefix:
+                wait_for_port(self.port, self.listen)
+            else:
+                time.sleep(0.5)
+        except RuntimeError:
+            self.stop()
+            raise
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"nginx did not start: {self.proc.stderr.read().decode()}")
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # fast shutdown: open connections are cut
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def restart(self, pause: float = 0.0) -> None:
+        self.stop()
+        time.sleep(pause)
+        self.start()
+
+    def body_bytes(self, uri: str) -> int:
+        """Bytes nginx sent in bodies for GETs of ``uri`` so far, from its access log."""
+        total = 0
+        for line in self.access_log.read_text().splitlines():
+            fields = line.split(" ")
+            if len(fields) >= 4 and fields[0] == "GET" and fields[1] == uri:
+                total += int(fields[3])
+        return total
