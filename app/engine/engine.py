@@ -55,6 +55,7 @@ class Engine:
         self._ready = threading.Event()
         self._changed = threading.Condition()
         self._start_error: BaseException | None = None
+        self._closing = False
 
     # -- life cycle ------------------------------------------------------------------
     def start(self) -> Engine:
@@ -106,6 +107,7 @@ class Engine:
             loop.close()
 
     async def _shutdown(self) -> None:
+        self._closing = True  # jobs stopped here go back to "queued": nothing may start them again now
         for job_id in list(self._tasks):
             await self._stop(job_id, JobState.QUEUED)
 
@@ -212,6 +214,8 @@ class Engine:
 
     def _pump(self) -> None:
         """Start queued jobs, in queue order, while there is room."""
+        if self._closing:
+            return
         queued = sorted((j for j in self._jobs.values() if j.state == JobState.QUEUED), key=lambda j: j.position)
         for job in queued:
             if len(self._tasks) >= self.max_jobs:

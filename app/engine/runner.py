@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from backends.base import Result, TransferRequest
-from backends.errors import TransferError
+from backends.errors import TransferError, Unreachable
 from backends.urls import host_of as peer_host
 
 from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
@@ -80,7 +80,7 @@ class JobRunner:
                     request = TransferRequest(self.source, job.dest, self._options())
                     return await backend.transfer(request, sink)
                 except TransferError as exc:
-                    if not exc.retryable:
+                    if not self._retryable(exc):
                         raise
                     if job.bytes_done > before:
                         job.attempts = 0  # it was moving: this is a new fault, not the same one again
@@ -98,6 +98,12 @@ class JobRunner:
         finally:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
+
+    def _retryable(self, exc: TransferError) -> bool:
+        """Transient faults, and a vanished server once the job had moved bytes (it is restarting)."""
+        if exc.retryable:
+            return True
+        return isinstance(exc, Unreachable) and (self.job.bytes_done > 0 or self.retries > 0)
 
     def _options(self):
         options = self.job.options

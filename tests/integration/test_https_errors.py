@@ -10,7 +10,7 @@ import pytest
 
 from tests.servers.nginx import free_port
 
-from .conftest import MiB, labferry
+from .conftest import labferry
 
 
 def assert_clean_failure(proc, status: int | None = None, *, words: tuple[str, ...] = ()) -> str:

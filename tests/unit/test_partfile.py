@@ -1,0 +1,86 @@
+"""The destination side: partial files are trusted only when the source is the same."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+
+import pytest
+
+from backends.errors import LocalError
+from backends.hashing import FollowingHasher
+from backends.partfile import Identity, PartFile, check_destination
+from backends.registry import Registry, registry
+
+ID = Identity("https://h/x", 1000, '"e1"', "Mon, 01 Jan 2026 00:00:00 GMT")
+
+
+def test_progress_is_trusted_only_for_the_same_source(tmp_path):
+    part = PartFile(tmp_path / "x")
+    assert part.open(ID) == []
+    part.write(b"a" * 100, 0)
+    part.save_state([(0, 100)])
+    part.close()
+    again = PartFile(tmp_path / "x")
+    assert again.open(ID) == [(0, 100)]
+    again.close()
+    for changed in (Identity(ID.source, 1001, ID.etag, ID.last_modified),
+                    Identity(ID.source, ID.size, '"e2"', ID.last_modified),
+                    Identity("https://h/y", ID.size, ID.etag, ID.last_modified)):
+        p = PartFile(tmp_path / "x")
+        assert p.open(changed) == []
+        p.close()
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    first = PartFile(tmp_path / "x")
+    first.open(ID)
+    with pytest.raises(LocalError, match="another Ferry process"):
+        PartFile(tmp_path / "x").open(ID)
+    first.close()
+
+
+def test_finish_renames_atomically_and_removes_the_record(tmp_path):
+    part = PartFile(tmp_path / "x")
+    part.open(ID)
+    part.write(b"z" * 1000, 0)
+    part.save_state([(0, 1000)])
+    final = part.finish(1000)
+    assert final.read_bytes() == b"z" * 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x"]
+
+
+def test_check_destination(tmp_path):
+    (tmp_path / "exists").write_text("x")
+    with pytest.raises(LocalError, match="already exists"):
+        check_destination(tmp_path / "exists", overwrite=False)
+    check_destination(tmp_path / "exists", overwrite=True)
+    with pytest.raises(LocalError, match="does not exist"):
+        check_destination(tmp_path / "no" / "x", overwrite=False)
+    with pytest.raises(LocalError, match="is a folder"):
+        check_destination(tmp_path, overwrite=False)
+
+
+def test_following_hasher_matches_hashlib_while_the_file_grows(tmp_path):
+    path = tmp_path / "f"
+    data = os.urandom(9 * 1024 * 1024 + 3)
+    path.write_bytes(b"\0" * len(data))
+    hasher = FollowingHasher(path, ("sha256", "md5"))
+    with open(path, "r+b") as fh:
+        for offset in range(0, len(data), 1 << 20):
+            fh.seek(offset)
+            fh.write(data[offset:offset + (1 << 20)])
+            fh.flush()
+            hasher.advance(min(len(data), offset + (1 << 20)))
+    digests = hasher.finish(len(data))
+    assert digests["sha256"] == hashlib.sha256(data).hexdigest()
+    assert digests["md5"] == hashlib.md5(data).hexdigest()
+    assert threading.active_count() < 50
+
+
+def test_https_backend_is_found_through_its_entry_point():
+    assert registry.for_url("https://h/x").name == "https"
+    assert registry.for_url("HTTP://h/x").name == "https"
+    fresh = Registry()
+    assert "http" in fresh.get("https").schemes

@@ -1,0 +1,49 @@
+"""StreamTuner on synthetic paths: it grows while streams pay and stops at the knee."""
+
+from __future__ import annotations
+
+from backends.tuner import StreamTuner, initial_streams
+
+MiB = 1024 * 1024
+
+
+def run_path(tuner: StreamTuner, per_stream: float, link: float, seconds: float = 20.0, dt: float = 0.1) -> int:
+    """Feed the tuner the byte count of a path where each stream gets ``per_stream`` B/s up to ``link``."""
+    t, total = 0.0, 0.0
+    streams = tuner.streams
+    while t < seconds:
+        t += dt
+        total += min(link, streams * per_stream) * dt
+        streams = tuner.observe(t, int(total))
+    return streams
+
+
+def test_loss_limited_long_path_goes_past_sixteen():
+    # 100 ms, loss 1e-3: ~28 Mbit/s per stream on a 1 Gbit/s link
+    tuner = StreamTuner(start=16, maximum=64, rtt_s=0.1)
+    assert run_path(tuner, per_stream=3.5e6, link=125e6) >= 32
+
+
+def test_clean_path_stops_at_the_knee():
+    # each stream alone could fill 40 % of the link: 4 streams are plenty
+    tuner = StreamTuner(start=2, maximum=64, rtt_s=0.01)
+    final = run_path(tuner, per_stream=50e6, link=125e6)
+    assert 4 <= final <= 8 and tuner.settled
+
+
+def test_never_exceeds_maximum():
+    tuner = StreamTuner(start=8, maximum=20, rtt_s=0.05)
+    assert run_path(tuner, per_stream=1e6, link=1e9) == 20
+
+
+def test_waits_for_the_first_byte():
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05)
+    for i in range(100):
+        assert tuner.observe(i * 0.1, 0) == 4
+
+
+def test_initial_guess_grows_with_rtt_and_respects_small_files():
+    assert initial_streams(0.001, 10**12, 64, 4 * MiB) < initial_streams(0.1, 10**12, 64, 4 * MiB)
+    assert initial_streams(0.1, 5 * MiB, 64, 4 * MiB) == 1
+    assert initial_streams(0.1, 20 * MiB, 64, 4 * MiB) == 5
+    assert initial_streams(None, None, 64, 4 * MiB) >= 1
