@@ -73,10 +73,19 @@ class Lease:
         return self.cursor >= self.end
 
 
+#: stands for the size of a file whose size is not known yet (``ChunkMap(None)``)
+UNKNOWN_SIZE = 1 << 62
+
+
 class ChunkMap:
-    def __init__(self, size: int, done: list[Interval] | None = None, align: int = 64 * 1024) -> None:
-        if size < 0:
+    """``size=None``: leases can be handed out before the size is known (speculative
+    first requests); ``set_size`` clips everything once the first answer tells it."""
+
+    def __init__(self, size: int | None, done: list[Interval] | None = None, align: int = 64 * 1024) -> None:
+        if size is not None and size < 0:
             raise ValueError("size must be >= 0")
+        self.size_known = size is not None
+        size = UNKNOWN_SIZE if size is None else size
         self.size = size
         self.align = max(1, align)
         self._done = merge([(max(0, s), min(size, e)) for s, e in (done or [])])
@@ -103,6 +112,13 @@ class ChunkMap:
     def complete(self) -> bool:
         return not self._pending and not self._active and self._bytes_done == self.size
 
+    def pending_start(self) -> int:
+        """Where the first pending byte is (the size when nothing is pending)."""
+        return self._pending[0][0] if self._pending else self.size
+
+    def is_active(self, lease: Lease) -> bool:
+        return self._active.get(lease.id) is lease
+
     def done_intervals(self) -> list[Interval]:
         """Everything written so far, including the part of each live lease."""
         live = [(lease.start, lease.cursor) for lease in self._active.values()]
@@ -112,6 +128,22 @@ class ChunkMap:
         """How many bytes from offset 0 are written without a gap."""
         done = self.done_intervals()
         return done[0][1] if done and done[0][0] == 0 else 0
+
+    def set_size(self, size: int) -> None:
+        """The file's real size: pending work and live leases past it are clipped away."""
+        self.size, self.size_known = size, True
+        self._done = [(s, min(e, size)) for s, e in self._done if s < size]
+        self._pending = [(s, min(e, size)) for s, e in self._pending if s < size]
+        for lease in self._active.values():
+            lease.end = max(lease.start, min(lease.end, size))  # a lease past the end becomes empty
+        self._bytes_done = total(self._done) + sum(lease.cursor - lease.start for lease in self._active.values())
+
+    def reset_done(self, done: list[Interval]) -> None:
+        """Replace what counts as done (a resume record turned out stale); live leases stay."""
+        self._done = merge([(max(0, s), min(self.size, e)) for s, e in done])
+        live = [(lease.start, lease.end) for lease in self._active.values()]
+        self._pending = complement(self._done + live, self.size)
+        self._bytes_done = total(self._done) + sum(lease.cursor - lease.start for lease in self._active.values())
 
     # -- handing out work ------------------------------------------------------
     def lease(self, max_bytes: int) -> Lease | None:

@@ -123,9 +123,28 @@ class PartFile:
     # -- opening -----------------------------------------------------------------
     def open(self, identity: Identity) -> list[Interval]:
         """Open (or create) the part file; returns the byte ranges already done."""
-        self.identity = identity
+        self.lock()
+        return self.adopt(identity)
+
+    def lock(self) -> None:
+        """Create or open the part file and take the lock (before the source's identity is known)."""
         if self.fd is None:  # a restart after the source changed keeps the file (and its lock) open
             self._open_locked()
+
+    def peek(self, source: str) -> list[Interval]:
+        """The ranges a previous run recorded for ``source``: a hint until ``adopt`` confirms them."""
+        try:
+            record = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return []
+        if record.get("version") != STATE_VERSION or record.get("source") != source:
+            return []
+        return [(int(s), int(e)) for s, e in record.get("done", [])]
+
+    def adopt(self, identity: Identity) -> list[Interval]:
+        """Settle on the source's identity: keep what a previous run did for the same file,
+        else start empty; reserve the space. Returns the ranges already done."""
+        self.identity = identity
         done = self._trusted_ranges(identity)
         if not done:
             self._truncate()
@@ -184,8 +203,7 @@ class PartFile:
     def restart(self) -> None:
         """Throw away everything written (the source changed): start from zero bytes."""
         self._truncate()
-        if self.identity and self.identity.size is not None:
-            self._reserve(self.identity.size, already=0)
+        self.identity = None
 
     # -- writing -----------------------------------------------------------------
     def write(self, data: bytes | memoryview, offset: int) -> None:
@@ -254,6 +272,13 @@ class PartFile:
         self.state.unlink(missing_ok=True)
 
     def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # also drops the flock
-            self.fd = None
+        """Close (and unlock); an empty part file that never learned its source is removed."""
+        if self.fd is None:
+            return
+        try:
+            if self.identity is None and os.fstat(self.fd).st_size == 0 and not self.state.exists():
+                self.part.unlink(missing_ok=True)  # still under our lock: nobody else is using it
+        except OSError:
+            pass
+        os.close(self.fd)  # also drops the flock
+        self.fd = None

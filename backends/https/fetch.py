@@ -1,80 +1,73 @@
 """Parallel HTTP Range fetching of one file: streams, leases, stealing, checkpoints.
 
-Each stream is a task that takes a lease from the ``ChunkMap`` (file order, sizes
-shrinking towards the end), asks for exactly that range on a keep-alive
-connection, writes what arrives with ``pwrite`` at its offset, and asks for the
-next. When nothing is left to lease, an idle stream steals the back half of the
-slowest stream's lease, so the last bytes are spread over every stream instead
-of trickling in over one. ``--streams auto`` is a ``StreamTuner`` watching the
-aggregate rate and adding streams while they still pay.
+Each stream is a task that takes a lease from the ``ChunkMap`` (file order, sized
+to last about twenty round trips, shrinking near the end), asks for exactly that
+range on a keep-alive connection, writes what arrives with ``pwrite`` at its
+offset, and asks for the next. When nothing is left to lease, an idle stream
+steals the back half of the slowest stream's lease, so the last bytes are spread
+over every stream instead of trickling in over one.
 
-Every response is checked against the file's identity (Content-Range total,
-ETag, Last-Modified, and ``If-Range`` on the request), so a file replaced on the
-server mid-transfer raises ``RemoteChanged`` instead of producing a spliced file.
+The start is speculative: the first streams ask for the first ranges at once,
+before the file's size is known (a HEAD first would cost three round trips
+before any data flows). The first answer fixes the file's identity
+(``on_identity``); answers for ranges past the end (416) are dropped. A TCP
+connect measures the round-trip time meanwhile, so a long path gets more streams
+from the start; ``StreamTuner`` then adds streams while they still pay.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import aiohttp
 
-from ..base import RemoteInfo, Sink
+from ..base import Sink
 from ..chunks import ChunkMap, Lease
-from ..errors import RemoteChanged, TransferError, Transient
+from ..errors import RemoteChanged
 from ..hashing import FollowingHasher
 from ..partfile import PartFile
 from ..ratelimit import RateLimit
 from ..tuner import StreamTuner
 from ..urls import redact
+from .identity import RangesIgnored, Validators, unsatisfied_size
 from .session import map_error, status_error
 
 KiB, MiB = 1024, 1024 * 1024
 MAX_LEASE = 64 * MiB
 MIN_LEASE = 256 * KiB
-CHECKPOINT_BYTES = 16 * MiB  # resume state is at most this far behind (plus one second)
+FIRST_LEASE = 4 * MiB  # while no rate is known (the start, slow start)
+LEASE_RTTS = 20  # a lease lasts about this many round trips: ~5 % idle per stream, a short hash tail
+MIN_LEASE_SECONDS = 0.25  # on a LAN, RTT-sized leases would be tiny: keep each request meaningful
+RAMP_SECONDS = 1.0  # leases stay FIRST_LEASE-sized this long after the first byte (TCP is in slow start)
+CHECKPOINT_BYTES = 16 * MiB  # resume state is at most this far behind (or one second)
 CHECKPOINT_SECONDS = 1.0
 STREAM_RETRIES = 4  # a stream's own quick retries before the job-level retry takes over
 TICK = 0.1
 
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+Identified = Callable[[Validators, str], None]
 
 
-class RangesIgnored(Exception):
-    """The server answered a Range request with the whole file (HTTP 200)."""
+class _BeyondEnd(Exception):
+    """A speculative range started past the end of the file (HTTP 416)."""
 
 
-@dataclass
-class Validators:
-    """The file's identity as first seen; every response must agree with it."""
-
-    size: int | None
-    etag: str | None
-    last_modified: str | None
-
-    @classmethod
-    def of(cls, info: RemoteInfo) -> Validators:
-        return cls(info.size, info.etag, info.last_modified)
-
-    @property
-    def if_range(self) -> str | None:
-        if self.etag and not self.etag.startswith("W/"):
-            return self.etag  # If-Range needs a strong validator
-        return self.last_modified
-
-    def check(self, headers, url: str) -> None:
-        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
-        if self.etag and etag and etag != self.etag:
-            raise RemoteChanged(
-                f"The file at {redact(url)} changed on the server (ETag {self.etag} → {etag}); starting again."
-            )
-        if self.last_modified and modified and modified != self.last_modified:
-            raise RemoteChanged(
-                f"The file at {redact(url)} changed on the server (modified {modified}); starting again."
-            )
+async def connect_time(url: str, timeout: float = 10.0) -> float | None:
+    """Seconds for one TCP handshake to the URL's host: one round trip, measured cheaply."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(parts.hostname, port, type=1)
+        began = time.monotonic()
+        _, writer = await asyncio.wait_for(asyncio.open_connection(*infos[0][4][:2]), timeout)
+        spent = time.monotonic() - began
+        writer.close()
+        return spent
+    except (OSError, asyncio.TimeoutError, IndexError):
+        return None  # the real requests will report the problem in words
 
 
 class RangedFetch:
@@ -84,40 +77,47 @@ class RangedFetch:
         self,
         session: aiohttp.ClientSession,
         url: str,
-        validators: Validators,
         chunks: ChunkMap,
         *,
         part: PartFile | None,
         sink: Sink | None,
-        hasher: FollowingHasher | None = None,
+        validators: Validators | None = None,
+        on_identity: Identified | None = None,
         limiter: RateLimit | None = None,
         tuner: StreamTuner | None = None,
         streams: int = 1,
         max_streams: int = 64,
         rtt_s: float | None = None,
-        ranges_confirmed: bool = True,
         deadline: float | None = None,
     ) -> None:
-        self.session, self.url, self.validators, self.chunks = session, url, validators, chunks
-        self.part, self.sink, self.hasher, self.limiter, self.tuner = part, sink, hasher, limiter, tuner
+        self.session, self.url, self.chunks, self.part, self.sink = session, url, chunks, part, sink
+        self.validators, self.on_identity, self.limiter, self.tuner = validators, on_identity, limiter, tuner
+        self.hasher: FollowingHasher | None = None  # set by on_identity once the part file is settled
         self.target = tuner.streams if tuner else max(1, streams)
         self.max_streams = max_streams
         self.rtt_s = rtt_s
-        self.ranges_confirmed = ranges_confirmed
         self.deadline = deadline
         self.fetched = 0  # bytes off the network in this run, discarded ones included
         self.peak_streams = 0
         self.first_byte_at: float | None = None
         self.rate = 0.0  # aggregate bytes/s, smoothed
+        self._identified = asyncio.Event()
+        if validators is not None:
+            self._identified.set()
+        self._first_offset = chunks.pending_start()
         self._workers: set[asyncio.Task] = set()
         self._lease_began: dict[int, float] = {}
         self._saved_bytes = chunks.bytes_done
         self._saved_at = time.monotonic()
+        self._flush: asyncio.Future | None = None
+        self._saving: asyncio.Future | None = None
 
     # -- running ---------------------------------------------------------------
     async def run(self) -> None:
-        self._spawn(self.target if self.ranges_confirmed else 1)
-        monitor = asyncio.create_task(self._monitor())
+        self._spawn(self.target)
+        helpers = [asyncio.create_task(self._monitor())]
+        if self.tuner and self.rtt_s is None:
+            helpers.append(asyncio.create_task(self._measure_rtt()))
         try:
             while self._workers:
                 done, _ = await asyncio.wait(self._workers, return_when=asyncio.FIRST_COMPLETED)
@@ -128,13 +128,21 @@ class RangedFetch:
                 if not self._workers and not self.chunks.complete and not self._past_deadline():
                     self._spawn(1)  # work came back from a failed stream after the others left
         finally:
-            monitor.cancel()
-            for task in self._workers:
+            for task in (*helpers, *self._workers):
                 task.cancel()
-            await asyncio.gather(monitor, *self._workers, return_exceptions=True)
+            await asyncio.gather(*helpers, *self._workers, return_exceptions=True)
+            await asyncio.gather(*(f for f in (self._flush, self._saving) if f), return_exceptions=True)
+            self._saving = None
             self._workers.clear()
             self.chunks.release_all()
-            self.checkpoint()
+            if self.validators is not None:
+                self.checkpoint(wait=True)
+
+    async def _measure_rtt(self) -> None:
+        rtt = await connect_time(self.url)
+        if rtt and self.tuner:
+            self.rtt_s = min(self.rtt_s or rtt, rtt)
+            self.target = self.tuner.raise_start(rtt)
 
     def _spawn(self, count: int) -> None:
         for _ in range(count):
@@ -151,27 +159,39 @@ class RangedFetch:
             inst = (self.fetched - last_b) / (now - last_t)
             self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
             last_t, last_b = now, self.fetched
-            if self.sink:
+            if self.sink and self.chunks.size_known:
                 self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
             if self.hasher:
                 self.hasher.advance(self.chunks.contiguous_prefix())
-            if self.tuner and self.ranges_confirmed:
-                if self.rtt_s:
-                    self.tuner.rtt_s = self.rtt_s
+            if self.tuner and self.validators is not None:
+                self.tuner.rtt_s = self.rtt_s or self.tuner.rtt_s
                 self.target = self.tuner.observe(now, self.fetched)
             want = self.target - len(self._workers)
-            worth = self.chunks.pending_bytes // max(MIN_LEASE, 1)
-            if want > 0 and self.ranges_confirmed and worth > 0:
-                self._spawn(min(want, worth))
-            if now - self._saved_at >= CHECKPOINT_SECONDS:
+            if want > 0 and self.chunks.pending_bytes >= MIN_LEASE:
+                self._spawn(min(want, self.chunks.pending_bytes // MIN_LEASE))
+            if self.validators is not None and now - self._saved_at >= CHECKPOINT_SECONDS:
                 self.checkpoint()
+            if self.part and self.validators is not None and (self._flush is None or self._flush.done()):
+                # write back continuously (off the loop), so the final fdatasync has little left to do
+                self._flush = asyncio.ensure_future(asyncio.to_thread(self.part.sync))
 
-    def checkpoint(self) -> None:
-        """Save resume state (cheap: a small JSON file replaced atomically)."""
+    def checkpoint(self, *, wait: bool = False) -> None:
+        """Save resume state: a small JSON file replaced atomically, written off the loop
+        (a rename can take milliseconds on ext4); one save at a time, in order."""
+        if not self.part:
+            return
+        if self._saving is not None and self._saving.done():
+            self._saving.result()  # a failed save (disk full) surfaces here, on the loop
+            self._saving = None
+        if self._saving is not None and not wait:
+            return  # the next tick saves what this one would have
         self._saved_at = time.monotonic()
         self._saved_bytes = self.chunks.bytes_done
-        if self.part:
-            self.part.save_state(self.chunks.done_intervals())
+        snapshot = self.chunks.done_intervals()
+        if wait:
+            self.part.save_state(snapshot)
+        else:
+            self._saving = asyncio.ensure_future(asyncio.to_thread(self.part.save_state, snapshot))
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -186,12 +206,17 @@ class RangedFetch:
             self._lease_began[lease.id] = time.monotonic()
             try:
                 await self._fetch(lease)
+            except _BeyondEnd:
+                await self._identified.wait()  # the answer for the first range will say where the end is
+                self._drop(lease, finished=lease.finished)
+                continue
             except (asyncio.CancelledError, RemoteChanged, RangesIgnored):
                 self._drop(lease, finished=False)
                 raise
             except Exception as exc:
                 self._drop(lease, finished=False)
-                err = map_error(exc, self.url, started=True)
+                # before the first answer, a refused or unknown host is a wrong address: fail at once
+                err = map_error(exc, self.url, started=self.validators is not None)
                 failures += 1
                 if not err.retryable or failures > STREAM_RETRIES:
                     if err is exc:
@@ -204,7 +229,7 @@ class RangedFetch:
 
     def _drop(self, lease: Lease, finished: bool) -> None:
         self._lease_began.pop(lease.id, None)
-        if lease.id not in {active.id for active in self.chunks.active}:
+        if not self.chunks.is_active(lease):
             return
         if finished:
             self.chunks.finish(lease)
@@ -215,7 +240,7 @@ class RangedFetch:
 
     def _next_lease(self) -> Lease | None:
         lease = self.chunks.lease(self._lease_size())
-        if lease is None and self.part is not None and self.ranges_confirmed:
+        if lease is None and self.part is not None and self.chunks.size_known:
             lease = self.chunks.steal(self._min_split(), rank=self._seconds_left)
         return lease
 
@@ -223,10 +248,19 @@ class RangedFetch:
         return self.rate / max(1, len(self._workers))
 
     def _lease_size(self) -> int:
-        """Guided self-scheduling: half of an equal share of what is left."""
+        """Guided self-scheduling (half of an equal share of what is left), capped in time.
+
+        A lease costs its stream one idle round trip, so it should last many RTTs;
+        but the hasher can only follow the oldest unfinished lease, so leases must
+        not last long either: about ``LEASE_RTTS`` round trips of one stream's rate.
+        """
         guided = self.chunks.pending_bytes // (2 * max(1, self.target))
-        floor = min(8 * MiB, max(MIN_LEASE, int(self._stream_rate() * (self.rtt_s or 0.05) * 8)))
-        return int(min(MAX_LEASE, max(floor, guided)))
+        rate = self._stream_rate()
+        ramping = self.first_byte_at is None or time.monotonic() - self.first_byte_at < RAMP_SECONDS
+        cap = int(rate * max(self.rtt_s or 0.0, MIN_LEASE_SECONDS / LEASE_RTTS) * LEASE_RTTS)
+        if ramping:
+            cap = max(cap, FIRST_LEASE)
+        return int(min(MAX_LEASE, max(MIN_LEASE, min(guided, cap))))
 
     def _min_split(self) -> int:
         """A steal costs the thief one round trip; only steal what outlasts that."""
@@ -243,16 +277,15 @@ class RangedFetch:
 
     async def _fetch(self, lease: Lease) -> None:
         headers = {"Range": f"bytes={lease.cursor}-{lease.end - 1}"}
-        if self.validators.if_range:
-            headers["If-Range"] = self.validators.if_range
+        if_range = self.validators.if_range if self.validators else None
+        if if_range:
+            headers["If-Range"] = if_range
         sent = time.monotonic()
         async with self.session.get(self.url, headers=headers) as resp:
-            self._check(resp, lease, bool(headers.get("If-Range")))
+            self._check(resp, lease, bool(if_range))
             latency = time.monotonic() - sent
             if self.rtt_s is None or latency < self.rtt_s:
                 self.rtt_s = latency
-            if not self.ranges_confirmed:
-                self.ranges_confirmed = True
             reader = resp.content
             while lease.cursor < lease.end:
                 data = await reader.readany()
@@ -279,62 +312,36 @@ class RangedFetch:
 
     def _check(self, resp: aiohttp.ClientResponse, lease: Lease, sent_if_range: bool) -> None:
         if resp.status == 200:
-            if sent_if_range and self.ranges_confirmed:
+            if sent_if_range:
                 raise RemoteChanged(f"The file at {redact(self.url)} changed on the server; starting again.")
             raise RangesIgnored()
         if resp.status == 416:
-            raise RemoteChanged(f"The file at {redact(self.url)} is shorter than it was; starting again.")
+            self._past_end(resp, lease)
         if resp.status != 206:
             raise status_error(resp.status, self.url, resp.reason or "")
-        self.validators.check(resp.headers, self.url)
-        match = _CONTENT_RANGE.fullmatch(resp.headers.get("Content-Range", "").strip())
-        if not match:
-            raise Transient(f"The server sent a partial answer without a usable Content-Range for {redact(self.url)}.")
-        first, full = int(match.group(1)), match.group(3)
-        if full != "*" and self.validators.size is not None and int(full) != self.validators.size:
+        if self.validators is None:
+            self._identify(resp)
+        self.validators.check_partial(resp.headers, self.url, lease.cursor)
+
+    def _past_end(self, resp: aiohttp.ClientResponse, lease: Lease) -> None:
+        size = unsatisfied_size(resp.headers)
+        if self.validators is None and lease.start == self._first_offset:
             raise RemoteChanged(
-                f"The file at {redact(self.url)} changed size on the server ({self.validators.size} → {full} bytes); "
+                f"The file at {redact(self.url)} is shorter than Ferry had fetched before ({size} bytes); "
                 "starting again."
             )
-        if first != lease.cursor:
-            raise Transient(f"The server sent bytes from {first} when asked for {lease.cursor}; retrying that range.")
+        if self.validators is not None and self.validators.size is not None and lease.start < self.validators.size:
+            raise RemoteChanged(f"The file at {redact(self.url)} is shorter than it was; starting again.")
+        raise _BeyondEnd()
 
-
-async def fetch_whole(
-    session: aiohttp.ClientSession,
-    url: str,
-    validators: Validators,
-    part: PartFile,
-    sink: Sink | None,
-    hasher: FollowingHasher | None,
-    limiter: RateLimit | None,
-) -> int:
-    """One plain GET from byte 0, for servers without Range support or without a size."""
-    written = 0
-    try:
-        async with session.get(url) as resp:
-            if resp.status != 200:
-                raise status_error(resp.status, url, resp.reason or "")
-            validators.check(resp.headers, url)
-            last = time.monotonic()
-            async for data in resp.content.iter_any():
-                part.write(data, written)
-                written += len(data)
-                if limiter:
-                    await limiter.consume(len(data))
-                now = time.monotonic()
-                if now - last >= TICK:
-                    last = now
-                    if sink:
-                        sink.progress(written, validators.size, 1)
-                    if hasher:
-                        hasher.advance(written)
-    except TransferError:
-        raise
-    except asyncio.CancelledError:
-        raise
-    except BaseException as exc:
-        raise map_error(exc, url, started=written > 0) from exc
-    if validators.size is not None and written != validators.size:
-        raise Transient(f"The server sent {written} of {validators.size} bytes and closed; Ferry will retry.")
-    return written
+    def _identify(self, resp: aiohttp.ClientResponse) -> None:
+        """The first good answer: this is the file, this is its size, this is where it really is."""
+        validators = Validators.from_partial(resp.headers)
+        if validators.size is None:
+            raise RangesIgnored()  # no total size: fetch it whole, in order
+        self.validators = validators
+        self.url = str(resp.url)  # after redirects
+        self.chunks.set_size(validators.size)
+        if self.on_identity:
+            self.on_identity(validators, self.url)
+        self._identified.set()

@@ -49,7 +49,7 @@ def validate_url(url: str) -> tuple[str, int]:
 
 
 def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
-    """System trust plus an optional lab CA; verification off only when asked."""
+    """The system's trust store plus, with ``--ca-file``, a lab's own CA; verification off only when asked."""
     if insecure:
         return False
     ctx = ssl.create_default_context()

@@ -1,0 +1,185 @@
+"""One download job: speculative ranged fetch, identity, resume, verification, restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+
+from ..base import Checksum, RemoteInfo, Result, Sink, TransferRequest
+from ..chunks import ChunkMap, Interval, total
+from ..errors import Corrupt, RemoteChanged, TransferError
+from ..hashing import FollowingHasher, hash_file
+from ..partfile import Identity, PartFile, human_size
+from ..ratelimit import RateLimit
+from ..tuner import StreamTuner
+from ..urls import host_of, redact
+from .fetch import RangedFetch
+from .identity import RangesIgnored, Validators
+from .remote import find_sidecar, head
+from .whole import fetch_whole
+
+MAX_RESTARTS = 3  # a file that keeps changing under us is an error, not a loop
+START_STREAMS = 8  # speculative streams before anything is known about the path
+
+
+class Download:
+    def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink) -> None:
+        self.session, self.request, self.sink = session, request, sink
+        self.options = request.options
+        self.source = redact(request.source)
+        self.part = PartFile(request.dest)
+        self.notes: list[str] = []
+        self.fetched = 0
+        self.peak_streams = 0
+        self.rtt_s: float | None = None
+        self.info: RemoteInfo | None = None
+        self.hasher: FollowingHasher | None = None
+        self.sidecar: asyncio.Task | None = None
+        self.resumed = 0
+        self.limiter = RateLimit(self.options.limit_rate) if self.options.limit_rate else None
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+        self.sink.note(message)
+
+    async def run(self) -> Result:
+        began = time.monotonic()
+        restarts = 0
+        try:
+            while True:
+                try:
+                    digests = await self._attempt()
+                    break
+                except RemoteChanged as exc:
+                    restarts += 1
+                    if restarts > MAX_RESTARTS:
+                        raise RemoteChanged(
+                            f"The file at {self.source} kept changing on the server ({restarts} times during the "
+                            "transfer). Wait until it is complete there, then try again."
+                        ) from exc
+                    self.note(str(exc))
+                    self.part.restart()
+            expected = self.options.checksum or (await self.sidecar if self.sidecar else None)
+            if expected and expected.algorithm not in digests:  # an .md5 sidecar: one more pass, rare
+                digests.update(await asyncio.to_thread(hash_file, self.part.part, (expected.algorithm,)))
+            verified, method = self._verify(digests, expected)
+            self.part.finish(self.info.size)
+        except BaseException:
+            if self.sidecar:
+                self.sidecar.cancel()
+            self.part.close()
+            raise
+        return Result(
+            bytes=self.info.size, seconds=time.monotonic() - began, streams=self.peak_streams,
+            sha256=digests["sha256"], verified=verified, verify_method=method, peer_host=host_of(self.info.url),
+            rtt_ms=self.rtt_s * 1000 if self.rtt_s else None, restarts=restarts, bytes_fetched=self.fetched,
+            resumed_from=self.resumed if restarts == 0 else 0, notes=self.notes,
+        )
+
+    async def _attempt(self) -> dict[str, str]:
+        """Fetch everything not yet here, hash it, confirm the source did not change."""
+        self.part.lock()
+        self.info, self.resumed = None, 0
+        try:
+            try:
+                await self._ranged(self.part.peek(self.source))
+            except RangesIgnored:
+                self.note("The server does not support byte ranges, so Ferry uses one stream and cannot resume.")
+                await self._whole()
+            self.sink.stage("verifying")
+            digests, _ = await asyncio.gather(asyncio.to_thread(self.hasher.finish, self.info.size), self._revalidate())
+        finally:
+            if self.hasher:
+                self.hasher.stop()
+                self.hasher = None
+        return digests
+
+    def _tuner(self) -> StreamTuner | None:
+        opts = self.options
+        if opts.streams != "auto":
+            return None
+        start = opts.initial_streams or START_STREAMS
+        return StreamTuner(min(start, opts.max_streams), maximum=opts.max_streams, rtt_s=self.rtt_s or 0.05)
+
+    async def _ranged(self, hint: list[Interval]) -> None:
+        opts = self.options
+        tuner = self._tuner()
+        fetch = RangedFetch(
+            self.session, self.request.source, ChunkMap(None, hint), part=self.part, sink=self.sink,
+            on_identity=lambda validators, url: self._identified(fetch, hint, validators, url),
+            limiter=self.limiter, tuner=tuner, streams=1 if tuner else int(opts.streams),
+            max_streams=opts.max_streams, rtt_s=self.rtt_s,
+        )
+        try:
+            await fetch.run()
+        finally:
+            self.fetched += fetch.fetched
+            if fetch.validators is not None:  # speculative requests a range-less server refused do not count
+                self.peak_streams = max(self.peak_streams, fetch.peak_streams)
+            self.rtt_s = fetch.rtt_s or self.rtt_s
+        if tuner and tuner.history:
+            self.note("Streams: " + ", ".join(f"{n} → {r * 8 / 1e6:.0f} Mbit/s" for n, r in tuner.history))
+
+    def _identified(self, fetch: RangedFetch, hint: list[Interval], validators: Validators, url: str) -> None:
+        """The first answer arrived: settle the part file, start hashing and the sidecar lookup."""
+        identity = Identity(self.source, validators.size, validators.etag, validators.last_modified)
+        done = self.part.adopt(identity)
+        if done != hint:
+            fetch.chunks.reset_done(done)
+        self.resumed = total(done)
+        if self.resumed:
+            self.note(f"Resuming: {human_size(self.resumed)} of {human_size(validators.size)} was already here.")
+        self._settle(RemoteInfo(url, validators.size, validators.etag, validators.last_modified, True))
+        fetch.hasher = self.hasher
+
+    def _settle(self, info: RemoteInfo) -> None:
+        self.info = info
+        algorithms = ("sha256", "md5") if self.options.checksum and self.options.checksum.algorithm == "md5" else (
+            "sha256",)
+        self.hasher = FollowingHasher(self.part.part, algorithms)
+        if self.options.checksum is None and self.sidecar is None:
+            self.sidecar = asyncio.ensure_future(find_sidecar(self.session, info.url))
+
+    async def _whole(self) -> None:
+        info, _ = await head(self.session, self.request.source)
+        if self.hasher:
+            self.hasher.stop()
+        self.part.restart()
+        if info.size is None:
+            self.note("The server does not say how big the file is, so Ferry uses one stream.")
+        self.part.adopt(Identity(self.source, info.size, info.etag, info.last_modified))
+        self._settle(info)
+        self.peak_streams = max(self.peak_streams, 1)
+        written = await fetch_whole(self.session, info.url, Validators.of(info), self.part, self.sink, self.hasher,
+                                    self.limiter)
+        self.fetched += written
+        if info.size is None:
+            info.size = written
+
+    async def _revalidate(self) -> None:
+        """A last HEAD: a file rewritten in place during the last request is caught here."""
+        info = self.info
+        try:
+            now, _ = await head(self.session, info.url)
+        except TransferError as exc:
+            self.note(f"Could not re-check the file on the server at the end ({exc}); relying on per-range checks.")
+            return
+        if (now.size, now.etag, now.last_modified) != (info.size, info.etag, info.last_modified):
+            raise RemoteChanged(f"The file at {self.source} changed on the server; starting again.")
+
+    def _verify(self, digests: dict[str, str], expected: Checksum | None) -> tuple[bool, str]:
+        if expected is None:
+            return False, "no checksum given or published; size and ETag/Last-Modified checked on every range"
+        actual = digests[expected.algorithm]
+        who = "you gave" if expected.source == "given" else f"in {expected.source}"
+        if actual != expected.hexdigest:
+            self.part.state.unlink(missing_ok=True)  # the bytes are wrong: a re-run must fetch them again
+            self.part.close()
+            raise Corrupt(
+                f"The downloaded data does not match the {expected.algorithm} checksum {who} "
+                f"(expected {expected.hexdigest[:16]}…, got {actual[:16]}…). It was kept as {self.part.part}; "
+                "run the transfer again, and if it fails again ask the server's owner whether the checksum is current."
+            )
+        return True, f"{expected.algorithm} {who} matched"

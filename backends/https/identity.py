@@ -1,0 +1,81 @@
+"""Which file are we fetching? The identity every range response must agree with.
+
+The first usable answer fixes the file's size, ETag and Last-Modified; every
+later response is compared with them (and carries ``If-Range``), so a file that
+is replaced on the server mid-transfer raises ``RemoteChanged`` instead of
+producing a spliced file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..base import RemoteInfo
+from ..errors import RemoteChanged, Transient
+from ..urls import redact
+
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_UNSATISFIED = re.compile(r"bytes \*/(\d+)")
+
+
+class RangesIgnored(Exception):
+    """The server answered a Range request with the whole file (HTTP 200)."""
+
+
+@dataclass
+class Validators:
+    size: int | None
+    etag: str | None
+    last_modified: str | None
+
+    @classmethod
+    def of(cls, info: RemoteInfo) -> Validators:
+        return cls(info.size, info.etag, info.last_modified)
+
+    @classmethod
+    def from_partial(cls, headers) -> Validators:
+        """From a 206 answer: the total after the slash of Content-Range is the file's size."""
+        first, _, full = content_range(headers, url="")
+        return cls(int(full) if full != "*" else None, headers.get("ETag"), headers.get("Last-Modified"))
+
+    @property
+    def if_range(self) -> str | None:
+        if self.etag and not self.etag.startswith("W/"):
+            return self.etag  # If-Range needs a strong validator
+        return self.last_modified
+
+    def check(self, headers, url: str) -> None:
+        etag, modified = headers.get("ETag"), headers.get("Last-Modified")
+        if self.etag and etag and etag != self.etag:
+            raise RemoteChanged(
+                f"The file at {redact(url)} changed on the server (ETag {self.etag} → {etag}); starting again."
+            )
+        if self.last_modified and modified and modified != self.last_modified:
+            raise RemoteChanged(
+                f"The file at {redact(url)} changed on the server (modified {modified}); starting again."
+            )
+
+    def check_partial(self, headers, url: str, offset: int) -> None:
+        """A 206 answer for a request starting at ``offset``."""
+        self.check(headers, url)
+        first, _, full = content_range(headers, url)
+        if full != "*" and self.size is not None and int(full) != self.size:
+            raise RemoteChanged(
+                f"The file at {redact(url)} changed size on the server ({self.size} → {full} bytes); starting again."
+            )
+        if first != offset:
+            raise Transient(f"The server sent bytes from {first} when asked for {offset}; retrying that range.")
+
+
+def content_range(headers, url: str) -> tuple[int, int, str]:
+    match = _CONTENT_RANGE.fullmatch(headers.get("Content-Range", "").strip())
+    if not match:
+        raise Transient(f"The server sent a partial answer without a usable Content-Range for {redact(url)}.")
+    return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def unsatisfied_size(headers) -> int | None:
+    """The size a 416 answer reports (``Content-Range: bytes */SIZE``)."""
+    match = _UNSATISFIED.fullmatch(headers.get("Content-Range", "").strip())
+    return int(match.group(1)) if match else None

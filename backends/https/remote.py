@@ -1,0 +1,81 @@
+"""Asking the server about a file: HEAD (or a one-byte GET), and published checksum sidecars."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from ..base import Checksum, RemoteInfo
+from ..checksums import SIDECARS, parse_sidecar
+from ..errors import TransferError
+from ..urls import remote_name
+from .session import map_error, status_error
+
+SIDECAR_LIMIT = 64 * 1024
+
+
+async def head(session: aiohttp.ClientSession, url: str) -> tuple[RemoteInfo, float]:
+    """Size, validators and range support of ``url``; plus the request's latency."""
+    began = time.monotonic()
+    try:
+        async with session.head(url, allow_redirects=True) as resp:
+            if resp.status in (405, 501):
+                return await _range_probe(session, url, began)
+            if resp.status >= 400:
+                raise status_error(resp.status, url, resp.reason or "")
+            length = resp.headers.get("Content-Length")
+            info = RemoteInfo(
+                url=str(resp.url),
+                size=int(length) if length and length.isdigit() else None,
+                etag=resp.headers.get("ETag"),
+                last_modified=resp.headers.get("Last-Modified"),
+                accepts_ranges="bytes" in resp.headers.get("Accept-Ranges", "").lower(),
+            )
+    except (TransferError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise map_error(exc, url) from exc
+    return info, time.monotonic() - began
+
+
+async def _range_probe(session: aiohttp.ClientSession, url: str, began: float) -> tuple[RemoteInfo, float]:
+    """For servers that refuse HEAD: a one-byte ranged GET tells the same."""
+    async with session.get(url, headers={"Range": "bytes=0-0"}) as resp:
+        if resp.status not in (200, 206):
+            raise status_error(resp.status, url, resp.reason or "")
+        full = resp.headers.get("Content-Range", "").rpartition("/")[2]
+        length = resp.headers.get("Content-Length")
+        size = int(full) if full.isdigit() else (int(length) if resp.status == 200 and length else None)
+        info = RemoteInfo(
+            url=str(resp.url),
+            size=size,
+            etag=resp.headers.get("ETag"),
+            last_modified=resp.headers.get("Last-Modified"),
+            accepts_ranges=resp.status == 206,
+        )
+        resp.close()
+    return info, time.monotonic() - began
+
+
+async def find_sidecar(session: aiohttp.ClientSession, url: str) -> Checksum | None:
+    """A ``FILE.sha256`` (or ``.md5``) published next to the file, if any."""
+    parts = urlsplit(url)
+    if parts.query:
+        return None  # signed URLs: a sibling address would not be signed
+    name = remote_name(url)
+    for algorithm, suffix in SIDECARS:
+        sidecar_url = parts._replace(path=parts.path + suffix).geturl()
+        try:
+            async with session.get(sidecar_url) as resp:
+                if resp.status != 200 or (resp.content_length or 0) > SIDECAR_LIMIT:
+                    continue
+                text = (await resp.content.read(SIDECAR_LIMIT)).decode("utf-8", "replace")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            continue
+        digest = parse_sidecar(text, algorithm, name)
+        if digest:
+            return Checksum(algorithm, digest, source=f"the server's {name}{suffix}")
+    return None

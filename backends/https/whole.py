@@ -1,0 +1,56 @@
+"""One plain GET from byte 0: for servers without Range support or without a size."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+
+from ..base import Sink
+from ..errors import TransferError, Transient
+from ..hashing import FollowingHasher
+from ..partfile import PartFile
+from ..ratelimit import RateLimit
+from .identity import Validators
+from .session import map_error, status_error
+
+TICK = 0.1
+
+
+async def fetch_whole(
+    session: aiohttp.ClientSession,
+    url: str,
+    validators: Validators,
+    part: PartFile,
+    sink: Sink | None,
+    hasher: FollowingHasher | None,
+    limiter: RateLimit | None,
+) -> int:
+    """Stream the whole body into ``part`` in order; returns the bytes written."""
+    written = 0
+    try:
+        async with session.get(url) as resp:
+            if resp.status != 200:
+                raise status_error(resp.status, url, resp.reason or "")
+            validators.check(resp.headers, url)
+            last = time.monotonic()
+            async for data in resp.content.iter_any():
+                part.write(data, written)
+                written += len(data)
+                if limiter:
+                    await limiter.consume(len(data))
+                now = time.monotonic()
+                if now - last >= TICK:
+                    last = now
+                    if sink:
+                        sink.progress(written, validators.size, 1)
+                    if hasher:
+                        hasher.advance(written)
+    except (TransferError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise map_error(exc, url, started=written > 0) from exc
+    if validators.size is not None and written != validators.size:
+        raise Transient(f"The server sent {written} of {validators.size} bytes and closed; Ferry will retry.")
+    return written
