@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -66,14 +67,16 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
     return spent, proc.returncode, out
 
 
-def run_rss(argv: list[str], env: dict | None = None) -> tuple[float, int, int]:
-    """Wall seconds, exit status and peak RSS (KiB) of one command, via wait4."""
-    began = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    spent = time.monotonic() - began
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return spent, proc.returncode, usage.ru_maxrss
+def run_rss(argv: list[str], env: dict | None = None) -> tuple[float, int, int, str]:
+    """Wall seconds, exit status, peak RSS (KiB) and stdout of one command, via wait4."""
+    with tempfile.TemporaryFile("w+") as out:
+        began = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        spent = time.monotonic() - began
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return spent, proc.returncode, usage.ru_maxrss, out.read()
 
 
 class Tools:
@@ -89,7 +92,7 @@ class Tools:
                 "--streams", "auto", "--json", "--overwrite", "-q"]
 
     def aria2(self) -> list[str]:
-        return [*self.ns, "aria2c", "-q", "-x16", "-s16", "-k1M",
+        return [*self.ns, "aria2c", "-x16", "-s16", "-k1M", "--summary-interval=0", "--console-log-level=warn",
                 f"--ca-certificate={self.ca}", "-d", str(self.out.parent), "-o", self.out.name,
                 "--allow-overwrite=true", self.url]
 
@@ -99,6 +102,19 @@ class Tools:
 
 def mbps(size: int, seconds: float) -> float:
     return size * 8 / seconds / 1e6
+
+
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def reported_mbps(tool: str, out: str) -> float | None:
+    """The transfer rate the tool itself reports (without its process start-up)."""
+    if tool.startswith("ferry"):
+        return json.loads(out.strip().splitlines()[-1])["throughput_mbps"]
+    if tool == "aria2c":
+        match = re.search(r"\|OK\s*\|\s*([\d.]+)(B|KiB|MiB|GiB)/s\|", out)
+        return float(match.group(1)) * _UNITS[match.group(2)] * 8 / 1e6 if match else None
+    return None
 
 
 def bench_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -> dict:
@@ -114,6 +130,7 @@ def bench_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -
         ns = [str(WANEM), "exec", link, "a", "--"]
         tools = Tools(server.url("big.bin"), str(certs["ca"]), work / "out" / "big.bin", size, ns)
         results: dict[str, list[float]] = {"ferry": [], "ferry-warm": [], "aria2c": [], "curl": []}
+        reported: dict[str, list[float | None]] = {k: [] for k in results}
         streams: list[int] = []
         warm_home = work / f"home-warm-{name}"
         shutil.rmtree(warm_home, ignore_errors=True)
@@ -127,14 +144,17 @@ def bench_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -
                 argv = {"ferry": tools.ferry, "ferry-warm": tools.ferry}.get(tool, None)
                 argv = argv(home) if argv else getattr(tools, tool.replace("aria2c", "aria2"))()
                 spent, status, out = timed(argv, env)
+                own = reported_mbps(tool, out) if status == 0 else None
                 if status == 0:
                     results[tool].append(mbps(size, spent))
+                    reported[tool].append(own)
                     if tool.startswith("ferry"):
                         streams.append(json.loads(out.strip().splitlines()[-1])["streams"])
-                print(f"  {name} round {r + 1} {tool:<10} {mbps(size, spent):7.0f} Mbit/s  ({spent:.1f} s)",
-                      flush=True)
+                print(f"  {name} round {r + 1} {tool:<10} {mbps(size, spent):7.0f} Mbit/s  ({spent:.1f} s)"
+                      f"  self-reported {own or 0:.0f}", flush=True)
         tools.clean()
-        return {"path": name, "rtt": rtt, "rate": rate, "loss": loss, "results": results, "streams": streams}
+        return {"path": name, "rtt": rtt, "rate": rate, "loss": loss, "results": results, "reported": reported,
+                "streams": streams}
     finally:
         server.stop()
         subprocess.run([str(WANEM), "down", link], capture_output=True)
@@ -144,25 +164,27 @@ def bench_loopback(work: Path, size: int, rounds: int) -> dict:
     server = Nginx(work / "nginx-lo", work / "data").start()
     try:
         tools = Tools(server.url("big.bin"), server.ca_file, work / "out" / "big.bin", size, [])
-        rows: dict[str, list[tuple[float, int]]] = {"ferry": [], "aria2c": []}
+        rows: dict[str, list[tuple[float, int, float | None]]] = {"ferry": [], "aria2c": []}
         for _ in range(rounds):
             for tool in ("ferry", "aria2c"):
                 tools.clean()
                 home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
                 env = dict(os.environ, LABFERRY_HOME=str(home))
                 argv = tools.ferry(home) if tool == "ferry" else tools.aria2()
-                spent, status, rss = run_rss(argv, env)
+                spent, status, rss, out = run_rss(argv, env)
+                own = reported_mbps(tool, out) if status == 0 else None
                 if status == 0:
-                    rows[tool].append((mbps(size, spent), rss))
-                print(f"  loopback {tool:<7} {mbps(size, spent):7.0f} Mbit/s  peak RSS {rss / 1024:.0f} MiB",
-                      flush=True)
+                    rows[tool].append((mbps(size, spent), rss, own))
+                print(f"  loopback {tool:<7} {mbps(size, spent):7.0f} Mbit/s  self-reported {own or 0:.0f}"
+                      f"  peak RSS {rss / 1024:.0f} MiB", flush=True)
         tools.clean()
         return rows
     finally:
         server.stop()
 
 
-def median(values):
+def median_of(values) -> float:
+    values = [v for v in values if v is not None]
     return statistics.median(values) if values else float("nan")
 
 
@@ -172,35 +194,39 @@ def render(paths: list[dict], loop: dict, size: int, rounds: int, command: str) 
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on this 2-core machine with `wanem` (packet-level link emulator,"
         f" cubic on both hosts, untuned Linux buffers), a {size // MiB} MiB file served by nginx over TLS;"
-        f" median of {rounds} interleaved rounds, Mbit/s = size / wall time of the whole command.",
+        f" median of {rounds} interleaved rounds. **Wall** = size / wall-clock time of the whole command"
+        " (process start-up, handshakes and verification included); **own** = the rate the tool reports for its"
+        " transfer (Ferry's JSON `throughput_mbps`, aria2c's *avg speed*), without process start-up.",
         "Ferry runs `--streams auto` with a fresh data folder (cold) and with one that has learned from earlier runs"
-        " (warm).",
+        " (warm). curl runs once at 100 ms (one run takes minutes).",
         "",
-        "| path (1000 Mbit/s) | Ferry auto, cold | Ferry auto, warm | aria2c -x16 -s16 -k1M | curl | Ferry / aria2c |"
-        " Ferry streams |",
+        "| path (1000 Mbit/s) | Ferry cold: wall / own | Ferry warm: wall / own | aria2c -x16 -s16 -k1M: wall / own"
+        " | curl | Ferry / aria2c (wall) | Ferry streams |",
         "|---|---|---|---|---|---|---|",
     ]
     for p in paths:
-        r = p["results"]
-        cold, warm, aria, curl = (median(r[k]) for k in ("ferry", "ferry-warm", "aria2c", "curl"))
+        r, o = p["results"], p["reported"]
+        cold, warm, aria, curl = (median_of(r[k]) for k in ("ferry", "ferry-warm", "aria2c", "curl"))
+        ocold, owarm, oaria = (median_of(o[k]) for k in ("ferry", "ferry-warm", "aria2c"))
         lines.append(
-            f"| {p['rtt']} ms, loss {p['loss']:g} | {cold:.0f} | {warm:.0f} | {aria:.0f} | {curl:.0f} |"
-            f" {cold / aria:.2f}× (warm {warm / aria:.2f}×) | {min(p['streams'])}–{max(p['streams'])} |"
+            f"| {p['rtt']} ms, loss {p['loss']:g} | {cold:.0f} / {ocold:.0f} | {warm:.0f} / {owarm:.0f} |"
+            f" {aria:.0f} / {oaria:.0f} | {curl:.0f} | {cold / aria:.2f}× (warm {warm / aria:.2f}×) |"
+            f" {min(p['streams'])}–{max(p['streams'])} |"
         )
     if loop:
-        f = [m for m, _ in loop["ferry"]]
-        a = [m for m, _ in loop["aria2c"]]
-        rss_f = max(r for _, r in loop["ferry"]) / 1024
-        rss_a = max(r for _, r in loop["aria2c"]) / 1024
         lines += [
             "",
-            "Unshaped loopback (same file, same nginx):",
+            "Unshaped loopback (same file, same nginx, one worker process):",
             "",
-            "| tool | Mbit/s (median) | peak RSS |",
-            "|---|---|---|",
-            f"| Ferry auto | {median(f):.0f} | {rss_f:.0f} MiB |",
-            f"| aria2c -x16 -s16 -k1M | {median(a):.0f} | {rss_a:.0f} MiB |",
+            "| tool | wall Mbit/s | own Mbit/s | peak RSS |",
+            "|---|---|---|---|",
         ]
+        for tool, label in (("ferry", "Ferry auto"), ("aria2c", "aria2c -x16 -s16 -k1M")):
+            rows = loop[tool]
+            lines.append(
+                f"| {label} | {median_of([w for w, _, _ in rows]):.0f} | {median_of([x for _, _, x in rows]):.0f} |"
+                f" {max(m for _, m, _ in rows) / 1024:.0f} MiB |"
+            )
     lines += ["", "Reproduce:", "", "```", command, "```", ""]
     return "\n".join(lines)
 
