@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from ..base import RemoteInfo
 from ..errors import RemoteChanged, Transient
+from ..parallel import Fatal
 from ..urls import redact
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _UNSATISFIED = re.compile(r"bytes \*/(\d+)")
 
 
-class RangesIgnored(Exception):
+class RangesIgnored(Fatal):
     """The server answered a Range request with the whole file (HTTP 200)."""
 
 

@@ -1,0 +1,278 @@
+"""N streams working through one file's ``ChunkMap``: the part every splitting backend shares.
+
+A stream is a task with an optional resource of its own (an HTTP keep-alive connection
+lives in aiohttp's pool; an SSH stream owns a multiplexed OpenSSH master). It takes a
+lease (file order, sized to last about twenty round trips, shrinking near the end),
+moves exactly those bytes (``move``, the protocol's part), and takes the next. When
+nothing is left to lease, an idle stream steals the back half of the lease with the most
+seconds left, so the last bytes are spread over every stream instead of trickling in
+over one. Meanwhile a monitor reports progress, feeds the ``StreamTuner`` (adding
+streams while they pay), keeps the hasher following the done prefix, saves resume
+state and writes data back to disk continuously, both off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Protocol
+
+from .base import Sink
+from .chunks import ChunkMap, Interval, Lease
+from .errors import RemoteChanged, TransferError
+from .hashing import FollowingHasher
+from .ratelimit import RateLimit
+from .tuner import StreamTuner
+
+KiB, MiB = 1024, 1024 * 1024
+MAX_LEASE = 64 * MiB
+MIN_LEASE = 256 * KiB
+FIRST_LEASE = 4 * MiB  # while no rate is known (the start, slow start)
+LEASE_RTTS = 20  # a lease lasts about this many round trips: ~5 % idle per stream, a short hash tail
+MIN_LEASE_SECONDS = 0.25  # on a LAN, RTT-sized leases would be tiny: keep each request meaningful
+RAMP_SECONDS = 1.0  # leases stay FIRST_LEASE-sized this long after the first byte (TCP is in slow start)
+CHECKPOINT_BYTES = 16 * MiB  # resume state is at most this far behind (or one second)
+CHECKPOINT_SECONDS = 1.0
+STREAM_RETRIES = 4  # a stream's own quick retries before the job-level retry takes over
+TICK = 0.1
+
+
+class Record(Protocol):
+    """Where progress is kept for resume (a ``PartFile`` for downloads)."""
+
+    def save_state(self, done: list[Interval]) -> None: ...
+
+    def sync(self) -> None: ...
+
+
+class Fatal(Exception):
+    """Raised by ``move`` for faults that end the whole run at once (the source changed…)."""
+
+
+class ParallelTransfer:
+    #: bytes per lease are multiples of this (SSH's dd works in blocks)
+    align = 1
+
+    def __init__(
+        self,
+        chunks: ChunkMap,
+        *,
+        record: Record | None = None,
+        sink: Sink | None = None,
+        limiter: RateLimit | None = None,
+        tuner: StreamTuner | None = None,
+        streams: int = 1,
+        max_streams: int = 64,
+        rtt_s: float | None = None,
+        deadline: float | None = None,
+        steal: bool = True,
+    ) -> None:
+        self.chunks, self.record, self.sink, self.limiter, self.tuner = chunks, record, sink, limiter, tuner
+        self.hasher: FollowingHasher | None = None
+        self.target = tuner.streams if tuner else max(1, streams)
+        self.max_streams = max_streams
+        self.rtt_s = rtt_s
+        self.deadline = deadline
+        self.steal = steal
+        self.moved = 0  # bytes over the network in this run, discarded ones included
+        self.peak_streams = 0
+        self.first_byte_at: float | None = None
+        self.rate = 0.0  # aggregate bytes/s, smoothed
+        self.ready = True  # False until the file's identity is known (speculative starts)
+        self._workers: set[asyncio.Task] = set()
+        self._lease_began: dict[int, float] = {}
+        self._saved_bytes = chunks.bytes_done
+        self._saved_at = time.monotonic()
+        self._flush: asyncio.Future | None = None
+        self._saving: asyncio.Future | None = None
+
+    # -- the protocol's part -------------------------------------------------------
+    async def open_stream(self) -> Any:
+        """A stream's own resource (a connection), opened when the stream starts."""
+        return None
+
+    async def close_stream(self, stream: Any) -> None:
+        return None
+
+    async def move(self, lease: Lease, stream: Any) -> None:
+        """Move ``lease``'s bytes, calling ``account`` as they go."""
+        raise NotImplementedError
+
+    def classify(self, exc: BaseException) -> TransferError:
+        """An exception from ``move`` as one of Ferry's errors."""
+        return exc if isinstance(exc, TransferError) else TransferError(str(exc))
+
+    async def helpers(self) -> list[asyncio.Task]:
+        """Extra tasks that run alongside the streams (the HTTPS RTT probe)."""
+        return []
+
+    # -- running ---------------------------------------------------------------------
+    async def run(self) -> None:
+        self._spawn(self.target)
+        extra = [asyncio.create_task(self._monitor()), *await self.helpers()]
+        try:
+            while self._workers:
+                done, _ = await asyncio.wait(self._workers, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    self._workers.discard(task)
+                    if task.exception() is not None:
+                        raise task.exception()
+                if not self._workers and not self.chunks.complete and not self.past_deadline():
+                    self._spawn(1)  # work came back from a failed stream after the others left
+        finally:
+            for task in (*extra, *self._workers):
+                task.cancel()
+            await asyncio.gather(*extra, *self._workers, return_exceptions=True)
+            await asyncio.gather(*(f for f in (self._flush, self._saving) if f), return_exceptions=True)
+            self._saving = None
+            self._workers.clear()
+            self.chunks.release_all()
+            if self.ready:
+                self.checkpoint(wait=True)
+
+    def _spawn(self, count: int) -> None:
+        for _ in range(count):
+            if len(self._workers) >= self.max_streams:
+                break
+            self._workers.add(asyncio.create_task(self._worker()))
+        self.peak_streams = max(self.peak_streams, len(self._workers))
+
+    @property
+    def streams(self) -> int:
+        return len(self._workers)
+
+    async def _monitor(self) -> None:
+        last_t, last_b = time.monotonic(), self.moved
+        while True:
+            await asyncio.sleep(TICK)
+            now = time.monotonic()
+            inst = (self.moved - last_b) / (now - last_t)
+            self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
+            last_t, last_b = now, self.moved
+            if self.sink and self.chunks.size_known:
+                self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
+            if self.hasher:
+                self.hasher.advance(self.chunks.contiguous_prefix())
+            if self.tuner and self.ready:
+                self.tuner.rtt_s = self.rtt_s or self.tuner.rtt_s
+                self.target = self.tuner.observe(now, self.moved)
+            want = self.target - len(self._workers)
+            if want > 0 and self.chunks.pending_bytes >= MIN_LEASE:
+                self._spawn(min(want, self.chunks.pending_bytes // MIN_LEASE))
+            if self.ready and now - self._saved_at >= CHECKPOINT_SECONDS:
+                self.checkpoint()
+            if self.record and self.ready and (self._flush is None or self._flush.done()):
+                # write back continuously (off the loop), so the final fdatasync has little left to do
+                self._flush = asyncio.ensure_future(asyncio.to_thread(self.record.sync))
+
+    def checkpoint(self, *, wait: bool = False) -> None:
+        """Save resume state: a small JSON file replaced atomically, written off the loop
+        (a rename can take milliseconds on ext4); one save at a time, in order."""
+        if not self.record:
+            return
+        if self._saving is not None and self._saving.done():
+            self._saving.result()  # a failed save (disk full) surfaces here, on the loop
+            self._saving = None
+        if self._saving is not None and not wait:
+            return  # the next tick saves what this one would have
+        self._saved_at = time.monotonic()
+        self._saved_bytes = self.chunks.bytes_done
+        snapshot = self.chunks.done_intervals()
+        if wait:
+            self.record.save_state(snapshot)
+        else:
+            self._saving = asyncio.ensure_future(asyncio.to_thread(self.record.save_state, snapshot))
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    # -- one stream ----------------------------------------------------------------------
+    async def _worker(self) -> None:
+        stream = await self.open_stream()
+        try:
+            await self._leases(stream)
+        finally:
+            await self.close_stream(stream)
+
+    async def _leases(self, stream: Any) -> None:
+        failures = 0
+        while not self.past_deadline():
+            lease = self._next_lease()
+            if lease is None:
+                return
+            self._lease_began[lease.id] = time.monotonic()
+            try:
+                await self.move(lease, stream)
+            except (asyncio.CancelledError, Fatal, RemoteChanged):
+                self._drop(lease, finished=False)
+                raise
+            except Exception as exc:
+                self._drop(lease, finished=False)
+                err = self.classify(exc)
+                failures += 1
+                if not err.retryable or failures > STREAM_RETRIES:
+                    if err is exc:
+                        raise
+                    raise err from exc
+                await asyncio.sleep(min(0.25 * 2**failures, 4.0))
+                continue
+            failures = 0
+            self._drop(lease, finished=lease.finished)
+
+    def account(self, lease: Lease, nbytes: int) -> int:
+        """``nbytes`` arrived for ``lease`` (at its cursor); returns how many belong to it."""
+        if self.first_byte_at is None:
+            self.first_byte_at = time.monotonic()
+        take = self.chunks.record(lease, min(nbytes, lease.end - lease.cursor))
+        self.moved += nbytes
+        if self.chunks.bytes_done - self._saved_bytes >= CHECKPOINT_BYTES:
+            self.checkpoint()
+        return take
+
+    def _drop(self, lease: Lease, finished: bool) -> None:
+        self._lease_began.pop(lease.id, None)
+        if not self.chunks.is_active(lease):
+            return
+        if finished:
+            self.chunks.finish(lease)
+            if self.hasher:
+                self.hasher.advance(self.chunks.contiguous_prefix())
+        else:
+            self.chunks.release(lease)
+
+    def _next_lease(self) -> Lease | None:
+        lease = self.chunks.lease(self._lease_size())
+        if lease is None and self.steal and self.chunks.size_known:
+            lease = self.chunks.steal(self._min_split(), rank=self._seconds_left)
+        return lease
+
+    def _stream_rate(self) -> float:
+        return self.rate / max(1, len(self._workers))
+
+    def _lease_size(self) -> int:
+        """Guided self-scheduling (half of an equal share of what is left), capped in time.
+
+        A lease costs its stream one idle round trip, so it should last many RTTs;
+        but the hasher can only follow the oldest unfinished lease, so leases must
+        not last long either: about ``LEASE_RTTS`` round trips of one stream's rate.
+        """
+        guided = self.chunks.pending_bytes // (2 * max(1, self.target))
+        rate = self._stream_rate()
+        ramping = self.first_byte_at is None or time.monotonic() - self.first_byte_at < RAMP_SECONDS
+        cap = int(rate * max(self.rtt_s or 0.0, MIN_LEASE_SECONDS / LEASE_RTTS) * LEASE_RTTS)
+        if ramping:
+            cap = max(cap, FIRST_LEASE)
+        return int(min(MAX_LEASE, max(MIN_LEASE, min(guided, cap))))
+
+    def _min_split(self) -> int:
+        """A steal costs the thief one round trip; only steal what outlasts that."""
+        return max(MIN_LEASE // 2, int(self._stream_rate() * (self.rtt_s or 0.05) * 4))
+
+    def _seconds_left(self, lease: Lease) -> float:
+        began = self._lease_began.get(lease.id)
+        done = lease.cursor - lease.start
+        if began is None or done <= 0:
+            rate = self._stream_rate() or 1.0
+        else:
+            rate = done / max(1e-3, time.monotonic() - began)
+        return lease.remaining / max(rate, 1.0)

@@ -1,0 +1,261 @@
+"""The control connection (paramiko): metadata over SFTP, short commands over exec.
+
+SFTP answers stat, listing, mkdir, rename, chmod and utime without any shell, so file
+names never meet a parser. Exec runs only the fixed scripts of ``scripts.py`` (checksums,
+free space). Bulk data does not go through here: paramiko moves ~250 Mbit/s per core
+(measured, docs/architecture.md), so big files travel over parallel OpenSSH processes.
+
+paramiko is blocking: callers run these methods in a thread (``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import stat as statmod
+from dataclasses import dataclass
+
+import paramiko
+
+from ..errors import (
+    AuthError,
+    HostKeyError,
+    NotFound,
+    PermissionDenied,
+    TransferError,
+    Transient,
+    Unreachable,
+)
+from ..errors import (
+    NoSpace as NoSpaceError,
+)
+from . import scripts
+from .target import SshOptions, Target, remote_join
+from .trust import AskTrust, KnownHostsPolicy, changed_key_error, known_hosts_path
+
+CONNECT_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A remote file or folder; ``rel`` is relative to the walked root."""
+
+    rel: str
+    size: int
+    mtime: int
+    mode: int
+
+    @property
+    def is_dir(self) -> bool:
+        return statmod.S_ISDIR(self.mode)
+
+
+def sftp_error(exc: OSError, what: str, where: str) -> TransferError:
+    """An SFTP status as a sentence."""
+    code = getattr(exc, "errno", None)
+    if isinstance(exc, FileNotFoundError) or code == errno.ENOENT:
+        return NotFound(f"There is no {what} {where} on the server. Check the path.")
+    if isinstance(exc, PermissionError) or code == errno.EACCES:
+        return PermissionDenied(f"The server does not allow access to {where} (permission denied). "
+                                "Ask its owner, or choose another path.")
+    if code == errno.ENOSPC or "no space" in str(exc).lower():
+        return NoSpaceError(f"The server's disk is full at {where}. Free some space there and run the transfer again.")
+    return TransferError(f"The server could not {what} {where}: {exc}.")
+
+
+class Control:
+    def __init__(self, target: Target, options: SshOptions, ask: AskTrust | None = None) -> None:
+        self.target, self.options, self.ask = target, options, ask
+        self.client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self.accepted_key: str | None = None
+        self._exec_ok: bool | None = None
+
+    # -- connecting --------------------------------------------------------------
+    def connect(self) -> Control:
+        t = self.target
+        path = known_hosts_path(self.options.known_hosts)
+        client = paramiko.SSHClient()
+        if path.exists():
+            try:
+                client.load_host_keys(str(path))
+            except (OSError, paramiko.SSHException) as exc:
+                raise HostKeyError(f"Could not read the known hosts file {path} ({exc}). Fix or move it.") from None
+        policy = KnownHostsPolicy(path, self.options.accept_new_host_key, self.ask)
+        client.set_missing_host_key_policy(policy)
+        where = f"{t.host}:{t.port}"
+        try:
+            client.connect(
+                t.host, t.port, username=t.user, password=t.password, key_filename=list(t.identity_files) or None,
+                allow_agent=True, look_for_keys=not t.identity_files, timeout=CONNECT_TIMEOUT,
+                banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
+            )
+        except HostKeyError:
+            raise
+        except paramiko.BadHostKeyException as exc:
+            raise changed_key_error(t.host, exc, path) from None
+        except paramiko.PasswordRequiredException:
+            raise AuthError(f"The SSH key for {t.user}@{t.alias} is protected by a passphrase Ferry does not have. "
+                            "Load it into ssh-agent (ssh-add), or give it in the site profile.") from None
+        except paramiko.AuthenticationException:
+            raise AuthError(f"{t.host} refused the login for {t.user} (no key or password was accepted). Check the "
+                            "user name and --identity, or that your public key is in the server's authorized_keys.") \
+                from None
+        except socket.gaierror:
+            raise Unreachable(f"Could not find the host {t.host} (name lookup failed). Check the spelling.") from None
+        except ConnectionRefusedError:
+            raise Unreachable(f"The server at {where} refused the connection. Check the port, or whether sshd "
+                              "is running.") from None
+        except TimeoutError:
+            raise Unreachable(f"{where} did not answer within {CONNECT_TIMEOUT:.0f} s. Check the address and any "
+                              "firewall.") from None
+        except (paramiko.SSHException, OSError) as exc:
+            raise Transient(f"The SSH connection to {where} failed ({exc}).") from None
+        self.client = client
+        self.accepted_key = policy.accepted
+        return self
+
+    @property
+    def sftp(self) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            try:
+                self._sftp = self.client.open_sftp()
+            except (paramiko.SSHException, OSError) as exc:
+                raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
+        return self._sftp
+
+    def close(self) -> None:
+        if self.client:
+            self.client.close()
+            self.client = None
+            self._sftp = None
+
+    def __enter__(self) -> Control:
+        return self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- metadata ------------------------------------------------------------------
+    def home(self) -> str:
+        return self.sftp.normalize(".")
+
+    def absolute(self, path: str) -> str:
+        """The remote path made absolute ("" and relative paths start in the login folder)."""
+        if path.startswith("/"):
+            return path
+        return remote_join(self.home(), path) if path else self.home()
+
+    def stat(self, path: str) -> Entry | None:
+        """None when the path does not exist."""
+        try:
+            attrs = self.sftp.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise sftp_error(exc, "file", path) from None
+        return Entry(path, attrs.st_size or 0, int(attrs.st_mtime or 0), attrs.st_mode or 0)
+
+    def walk(self, root: str) -> list[Entry]:
+        """Every file and folder under ``root`` (breadth-first), paths relative to it; symlinks followed once."""
+        out: list[Entry] = []
+        queue = [""]
+        while queue:
+            rel = queue.pop(0)
+            folder = remote_join(root, rel) if rel else root
+            try:
+                items = self.sftp.listdir_attr(folder)
+            except OSError as exc:
+                raise sftp_error(exc, "folder", folder) from None
+            for attrs in sorted(items, key=lambda a: a.filename):
+                child = f"{rel}/{attrs.filename}" if rel else attrs.filename
+                mode = attrs.st_mode or 0
+                if statmod.S_ISLNK(mode):
+                    resolved = self.stat(remote_join(root, child))
+                    if resolved is None:
+                        continue  # a dangling link has nothing to copy
+                    mode, size, mtime = resolved.mode, resolved.size, resolved.mtime
+                else:
+                    size, mtime = attrs.st_size or 0, int(attrs.st_mtime or 0)
+                entry = Entry(child, size, mtime, mode)
+                out.append(entry)
+                if entry.is_dir:
+                    queue.append(child)
+        return out
+
+    def mkdirs(self, path: str) -> None:
+        parts = [p for p in path.split("/") if p]
+        current = "/" if path.startswith("/") else ""
+        for part in parts:
+            current = remote_join(current, part) if current else part
+            if self.stat(current) is None:
+                try:
+                    self.sftp.mkdir(current)
+                except OSError as exc:
+                    raise sftp_error(exc, "create the folder", current) from None
+
+    def rename(self, old: str, new: str) -> None:
+        try:
+            self.sftp.posix_rename(old, new)
+        except OSError as exc:
+            raise sftp_error(exc, "rename", old) from None
+
+    def finish_file(self, path: str, mode: int | None, mtime: int | None) -> None:
+        try:
+            if mode is not None:
+                self.sftp.chmod(path, mode & 0o7777)
+            if mtime is not None:
+                self.sftp.utime(path, (mtime, mtime))
+        except OSError as exc:
+            raise sftp_error(exc, "set the time and permissions of", path) from None
+
+    # -- commands ----------------------------------------------------------------
+    def run(self, script: str, stdin: bytes = b"", *numbers: int, timeout: float = 600) -> tuple[int, bytes, bytes]:
+        """Run one of ``scripts``; returns (exit status, stdout, stderr)."""
+        chan = self.client.get_transport().open_session(timeout=CONNECT_TIMEOUT)
+        try:
+            chan.settimeout(timeout)
+            chan.exec_command(scripts.command(script, *numbers))
+            if stdin:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            out = chan.makefile("rb").read()  # our scripts print little on stderr: no window deadlock
+            err = chan.makefile_stderr("rb").read()
+            return chan.recv_exit_status(), out, err
+        finally:
+            chan.close()
+
+    def can_exec(self) -> bool:
+        """Whether this account may run commands (SFTP-only accounts may not)."""
+        if self._exec_ok is None:
+            try:
+                status, out, _ = self.run(scripts.PROBE, timeout=30)
+                self._exec_ok = status == 0 and out.strip() == b"ferry-exec-ok"
+            except (paramiko.SSHException, OSError):
+                self._exec_ok = False
+        return self._exec_ok
+
+    def sha256(self, path: str) -> str | None:
+        """The remote file's SHA-256 computed by the server, or None when it has no tool for it."""
+        if not self.can_exec():
+            return None
+        status, out, _ = self.run(scripts.SHA256, scripts.encode_path(path))
+        digest = out.split()[0].decode("ascii", "replace").lower() if out.split() else ""
+        return digest if status == 0 and len(digest) == 64 else None
+
+    def sha256_many(self, paths: list[str]) -> list[str | None]:
+        if not paths or not self.can_exec():
+            return [None] * len(paths)
+        stdin = b"".join(scripts.encode_path(p) for p in paths)
+        status, out, _ = self.run(scripts.SHA256_MANY, stdin)
+        lines = out.decode("ascii", "replace").splitlines()
+        if status != 0 or len(lines) != len(paths):
+            return [None] * len(paths)
+        return [line.strip() if len(line.strip()) == 64 else None for line in lines]
+
+    def free_bytes(self, path: str) -> int | None:
+        if not self.can_exec():
+            return None
+        status, out, _ = self.run(scripts.FREE_BYTES, scripts.encode_path(path), timeout=30)
+        text = out.decode("ascii", "replace").strip()
+        return int(text) if status == 0 and text.isdigit() else None

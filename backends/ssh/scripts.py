@@ -1,0 +1,48 @@
+"""The only shell commands Ferry runs on a remote host: fixed strings, never built from user input.
+
+File names travel on stdin, each byte written as a ``\\ooo`` octal escape that the remote
+``printf`` turns back into bytes, so spaces, quotes, ``;``, ``$()``, newlines and any
+encoding arrive intact and are never parsed by a shell. The only other arguments are
+integers Ferry formats itself. Everything is one line of POSIX ``sh``, wrapped in single
+quotes, so csh, fish or bash as the login shell all pass it through unchanged.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+# read one encoded path from stdin into $f (the trailing "." keeps trailing newlines)
+_PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'
+
+READ_RANGE = _PATH + '; exec dd if="$f" bs="$1" skip="$2" count="$3"'
+WRITE_RANGE = _PATH + '; exec dd of="$f" bs="$1" seek="$2" conv=notrunc'
+PROBE = "echo ferry-exec-ok"
+SHA256 = (
+    _PATH + "; if command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$f\"; "
+    "elif command -v shasum >/dev/null 2>&1; then shasum -a 256 <\"$f\"; "
+    "elif command -v sha256 >/dev/null 2>&1; then sha256 -q <\"$f\"; else exit 127; fi"
+)
+# many files: one encoded path per line in, "HEX" (or "-" when unreadable) per line out
+SHA256_MANY = (
+    'if command -v sha256sum >/dev/null 2>&1; then h="sha256sum"; elif command -v shasum >/dev/null 2>&1; '
+    'then h="shasum -a 256"; else exit 127; fi; while IFS= read -r p; do f=$(printf "$p."); f=${f%.}; '
+    'if [ -r "$f" ]; then $h <"$f" | cut -c1-64; else echo -; fi; done'
+)
+# a tar stream of the named files (NUL-separated list after the folder line), relative to the folder
+TAR_CREATE = _PATH + '; cd "$f" || exit 91; exec tar -cf - --null -T -'
+TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'
+FREE_BYTES = _PATH + '; df -Pk "$f" | awk \'NR==2 {print $4 * 1024}\''
+
+
+def encode_path(path: str | bytes) -> bytes:
+    """One stdin line that the remote ``printf`` decodes back to exactly ``path``."""
+    raw = path.encode("utf-8", "surrogateescape") if isinstance(path, str) else path
+    return "".join(f"\\{b:03o}" for b in raw).encode("ascii") + b"\n"
+
+
+def command(script: str, *numbers: int) -> str:
+    """The command line for ``sh -c SCRIPT ferry N...``; the numbers are ints Ferry made."""
+    for n in numbers:
+        if not isinstance(n, int) or n < 0:
+            raise ValueError("remote arguments must be non-negative integers")
+    return " ".join(["sh", "-c", shlex.quote(script), "ferry", *(str(n) for n in numbers)])
