@@ -50,6 +50,9 @@ class TransferOptions:
     insecure: bool = False
     overwrite: bool = False
     initial_streams: int | None = None  # a starting point for "auto" (from the benchmark log)
+    sync: str | None = None  # skip files already there: "size-mtime" or "checksum"
+    #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
+    backend_options: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {
@@ -59,6 +62,8 @@ class TransferOptions:
             "ca_file": self.ca_file,
             "insecure": self.insecure,
             "overwrite": self.overwrite,
+            "sync": self.sync,
+            "backend_options": dict(self.backend_options),
         }
         if self.checksum:
             d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
@@ -78,6 +83,8 @@ class TransferOptions:
             ca_file=d.get("ca_file"),
             insecure=bool(d.get("insecure", False)),
             overwrite=bool(d.get("overwrite", False)),
+            sync=d.get("sync"),
+            backend_options=dict(d.get("backend_options") or {}),
         )
 
 

@@ -50,8 +50,8 @@ class Fatal(Exception):
 
 
 class ParallelTransfer:
-    #: bytes per lease are multiples of this (SSH's dd works in blocks)
-    align = 1
+    #: the smallest lease worth its fixed cost (a request; for SSH uploads a new channel and shell)
+    lease_floor = MIN_LEASE
 
     def __init__(
         self,
@@ -262,7 +262,7 @@ class ParallelTransfer:
         cap = int(rate * max(self.rtt_s or 0.0, MIN_LEASE_SECONDS / LEASE_RTTS) * LEASE_RTTS)
         if ramping:
             cap = max(cap, FIRST_LEASE)
-        return int(min(MAX_LEASE, max(MIN_LEASE, min(guided, cap))))
+        return int(min(MAX_LEASE, max(self.lease_floor, min(guided, cap))))
 
     def _min_split(self) -> int:
         """A steal costs the thief one round trip; only steal what outlasts that."""

@@ -75,7 +75,7 @@ def check_destination(dest: Path, overwrite: bool) -> None:
         raise LocalError(f"Ferry cannot write to {folder} (permission denied). Choose a folder you can write to.")
 
 
-def _os_error(exc: OSError, path: Path, doing: str) -> LocalError:
+def os_error(exc: OSError, path: Path, doing: str) -> LocalError:
     if exc.errno == errno.ENOSPC:
         return NoSpace(f"The disk holding {path.parent} is full. Free some space there and run the transfer again.")
     if exc.errno in (errno.EROFS,):
@@ -156,7 +156,7 @@ class PartFile:
         try:
             self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise _os_error(exc, self.part, "create") from exc
+            raise os_error(exc, self.part, "create") from exc
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -180,7 +180,7 @@ class PartFile:
         try:
             os.ftruncate(self.fd, 0)
         except OSError as exc:
-            raise _os_error(exc, self.part, "reset") from exc
+            raise os_error(exc, self.part, "reset") from exc
         self.state.unlink(missing_ok=True)
 
     def _reserve(self, size: int, already: int) -> None:
@@ -198,7 +198,7 @@ class PartFile:
             if not _fallocate(self.fd, size):
                 os.ftruncate(self.fd, size)
         except OSError as exc:
-            raise _os_error(exc, self.part, "reserve space for") from exc
+            raise os_error(exc, self.part, "reserve space for") from exc
 
     def restart(self) -> None:
         """Throw away everything written (the source changed): start from zero bytes."""
@@ -213,7 +213,7 @@ class PartFile:
                 n = os.pwrite(self.fd, view, offset)
                 view, offset = view[n:], offset + n
         except OSError as exc:
-            raise _os_error(exc, self.part, "write to") from exc
+            raise os_error(exc, self.part, "write to") from exc
 
     def save_state(self, done: list[Interval]) -> None:
         """Record progress (atomic replace); cheap enough to call after every lease."""
@@ -233,7 +233,7 @@ class PartFile:
             tmp.write_text(json.dumps(record))
             os.replace(tmp, self.state)
         except OSError as exc:
-            raise _os_error(exc, self.state, "save progress to") from exc
+            raise os_error(exc, self.state, "save progress to") from exc
         self.last_save = time.monotonic()
 
     def sync(self) -> None:
@@ -241,7 +241,7 @@ class PartFile:
             try:
                 os.fdatasync(self.fd)
             except OSError as exc:
-                raise _os_error(exc, self.part, "flush") from exc
+                raise os_error(exc, self.part, "flush") from exc
 
     # -- ending --------------------------------------------------------------------
     def finish(self, size: int | None = None) -> Path:
@@ -252,7 +252,7 @@ class PartFile:
         try:
             os.replace(self.part, self.dest)
         except OSError as exc:
-            raise _os_error(exc, self.dest, "rename the finished file to") from exc
+            raise os_error(exc, self.dest, "rename the finished file to") from exc
         self.state.unlink(missing_ok=True)
         self.close()
         try:

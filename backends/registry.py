@@ -56,6 +56,12 @@ class Registry:
             known = ", ".join(sorted(self._backends))
             raise BadRequest(f"There is no backend called '{name}'. Known: {known}.") from None
 
+    def for_route(self, source: str, dest: str) -> Backend:
+        """The backend for a transfer: the source's scheme (downloads) or the destination's (uploads)."""
+        if scheme_of(source) or not scheme_of(dest):
+            return self.for_url(source)
+        return self.for_url(dest)
+
     def for_url(self, url: str) -> Backend:
         """The backend that claims the URL's scheme."""
         scheme = scheme_of(url)

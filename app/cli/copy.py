@@ -19,11 +19,13 @@ from backends.errors import BadRequest
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "copy",
-        help="copy a file (https:// or http:// URL) to a local file or folder",
+        help="copy a file or folder: download (https://, sftp://, scp://) or upload (to sftp://, scp://)",
         description="Copy SRC to DEST. Run the same command again to resume an interrupted copy.",
     )
-    p.add_argument("source", metavar="SRC", help="what to fetch, e.g. https://data.example.org/run1/sample.bam")
-    p.add_argument("dest", metavar="DEST", help="a file path, or an existing folder to put the file in")
+    p.add_argument("source", metavar="SRC",
+                   help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/) or a local path")
+    p.add_argument("dest", metavar="DEST",
+                   help="a local file or existing folder, or an sftp:// / scp:// address to upload to")
     p.add_argument("--streams", default="auto", metavar="N|auto",
                    help="parallel streams: a number (1-64), or auto (default) to add streams while they help")
     p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
@@ -31,6 +33,17 @@ def add_parser(sub) -> None:
     p.add_argument("--ca-file", metavar="PEM", help="trust this certificate authority (a lab's own CA)")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (only on a trusted network)")
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
+    p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
+                   help="skip files already at DEST with the same size and time (or checksum); for folders")
+    ssh = p.add_argument_group("SSH (sftp:// and scp://)")
+    ssh.add_argument("--identity", metavar="FILE", help="private key to log in with (default: agent, ~/.ssh keys)")
+    ssh.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
+    ssh.add_argument("--accept-new-host-key", action="store_true",
+                     help="trust a server seen for the first time (check its fingerprint first!)")
+    ssh.add_argument("--max-handshakes", type=int, metavar="N",
+                     help="SSH logins at once (default 8; sshd's MaxStartups drops connections past 10)")
+    ssh.add_argument("--ssh-none-cipher", action="store_true",
+                     help="with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(handler=run)
@@ -52,7 +65,20 @@ def options_from(args: argparse.Namespace) -> TransferOptions:
         ca_file=args.ca_file,
         insecure=args.insecure,
         overwrite=args.overwrite,
+        sync=args.sync,
+        backend_options=_backend_options(args),
     )
+
+
+def _backend_options(args: argparse.Namespace) -> dict:
+    extra = {
+        "identity": args.identity,
+        "known_hosts": args.known_hosts,
+        "accept_new_host_key": args.accept_new_host_key or None,
+        "max_handshakes": args.max_handshakes,
+        "none_cipher": args.ssh_none_cipher or None,
+    }
+    return {k: v for k, v in extra.items() if v is not None}
 
 
 class ProgressLine:

@@ -188,7 +188,7 @@ class Engine:
             raise KeyError(f"there is no job {job_id}") from None
 
     async def _submit(self, source: str, dest: str, options: TransferOptions, backend_name: str | None) -> JobView:
-        backend = self.registry.get(backend_name) if backend_name else self.registry.for_url(source)
+        backend = self.registry.get(backend_name) if backend_name else self.registry.for_route(source, dest)
         available = backend.available()
         if not available.ok:
             raise Unavailable(available.reason)

@@ -9,16 +9,26 @@ from backends.errors import BadRequest
 from backends.urls import redact, remote_name
 
 
-def resolve_destination(source: str, dest: str | os.PathLike) -> Path:
-    """DEST itself, or DEST/NAME when DEST is a folder (or ends with a slash)."""
+def resolve_destination(source: str, dest: str | os.PathLike) -> str:
+    """DEST itself, or DEST/NAME when DEST is a local folder (or ends with a slash).
+
+    A remote destination (an upload) is left as given: the backend decides there, since
+    only the server knows whether the path is a folder.
+    """
     text = os.fspath(dest)
+    if "://" in text:
+        if "://" not in source:
+            return text
+        raise BadRequest("Copying from one server to another directly is not supported yet; copy to here first.")
     path = Path(text).expanduser()
     if path.is_dir() or text.endswith(("/", os.sep)):
-        name = remote_name(source)
+        name = remote_name(source) or remote_name(source.rstrip("/"))
+        if "://" not in source:
+            name = Path(source.rstrip("/")).name
         if not name or name in (".", ".."):
             raise BadRequest(
                 f"{redact(source)} does not end in a file name, so Ferry cannot name the download. "
                 "Give the destination as a file path."
             )
         path = path / name.replace("\0", "")
-    return path.absolute()
+    return str(path.absolute())

@@ -21,6 +21,7 @@ import aiohttp
 from ..base import Sink
 from ..chunks import ChunkMap, Lease
 from ..errors import RemoteChanged, TransferError
+from ..netprobe import connect_time
 from ..parallel import ParallelTransfer
 from ..partfile import PartFile
 from ..ratelimit import RateLimit
@@ -34,22 +35,6 @@ Identified = Callable[[Validators, str], None]
 
 class _BeyondEnd(Exception):
     """A speculative range started past the end of the file (HTTP 416)."""
-
-
-async def connect_time(url: str, timeout: float = 10.0) -> float | None:
-    """Seconds for one TCP handshake to the URL's host: one round trip, measured cheaply."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(parts.hostname, port, type=1)
-        began = time.monotonic()
-        _, writer = await asyncio.wait_for(asyncio.open_connection(*infos[0][4][:2]), timeout)
-        spent = time.monotonic() - began
-        writer.close()
-        return spent
-    except (OSError, asyncio.TimeoutError, IndexError):
-        return None  # the real requests will report the problem in words
 
 
 class RangedFetch(ParallelTransfer):
@@ -92,7 +77,8 @@ class RangedFetch(ParallelTransfer):
         return []
 
     async def _measure_rtt(self) -> None:
-        rtt = await connect_time(self.url)
+        parts = urlsplit(self.url)
+        rtt = await connect_time(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
         if rtt and self.tuner:
             self.rtt_s = min(self.rtt_s or rtt, rtt)
             self.target = self.tuner.raise_start(rtt)

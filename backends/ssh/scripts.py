@@ -14,8 +14,20 @@ import shlex
 # read one encoded path from stdin into $f (the trailing "." keeps trailing newlines)
 _PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'
 
-READ_RANGE = _PATH + '; exec dd if="$f" bs="$1" skip="$2" count="$3"'
-WRITE_RANGE = _PATH + '; exec dd of="$f" bs="$1" seek="$2" conv=notrunc'
+# a stream: one shell per connection serves many ranges (a login shell can take 100 ms to start:
+# pyenv or conda in .bashrc). For each "SKIP COUNT" line in (in blocks of $1 bytes) it answers
+# "FERRY LENGTH", exactly LENGTH bytes, then "FERRY-END"; the framing catches any desync.
+READ_RANGES = (
+    _PATH + '; while read -r o n; do s=$(($(wc -c <"$f"))) || exit 91; a=$((o * $1)); e=$(((o + n) * $1)); '
+    '[ "$e" -gt "$s" ] && e=$s; l=$((e - a)); [ "$l" -lt 0 ] && l=0; printf "FERRY %s\\n" "$l"; '
+    'if [ "$l" -gt 0 ]; then dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null || exit 92; fi; '
+    'printf "FERRY-END\\n"; done'
+)
+# write stdin at block $2, then read back exactly those $3 blocks and print their SHA-256 (empty: no tool)
+WRITE_RANGE = (
+    _PATH + '; dd of="$f" bs="$1" seek="$2" conv=notrunc || exit $?; dd if="$f" bs="$1" skip="$2" count="$3" '
+    "2>/dev/null | { sha256sum 2>/dev/null || shasum -a 256 2>/dev/null || true; }"
+)
 PROBE = "echo ferry-exec-ok"
 SHA256 = (
     _PATH + "; if command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$f\"; "

@@ -50,12 +50,16 @@ def test_parse_sidecar_formats():
 
 
 def test_resolve_destination(tmp_path):
-    assert resolve_destination("https://h/a/b/reads%201.fq.gz", tmp_path) == tmp_path / "reads 1.fq.gz"
-    assert resolve_destination("https://h/a/x.bin?sig=1", str(tmp_path / "y.bin")) == tmp_path / "y.bin"
+    assert resolve_destination("https://h/a/b/reads%201.fq.gz", tmp_path) == str(tmp_path / "reads 1.fq.gz")
+    assert resolve_destination("https://h/a/x.bin?sig=1", str(tmp_path / "y.bin")) == str(tmp_path / "y.bin")
     missing = str(tmp_path / "nope") + "/"
-    assert resolve_destination("https://h/x.bin", missing) == tmp_path / "nope" / "x.bin"
+    assert resolve_destination("https://h/x.bin", missing) == str(tmp_path / "nope" / "x.bin")
+    assert resolve_destination("sftp://h/data/run1/", tmp_path) == str(tmp_path / "run1")
+    assert resolve_destination("/local/run1", "sftp://h/data/") == "sftp://h/data/"  # uploads: the server decides
     with pytest.raises(BadRequest):
-        resolve_destination("https://h/folder/", tmp_path)
+        resolve_destination("https://h/", tmp_path)
+    with pytest.raises(BadRequest):
+        resolve_destination("sftp://a/x", "sftp://b/y")
 
 
 def test_urls():

@@ -1,0 +1,199 @@
+"""One file over SSH, either way: ranged parallel streams, resume, verification on both ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base import Sink, TransferOptions
+from ..chunks import ChunkMap, total
+from ..errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
+from ..hashing import FollowingHasher, hash_file
+from ..partfile import Identity, PartFile, human_size
+from ..ratelimit import RateLimit
+from .control import Entry, sftp_error
+from .ranged import SshDownload, SshUpload
+from .session import SshSession
+from .sftpdata import sftp_download, sftp_upload
+
+
+@dataclass
+class FileOutcome:
+    bytes: int
+    moved: int
+    streams: int
+    sha256: str
+    verified: bool
+    verify_method: str
+    resumed_from: int = 0
+
+
+def _limiter(options: TransferOptions) -> RateLimit | None:
+    return RateLimit(options.limit_rate) if options.limit_rate else None
+
+
+async def download_file(session: SshSession, entry: Entry, remote: str, dest: Path, options: TransferOptions,
+                        sink: Sink | None, source_id: str) -> FileOutcome:
+    """``remote`` (absolute path, described by ``entry``) → local ``dest``, verified, atomically named."""
+    control = session.control
+    remote_sum = asyncio.ensure_future(asyncio.to_thread(control.sha256, remote)) \
+        if entry.size > 0 and control.can_exec() else None
+    part = PartFile(dest)
+    try:
+        done = part.open(Identity(source_id, entry.size, None, str(entry.mtime)))
+        resumed = total(done)
+        if resumed and sink:
+            sink.note(f"Resuming {dest.name}: {human_size(resumed)} of {human_size(entry.size)} was already here.")
+        hasher = FollowingHasher(part.part)
+        try:
+            chunks = ChunkMap(entry.size, done)
+            streams = session.streams(options, entry.size)
+            if session.openssh is not None:
+                run = SshDownload(session.openssh, remote, chunks, part, sink=sink, limiter=_limiter(options),
+                                  tuner=session.tuner(options, entry.size), streams=streams,
+                                  max_streams=options.max_streams, rtt_s=session.rtt_s)
+                run.hasher = hasher
+                await run.run()
+                moved, peak = run.moved, run.peak_streams
+            else:
+                moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4)
+            if sink:
+                sink.stage("verifying")
+            digests = await asyncio.to_thread(hasher.finish, entry.size)
+        finally:
+            hasher.stop()
+        now = await asyncio.to_thread(control.stat, remote)
+        if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
+            raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
+        server = await remote_sum if remote_sum else None
+        verified, method = _compare(digests["sha256"], server, remote, part)
+        part.finish(entry.size)
+        os.chmod(dest, entry.mode & 0o777)
+        os.utime(dest, (entry.mtime, entry.mtime))
+        return FileOutcome(entry.size, moved, peak, digests["sha256"], verified, method, resumed)
+    except BaseException:
+        if remote_sum:
+            remote_sum.cancel()
+        part.close()
+        raise
+
+
+def _compare(local: str, server: str | None, remote: str, part: PartFile | None) -> tuple[bool, str]:
+    if server is None:
+        return False, "the server has no sha256 tool (or no shell access); size and mtime checked"
+    if server != local:
+        if part is not None:
+            part.state.unlink(missing_ok=True)
+            part.close()
+        raise Corrupt(
+            f"{remote} arrived with a different SHA-256 than the server computed (server {server[:16]}…, here "
+            f"{local[:16]}…). Run the transfer again; if it fails again the disk or memory on one side may be faulty."
+        )
+    return True, "sha256 computed by the server (sha256sum) matched"
+
+
+# -- uploads -----------------------------------------------------------------------------------
+
+class UploadRecord:
+    """Progress of an upload, kept here (LABFERRY_HOME/uploads) since the server only has bytes."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        import hashlib
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+        self.identity: dict = {}
+
+    def load(self, identity: dict) -> list[tuple[int, int]]:
+        self.identity = identity
+        try:
+            record = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return []
+        if record.get("identity") != identity:
+            return []
+        return [(int(s), int(e)) for s, e in record.get("done", [])]
+
+    def save_state(self, done) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"identity": self.identity, "done": [[s, e] for s, e in done], "saved": time.time()}))
+        os.replace(tmp, self.path)
+
+    def sync(self) -> None:
+        return None
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+async def upload_file(session: SshSession, local: Path, remote: str, options: TransferOptions, sink: Sink | None,
+                      records: Path) -> FileOutcome:
+    """Local file → ``remote`` via ``remote.part`` and a rename, every range hashed on both ends."""
+    control = session.control
+    try:
+        info = local.stat()
+    except OSError as exc:
+        raise LocalError(f"Cannot read {local} ({exc.strerror}). Check the path.") from None
+    size = info.st_size
+    part = remote + ".part"
+    local_sum = asyncio.ensure_future(asyncio.to_thread(hash_file, local))
+    record = UploadRecord(records, f"{session.target.display}|{remote}")
+    identity = {"local": str(local), "size": size, "mtime": int(info.st_mtime), "remote": remote}
+    try:
+        done = record.load(identity)
+        existing = await asyncio.to_thread(control.stat, part)
+        if not done or existing is None or existing.size != size:
+            done = []
+            await asyncio.to_thread(_prepare_part, control, part, size)
+        resumed = total(done)
+        if resumed and sink:
+            sink.note(f"Resuming {local.name}: {human_size(resumed)} of {human_size(size)} is already on the server.")
+        chunks = ChunkMap(size, done)
+        streams = session.streams(options, size)
+        verified_ranges = 0
+        if session.openssh is not None and size > 0:
+            run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
+                            limiter=_limiter(options), tuner=session.tuner(options, size), streams=streams,
+                            max_streams=options.max_streams, rtt_s=session.rtt_s)
+            try:
+                await run.run()
+            finally:
+                run.close()
+            moved, peak, verified_ranges = run.moved, run.peak_streams, run.ranges_unverified == 0
+        else:
+            moved, peak = await sftp_upload(session, local, part, chunks, record, sink, streams or 4)
+        if sink:
+            sink.stage("verifying")
+        digest = (await local_sum)["sha256"]
+        if verified_ranges and resumed == 0 and size > 0:
+            verified, method = True, "sha256 of every range, read back and computed by the server, matched"
+        else:
+            server = await asyncio.to_thread(control.sha256, part)
+            verified, method = _compare(digest, server, remote, None)
+        await asyncio.to_thread(control.rename, part, remote)
+        await asyncio.to_thread(control.finish_file, remote, info.st_mode, int(info.st_mtime))
+        record.remove()
+        return FileOutcome(size, moved, peak, digest, verified, method, resumed)
+    except BaseException:
+        local_sum.cancel()
+        raise
+
+
+def _prepare_part(control, part: str, size: int) -> None:
+    """An empty remote part file of the final size (sparse), after checking there is room."""
+    free = control.free_bytes(os.path.dirname(part) or ".")
+    if free is not None and free < size:
+        raise NoSpace(f"The server has only {human_size(free)} free where {part} goes; the file needs "
+                      f"{human_size(size)}. Free some space there or choose another folder.")
+    try:
+        with control.sftp.open(part, "w") as fh:
+            fh.truncate(size)
+    except OSError as exc:
+        raise sftp_error(exc, "create", part) from None
+
+
+__all__ = ["FileOutcome", "download_file", "upload_file", "TransferError"]

@@ -1,0 +1,183 @@
+"""Driving the system's OpenSSH (or HPN-SSH) client: argv lists, multiplexed masters, channels.
+
+Every stream is one master connection (``ssh -M -S SOCKET -N``): its own TCP connection,
+window and congestion control, authenticated once. Each lease then runs as a new channel
+over it (``ssh -S SOCKET host 'sh -c …'``), which costs one round trip instead of a
+handshake. At most ``max_handshakes`` masters authenticate at once, because sshd's
+``MaxStartups`` (default 10:30:100) starts dropping unauthenticated connections past ten.
+
+HPN-SSH (``hpnssh`` on PATH) grows its channel window with the socket buffer, lifting
+OpenSSH's 2 MiB-per-round-trip cap; its NONE cipher switch is passed only when the binary
+accepts the options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..errors import NoSpace as NoSpaceError
+from .target import SshOptions, Target
+from .trust import known_hosts_path
+
+# AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
+CIPHERS = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes256-ctr"
+MASTER_WAIT = 30.0
+
+
+@lru_cache(maxsize=4)
+def accepts_options(binary: str, *options: str) -> bool:
+    """Whether ``binary`` knows these ``-o`` options (HPN's NONE cipher switch, say)."""
+    argv = [binary, "-G"]
+    for opt in options:
+        argv += ["-o", opt]
+    argv.append("localhost")
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def find_client(preferred: str | None = None) -> tuple[str, bool]:
+    """(path of the ssh client, whether it is HPN-SSH)."""
+    if preferred:
+        path = shutil.which(preferred)
+        if path:
+            return path, "hpn" in Path(path).name
+    hpn = shutil.which("hpnssh")
+    if hpn:
+        return hpn, True
+    plain = shutil.which("ssh")
+    if not plain:
+        raise TransferError("The OpenSSH client (ssh) is not installed. Install it (Debian: apt install "
+                            "openssh-client) or use an sftp:// address, which works without it.")
+    return plain, False
+
+
+def ssh_error(stderr: str, target: Target) -> TransferError:
+    """What an ``ssh`` process said on stderr, as one of Ferry's errors."""
+    text = " ".join(line for line in stderr.strip().splitlines() if line.strip())[-400:]
+    low = text.lower()
+    where = f"{target.host}:{target.port}"
+    if "host key verification failed" in low or "remote host identification has changed" in low:
+        return HostKeyError(f"The host key of {target.host} could not be verified. Connect once with "
+                            "--accept-new-host-key (after checking its fingerprint), or fix known_hosts.")
+    if "permission denied (" in low or "too many authentication failures" in low:
+        return AuthError(f"{target.host} refused the login for {target.user} ({text}). Check the user name and "
+                         "--identity, or that your public key is in the server's authorized_keys.")
+    if "could not resolve hostname" in low:
+        return Unreachable(f"Could not find the host {target.host} (name lookup failed). Check the spelling.")
+    if "connection refused" in low:
+        return Unreachable(f"The server at {where} refused the connection. Check the port, or whether sshd runs.")
+    if "no space left" in low or "disk quota exceeded" in low:
+        return NoSpaceError(f"The server's disk is full ({text}). Free some space there and run the transfer again.")
+    if "no such file" in low:
+        return NotFound(f"The server has no such file ({text}). Check the path.")
+    if "permission denied" in low or "read-only file system" in low:
+        return PermissionDenied(f"The server refused access ({text}). Check the path and your rights there.")
+    return Transient(f"The SSH connection to {where} failed ({text or 'no message'}); Ferry will retry.")
+
+
+@dataclass
+class OpenSsh:
+    target: Target
+    options: SshOptions
+    client: str = ""
+    hpn: bool = False
+    none_cipher: bool = False
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ferry-ssh-")))
+    _count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.client:
+            self.client, self.hpn = find_client()
+        self._handshakes = asyncio.Semaphore(max(1, self.options.max_handshakes))
+
+    def base_argv(self) -> list[str]:
+        t, o = self.target, self.options
+        argv = [
+            self.client, "-p", str(t.port), "-l", t.user,
+            "-o", "BatchMode=yes",  # never prompt: secrets come from keys, the agent or the keyring
+            "-o", f"UserKnownHostsFile={known_hosts_path(o.known_hosts)}",
+            "-o", "StrictHostKeyChecking=yes",
+            "-o", "Compression=no",
+            "-o", "IPQoS=throughput",
+            "-o", f"Ciphers={CIPHERS}",
+            "-o", "ConnectTimeout=20",
+            "-o", "ServerAliveInterval=15",
+            "-o", "ServerAliveCountMax=4",
+            "-o", "LogLevel=ERROR",
+        ]
+        if o.ssh_config:
+            argv += ["-F", o.ssh_config]
+        for identity in t.identity_files:
+            argv += ["-i", identity]
+        if t.identity_files:
+            argv += ["-o", "IdentitiesOnly=yes"]
+        if self.hpn and self.none_cipher and accepts_options(self.client, "NoneEnabled=yes", "NoneSwitch=yes"):
+            argv += ["-o", "NoneEnabled=yes", "-o", "NoneSwitch=yes"]
+        return argv
+
+    def channel_argv(self, socket_path: Path, command: str) -> list[str]:
+        return [*self.base_argv(), "-S", str(socket_path), "-o", "ControlMaster=no", self.target.alias, command]
+
+    async def open_master(self) -> Master:
+        self._count += 1
+        master = Master(self, self.workdir / f"m{self._count}")
+        async with self._handshakes:
+            await master.start()
+        return master
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class Master:
+    """One authenticated OpenSSH connection that carries a stream's channels."""
+
+    def __init__(self, ssh: OpenSsh, socket_path: Path) -> None:
+        self.ssh, self.socket = ssh, socket_path
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        argv = [*self.ssh.base_argv(), "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
+                self.ssh.target.alias]
+        self.proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        waited = 0.0
+        while not self.socket.exists():
+            if self.proc.returncode is not None or waited > MASTER_WAIT:
+                err = (await self.proc.stderr.read()).decode("utf-8", "replace") if self.proc.stderr else ""
+                await self.stop()
+                raise ssh_error(err or "the connection closed during the handshake", self.ssh.target)
+            await asyncio.sleep(0.01)
+            waited += 0.01
+
+    async def channel(self, command: str, *, stdin: bool = True) -> asyncio.subprocess.Process:
+        """Start one command as a new channel of this connection."""
+        return await asyncio.create_subprocess_exec(
+            *self.ssh.channel_argv(self.socket, command),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, limit=1 << 20,
+        )
+
+    async def stop(self) -> None:
+        if self.proc and self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 5)
+            except asyncio.TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+        try:
+            os.unlink(self.socket)
+        except OSError:
+            pass

@@ -1,0 +1,86 @@
+"""One SSH job's connections: the paramiko control connection and the OpenSSH streams.
+
+Both sides authenticate with the same identity and check the same known_hosts file, so
+a key accepted once (``--accept-new-host-key``) is trusted by both. The OpenSSH data
+path needs key or agent authentication (it runs in ``BatchMode``); with a password only,
+or on an account that may not run commands (SFTP-only), data goes over paramiko's SFTP
+instead, slower but still parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass
+
+from ..base import TransferOptions
+from ..errors import TransferError
+from ..netprobe import connect_time
+from ..tuner import StreamTuner, initial_streams
+from .control import Control
+from .openssh import OpenSsh
+from .target import SshOptions, Target, parse_target
+from .trust import AskTrust
+
+#: below this, one stream is plenty and a dd channel is not worth it
+SMALL_FILE = 4 * 1024 * 1024
+
+
+def ssh_options(options: TransferOptions) -> SshOptions:
+    extra = options.backend_options
+    return SshOptions(
+        identity=extra.get("identity"),
+        known_hosts=extra.get("known_hosts"),
+        accept_new_host_key=bool(extra.get("accept_new_host_key", False)),
+        ssh_config=extra.get("ssh_config"),
+        max_handshakes=int(extra.get("max_handshakes", 8)),
+    )
+
+
+@dataclass
+class SshSession:
+    target: Target
+    options: SshOptions
+    control: Control
+    openssh: OpenSsh | None
+    rtt_s: float | None = None
+
+    @classmethod
+    async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None) -> SshSession:
+        options = ssh_options(transfer_options)
+        target = parse_target(url, options)
+        rtt_task = asyncio.ensure_future(connect_time(target.host, target.port))
+        control = await asyncio.to_thread(Control(target, options, ask).connect)
+        try:
+            openssh = None
+            use_openssh = target.password is None and shutil.which("ssh") is not None
+            if use_openssh and await asyncio.to_thread(control.can_exec):
+                none_cipher = bool(transfer_options.backend_options.get("none_cipher"))
+                openssh = OpenSsh(target, options, none_cipher=none_cipher)
+            elif target.scheme == "scp":
+                raise TransferError(
+                    f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
+                    "(with key or agent login). Use the sftp:// address instead."
+                )
+        except BaseException:
+            control.close()
+            rtt_task.cancel()
+            raise
+        session = cls(target, options, control, openssh, await rtt_task)
+        return session
+
+    def tuner(self, options: TransferOptions, size: int) -> StreamTuner | None:
+        if options.streams != "auto":
+            return None
+        start = options.initial_streams or initial_streams(self.rtt_s, size, options.max_streams, SMALL_FILE)
+        return StreamTuner(start, maximum=options.max_streams, rtt_s=self.rtt_s or 0.05)
+
+    def streams(self, options: TransferOptions, size: int) -> int:
+        if options.streams == "auto":
+            return 1
+        return max(1, min(int(options.streams), options.max_streams, max(1, size // (1024 * 1024))))
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.control.close)
+        if self.openssh:
+            self.openssh.cleanup()
