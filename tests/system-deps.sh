@@ -6,6 +6,8 @@ set -eu
 need=""
 command -v nginx   >/dev/null 2>&1 || need="$need nginx"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
+command -v ssh     >/dev/null 2>&1 || need="$need openssh-client"
+[ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || need="$need openssh-server"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$need"

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -139,6 +141,19 @@ class OpenSsh:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when Ferry dies (even by SIGKILL), so no ssh outlives it (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+CHILD = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+
+
 class Master:
     """One authenticated OpenSSH connection that carries a stream's channels."""
 
@@ -150,7 +165,7 @@ class Master:
         argv = [*self.ssh.base_argv(), "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
                 self.ssh.target.alias]
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **CHILD
         )
         waited = 0.0
         while not self.socket.exists():
@@ -166,7 +181,7 @@ class Master:
         return await asyncio.create_subprocess_exec(
             *self.ssh.channel_argv(self.socket, command),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, limit=1 << 20,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, limit=1 << 20, **CHILD,
         )
 
     async def stop(self) -> None:

@@ -28,7 +28,7 @@ from ..partfile import os_error
 from . import scripts
 from .control import Entry
 from .files import FileOutcome, download_file, upload_file
-from .openssh import ssh_error
+from .openssh import CHILD, ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import remote_join
 
@@ -156,7 +156,7 @@ def _tar_get(session: SshSession, root: str, dest: Path, small: list[Entry], tot
     argv = [*session.openssh.base_argv(), session.target.alias, scripts.command(scripts.TAR_CREATE)]
     # "./" first: a name such as "--to-command=…" must never reach the server's tar as an option
     names = b"".join(b"./" + e.rel.encode("utf-8", "surrogateescape") + b"\0" for e in small)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
     feeder = threading.Thread(target=_feed, args=(proc, scripts.encode_path(root) + names), daemon=True)
     feeder.start()
     hashes: dict[str, str] = {}
@@ -324,7 +324,8 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
     if session.openssh is None:
         return _sftp_small_put(session, root, remote_root, small, totals, sink)
     argv = [*session.openssh.base_argv(), session.target.alias, scripts.command(scripts.TAR_EXTRACT)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            **CHILD)
     hashes: dict[str, str] = {}
     try:
         proc.stdin.write(scripts.encode_path(remote_root))

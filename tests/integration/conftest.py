@@ -94,3 +94,39 @@ def popen_labferry(*args: str, env_home: Path) -> subprocess.Popen:
     env = dict(os.environ, LABFERRY_HOME=str(env_home))
     return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    from tests.servers.sshd import Sshd
+
+    require("sshd")
+    require("ssh")
+    require("ssh-keygen")
+    root = tmp_path_factory.mktemp("sshd")
+    if os.geteuid() == 0:  # the test user must reach its home and keys inside pytest's private folders
+        base = tmp_path_factory.getbasetemp()
+        for folder in (base.parent, base):
+            os.chmod(folder, 0o755)
+    server = Sshd(root).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sshd_sftp_only(tmp_path_factory, sshd):
+    from tests.servers.sshd import Sshd
+
+    root = tmp_path_factory.mktemp("sshd-sftp-only")
+    server = Sshd(root, sftp_only=True, user=sshd.user, client_key=sshd.key).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def remote_big(sshd) -> DataFile:
+    """200 MiB in the SSH test user's home."""
+    path = sshd.home / "big.bin"
+    digest = write_random(path, BIG, seed=50)
+    sshd.give(path)
+    return DataFile("big.bin", path, digest, BIG)

@@ -1,0 +1,176 @@
+"""A collaborator gave you an SSH account: files both ways over a real sshd."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .test_https_errors import assert_clean_failure
+
+
+def result_of(proc) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("streams", ["1", "8"])
+def test_download_big_file_is_exact_and_verified_by_the_server(sshd, remote_big, tmp_path, ferry_home, streams):
+    proc = labferry("copy", sshd.url(str(remote_big.path)), str(tmp_path), *sshd.args(), "--streams", streams,
+                    "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert sha256_of(tmp_path / "big.bin") == remote_big.sha256 == out["sha256"]
+    assert out["verified"] is True and "computed by the server" in out["verify_method"]
+    assert out["streams"] == int(streams) and out["backend"] == "ssh"
+    assert not (tmp_path / "big.bin.part").exists()
+    assert int((tmp_path / "big.bin").stat().st_mtime) == int(remote_big.path.stat().st_mtime)
+
+
+@pytest.mark.parametrize("streams", ["1", "8"])
+def test_upload_big_file_is_exact_on_the_server(sshd, tmp_path, ferry_home, streams):
+    local = tmp_path / "upload.bin"
+    digest = write_random(local, 200 * MiB, seed=51)
+    os.chmod(local, 0o640)
+    target = sshd.home / f"up-{streams}"
+    target.mkdir(exist_ok=True)
+    sshd.give(target)
+    proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--streams", streams, "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    arrived = target / "upload.bin"
+    assert sha256_of(arrived) == digest == out["sha256"]
+    assert out["verified"] is True
+    assert (arrived.stat().st_mode & 0o777) == 0o640
+    assert int(arrived.stat().st_mtime) == int(local.stat().st_mtime)
+    assert not (target / "upload.bin.part").exists()
+
+
+def test_scp_scheme_drives_the_openssh_client(sshd, remote_big, tmp_path, ferry_home):
+    proc = labferry("copy", sshd.url(str(remote_big.path), scheme="scp"), str(tmp_path / "x.bin"), *sshd.args(),
+                    "--streams", "4", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "x.bin") == remote_big.sha256
+
+
+def test_sftp_only_account_falls_back_to_paramiko(sshd_sftp_only, remote_big, tmp_path, ferry_home):
+    small = sshd_sftp_only.home / "small.bin"
+    digest = write_random(small, 12 * MiB, seed=52)
+    sshd_sftp_only.give(small)
+    proc = labferry("copy", sshd_sftp_only.url(str(small)), str(tmp_path), *sshd_sftp_only.args(), "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "small.bin") == digest
+    assert "paramiko" in proc.stderr
+    out = result_of(proc)
+    assert out["verified"] is False and "no shell access" in out["verify_method"]
+
+
+def test_download_resumes_after_sigkill(sshd, remote_big, tmp_path, ferry_home):
+    dest = tmp_path / "big.bin"
+    args = ("copy", sshd.url(str(remote_big.path)), str(dest), *sshd.args(), "--streams", "4", "--json")
+    proc = popen_labferry(*args, "--limit-rate", "20M", env_home=ferry_home)
+    state = tmp_path / "big.bin.part.ferry"
+    done, deadline = 0, time.monotonic() + 60
+    while time.monotonic() < deadline and done < 60 * MiB:
+        time.sleep(0.2)
+        try:
+            done = sum(e - s for s, e in json.loads(state.read_text())["done"])
+        except (OSError, ValueError):
+            pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert done >= 60 * MiB and not dest.exists()
+    second = labferry(*args, env_home=ferry_home, timeout=180)
+    assert second.returncode == 0, second.stderr
+    out = result_of(second)
+    assert out["resumed_from"] >= 60 * MiB
+    assert out["bytes_fetched"] <= remote_big.size - out["resumed_from"] + 4 * 4 * MiB
+    assert sha256_of(dest) == remote_big.sha256
+
+
+def test_unknown_host_key_is_refused_then_accepted_when_asked(sshd, remote_big, tmp_path, ferry_home):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    url = sshd.url(str(remote_big.path))
+    proc = labferry("copy", url, str(tmp_path / "a.bin"), "--identity", str(sshd.key), "--known-hosts", str(empty),
+                    env_home=ferry_home)
+    err = assert_clean_failure(proc, 3, words=("not known", "SHA256:", "--accept-new-host-key"))
+    assert "SHA256:" in err and empty.read_text() == ""
+    proc = labferry("copy", url, str(tmp_path / "b.bin"), "--identity", str(sshd.key), "--known-hosts", str(empty),
+                    "--accept-new-host-key", "--streams", "2", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sshd.host_key_line.split()[2] in empty.read_text()
+
+
+def test_changed_host_key_is_always_refused(sshd, remote_big, tmp_path, ferry_home):
+    from tests.servers.sshd import keygen
+
+    other = keygen(tmp_path / "other")
+    fake = tmp_path / "known_hosts"
+    kind, blob = (tmp_path / "other.pub").read_text().split()[:2]
+    fake.write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    assert other.exists()
+    proc = labferry("copy", sshd.url(str(remote_big.path)), str(tmp_path / "x.bin"), "--identity", str(sshd.key),
+                    "--known-hosts", str(fake), "--accept-new-host-key", env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("CHANGED",))
+    assert not (tmp_path / "x.bin").exists()
+
+
+def test_wrong_key_and_wrong_password_are_refused(sshd, remote_big, tmp_path, ferry_home):
+    from tests.servers.sshd import keygen
+
+    stranger = keygen(tmp_path / "stranger")
+    proc = labferry("copy", sshd.url(str(remote_big.path)), str(tmp_path / "x.bin"), "--identity", str(stranger),
+                    "--known-hosts", str(sshd.known_hosts), env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("refused the login",))
+    url = sshd.url(str(remote_big.path)).replace("sftp://", "sftp://").replace(f"{sshd.user}@",
+                                                                                f"{sshd.user}:wrong-password@")
+    proc = labferry("copy", url, str(tmp_path / "y.bin"), "--known-hosts", str(sshd.known_hosts),
+                    "--identity", str(stranger), env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("refused the login",))
+
+
+def test_remote_path_missing(sshd, tmp_path, ferry_home):
+    proc = labferry("copy", sshd.url(str(sshd.home / "no-such-file.bin")), str(tmp_path), *sshd.args(),
+                    env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("no-such-file.bin",))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="permissions mean nothing to root's own login")
+def test_permission_denied(sshd, tmp_path, ferry_home):
+    secret = sshd.root / "secret.bin"
+    secret.write_bytes(b"x" * 1000)
+    os.chmod(secret, 0o600)  # owned by root, the test user may not read it
+    proc = labferry("copy", sshd.url(str(secret)), str(tmp_path), *sshd.args(), env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("permission denied",))
+    locked = sshd.root / "locked"
+    locked.mkdir(exist_ok=True)
+    os.chmod(locked, 0o755)
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"y" * 1000)
+    proc = labferry("copy", str(small), sshd.url(str(locked)) + "/", *sshd.args(), env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("permission denied",))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_remote_disk_full(sshd, tmp_path, ferry_home):
+    import subprocess
+
+    full = sshd.home / "small-disk"
+    full.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(full)], check=True)
+    try:
+        sshd.give(full)
+        local = tmp_path / "big.bin"
+        write_random(local, 64 * MiB, seed=53)
+        proc = labferry("copy", str(local), sshd.url(str(full)) + "/", *sshd.args(), env_home=ferry_home)
+        assert_clean_failure(proc, 5, words=("free",))
+        assert not (full / "big.bin").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(full)], check=False)

@@ -1,0 +1,100 @@
+"""Folders over SSH: thousands of small files as a stream, large ones in parallel, odd names intact."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+import pytest
+
+from .conftest import MiB, labferry, write_random
+
+WEIRD = ["a b.txt", "quote'd\".txt", "semi;colon.txt", "$(touch pwned).txt", "new\nline.txt", "ünïcødé-数据.txt",
+         "-rf", "--checkpoint-action=exec=touch pwned", "back\\slash", "star*.txt", "tab\tname"]
+
+
+def tree_digest(root) -> dict[str, tuple[str, int, int]]:
+    out = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                digest = hashlib.sha256(fh.read()).hexdigest()
+            out[os.path.relpath(path, root)] = (digest, st.st_mode & 0o777, int(st.st_mtime))
+    return out
+
+
+def make_tree(root, small: int, large: int) -> None:
+    for i in range(small):
+        sub = root / f"d{i % 20:02d}" / ("deep" if i % 7 == 0 else "")
+        sub.mkdir(parents=True, exist_ok=True)
+        path = sub / f"read_{i:05d}.fq"
+        path.write_bytes(os.urandom(10 * 1024 if i % 50 else 300))
+        os.utime(path, (1_600_000_000 + i, 1_600_000_000 + i))
+        if i % 11 == 0:
+            os.chmod(path, 0o600)
+    for i in range(large):
+        write_random(root / f"big{i}.bam", 24 * MiB, seed=60 + i)
+    (root / "empty-folder").mkdir(exist_ok=True)
+
+
+@pytest.fixture(scope="module")
+def remote_tree(sshd):
+    root = sshd.home / "run42"
+    if not root.exists():
+        make_tree(root, 5000, 2)
+        for name in WEIRD:
+            (root / name).write_bytes(name.encode() * 3)
+        sshd.give(root)
+    return root
+
+
+def test_folder_download_streams_small_files_and_keeps_modes_and_times(sshd, remote_tree, tmp_path, ferry_home):
+    began = time.monotonic()
+    proc = labferry("copy", sshd.url(str(remote_tree)) + "/", str(tmp_path), *sshd.args(), "--json",
+                    env_home=ferry_home, timeout=300)
+    spent = time.monotonic() - began
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = tree_digest(tmp_path / "run42")
+    assert got == tree_digest(remote_tree)
+    assert len(got) == 5002 + len(WEIRD)
+    assert out["verified"] is True and "tar stream" in out["verify_method"]
+    assert not (tmp_path / "pwned").exists() and not (remote_tree / "pwned").exists()
+    assert not (sshd.home / "pwned").exists()
+    assert spent < 120  # one round trip per file would be far slower; the real figure is in the benchmark
+
+
+def test_folder_sync_skips_what_is_already_there(sshd, remote_tree, tmp_path, ferry_home):
+    first = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), env_home=ferry_home,
+                     timeout=300)
+    assert first.returncode == 0, first.stderr
+    again = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), env_home=ferry_home)
+    assert again.returncode != 0 and "--sync" in again.stderr  # never silently overwritten
+    synced = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), "--sync", "--json",
+                      env_home=ferry_home)
+    assert synced.returncode == 0, synced.stderr
+    assert "already here" in synced.stderr
+    assert json.loads(synced.stdout.strip().splitlines()[-1])["bytes"] == 0
+
+
+def test_folder_upload_with_odd_names(sshd, tmp_path, ferry_home):
+    local = tmp_path / "outgoing"
+    local.mkdir()
+    make_tree(local, 600, 1)
+    for name in WEIRD:
+        (local / name).write_bytes(name.encode() * 5)
+    target = sshd.home / "incoming"
+    target.mkdir(exist_ok=True)
+    sshd.give(target)
+    proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json", env_home=ferry_home,
+                    timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digest(target / "outgoing") == tree_digest(local)
+    assert (target / "outgoing" / "empty-folder").is_dir()
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["verified"] is True
+    assert not (target / "pwned").exists() and not (tmp_path / "pwned").exists() and not (sshd.home / "pwned").exists()

@@ -1,0 +1,118 @@
+"""A real OpenSSH sshd on 127.0.0.1 for tests and benchmarks: own config, host key,
+authorized keys, all in a temp folder.
+
+As root it serves an unprivileged user made for the tests (so permission checks mean
+something, and password logins can be tried); otherwise it serves the current user.
+``sftp_only=True`` starts one that forces ``internal-sftp`` (an SFTP-only account).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from .nginx import free_port, wait_for_port
+
+TEST_USER = "ferrytest"
+TEST_PASSWORD = "ferry-test-password"
+
+
+def ensure_test_user(home: Path) -> str:
+    """The user the tests log in as (created when running as root)."""
+    if os.geteuid() != 0:
+        return getpass.getuser()
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", TEST_USER], check=True)
+    subprocess.run(["chpasswd"], input=f"{TEST_USER}:{TEST_PASSWORD}", text=True, check=True)
+    subprocess.run(["pkill", "-u", TEST_USER], capture_output=True)  # sessions left by an earlier run
+    time.sleep(0.2)
+    subprocess.run(["usermod", "--home", str(home), TEST_USER], check=True, capture_output=True)
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.chown(home, TEST_USER, TEST_USER)
+    return TEST_USER
+
+
+def keygen(path: Path) -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path
+
+
+class Sshd:
+    def __init__(self, root: Path, *, listen: str = "127.0.0.1", sftp_only: bool = False, user: str | None = None,
+                 host_key: Path | None = None, client_key: Path | None = None) -> None:
+        self.root, self.listen, self.sftp_only = root, listen, sftp_only
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o755)
+        self.home = root / "home"
+        self.user = user or ensure_test_user(self.home)
+        self.home.mkdir(exist_ok=True)
+        self.host_key = host_key or keygen(root / "host_ed25519")
+        self.key = client_key or keygen(root / "client_ed25519")
+        self.port = free_port()
+        keys = root / "authorized_keys"
+        keys.mkdir(exist_ok=True)
+        os.chmod(keys, 0o755)
+        (keys / self.user).write_text(Path(str(self.key) + ".pub").read_text())
+        os.chmod(keys / self.user, 0o644)
+        host_pub = Path(str(self.host_key) + ".pub").read_text().split()
+        self.host_key_line = f"[{listen}]:{self.port} {host_pub[0]} {host_pub[1]}\n"
+        self.known_hosts = root / "known_hosts"
+        self.known_hosts.write_text(self.host_key_line)
+        self.proc: subprocess.Popen | None = None
+
+    def config(self) -> str:
+        lines = [
+            f"Port {self.port}", f"ListenAddress {self.listen}", f"HostKey {self.host_key}",
+            f"PidFile {self.root}/sshd.pid", f"AuthorizedKeysFile {self.root}/authorized_keys/%u",
+            "StrictModes no", "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no",
+            "PermitRootLogin yes", "Subsystem sftp internal-sftp", "LogLevel ERROR", "PrintMotd no",
+            "MaxStartups 100:30:200",
+        ]
+        if self.sftp_only:
+            lines.append("ForceCommand internal-sftp")
+        return "\n".join(lines) + "\n"
+
+    def start(self, argv_prefix: tuple[str, ...] = ()) -> Sshd:
+        if os.geteuid() == 0:
+            Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        conf = self.root / "sshd_config"
+        conf.write_text(self.config())
+        sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+        self.proc = subprocess.Popen([*argv_prefix, sshd, "-D", "-e", "-f", str(conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if argv_prefix:
+            time.sleep(0.5)
+        else:
+            wait_for_port(self.port, self.listen)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"sshd did not start: {self.proc.stderr.read().decode()}")
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+    def url(self, path: str, scheme: str = "sftp") -> str:
+        from urllib.parse import quote
+
+        return f"{scheme}://{self.user}@{self.listen}:{self.port}{quote(path)}"
+
+    def args(self) -> list[str]:
+        return ["--identity", str(self.key), "--known-hosts", str(self.known_hosts)]
+
+    def give(self, path: Path) -> None:
+        """Hand a file or folder to the test user (as root), so the server may read or write it."""
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", f"{self.user}:", str(path)], check=True)
