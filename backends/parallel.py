@@ -45,6 +45,9 @@ class Record(Protocol):
     def sync(self) -> None: ...
 
 
+_GAVE_UP = object()
+
+
 class Fatal(Exception):
     """Raised by ``move`` for faults that end the whole run at once (the source changed…)."""
 
@@ -80,6 +83,7 @@ class ParallelTransfer:
         self.rate = 0.0  # aggregate bytes/s, smoothed
         self.ready = True  # False until the file's identity is known (speculative starts)
         self._workers: set[asyncio.Task] = set()
+        self._connected = 0  # streams whose connection is up (SSH logins take several round trips)
         self._lease_began: dict[int, float] = {}
         self._saved_bytes = chunks.bytes_done
         self._saved_at = time.monotonic()
@@ -153,7 +157,8 @@ class ParallelTransfer:
                 self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
             if self.hasher:
                 self.hasher.advance(self.chunks.contiguous_prefix())
-            if self.tuner and self.ready:
+            if self.tuner and self.ready and self._connected >= min(self.target, len(self._workers)):
+                # judge a stream count only once its streams are all connected, not while they log in
                 self.tuner.rtt_s = self.rtt_s or self.tuner.rtt_s
                 self.target = self.tuner.observe(now, self.moved)
             want = self.target - len(self._workers)
@@ -188,11 +193,39 @@ class ParallelTransfer:
 
     # -- one stream ----------------------------------------------------------------------
     async def _worker(self) -> None:
-        stream = await self.open_stream()
+        stream = await self._open_with_retries()
+        if stream is _GAVE_UP:
+            return
+        self._connected += 1
         try:
             await self._leases(stream)
         finally:
+            self._connected -= 1
             await self.close_stream(stream)
+
+    async def _open_with_retries(self) -> Any:
+        """Open this stream's connection; an extra stream that cannot connect just bows out.
+
+        A server limits logins in flight (sshd's MaxStartups drops some past ten), so a refused
+        connection is retried with backoff; only when no stream at all is connected does the
+        error end the run.
+        """
+        failures = 0
+        while True:
+            try:
+                return await self.open_stream()
+            except (asyncio.CancelledError, Fatal):
+                raise
+            except Exception as exc:
+                err = self.classify(exc)
+                failures += 1
+                if not err.retryable or failures > STREAM_RETRIES:
+                    if self._connected > 0:
+                        return _GAVE_UP
+                    if err is exc:
+                        raise
+                    raise err from exc
+                await asyncio.sleep(min(0.25 * 2**failures, 4.0))
 
     async def _leases(self, stream: Any) -> None:
         failures = 0

@@ -14,7 +14,7 @@ import sys
 from app import __version__
 from backends import errors
 
-from . import copy, listing
+from . import copy, listing, sites
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     copy.add_parser(sub)
     listing.add_parsers(sub)
+    sites.add_parser(sub)
     return parser
 
 

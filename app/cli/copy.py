@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
                    help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/) or a local path")
     p.add_argument("dest", metavar="DEST",
                    help="a local file or existing folder, or an sftp:// / scp:// address to upload to")
-    p.add_argument("--streams", default="auto", metavar="N|auto",
+    p.add_argument("--streams", default=None, metavar="N|auto",
                    help="parallel streams: a number (1-64), or auto (default) to add streams while they help")
     p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
     p.add_argument("--limit-rate", metavar="RATE", help="cap the rate: 50M (MiB/s), 800K, or bits like 400Mbit")
@@ -57,16 +57,18 @@ def parse_streams(text: str) -> int | str:
     return int(text)
 
 
-def options_from(args: argparse.Namespace) -> TransferOptions:
+def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
+    streams = args.streams or (site.streams if site else "auto")
+    extra = (site.backend_options() if site else {}) | _backend_options(args)
     return TransferOptions(
-        streams=parse_streams(args.streams),
+        streams=parse_streams(streams),
         checksum=parse_checksum(args.checksum) if args.checksum else None,
         limit_rate=parse_rate(args.limit_rate) if args.limit_rate else None,
-        ca_file=args.ca_file,
+        ca_file=args.ca_file or extra.pop("ca_file", None),
         insecure=args.insecure,
         overwrite=args.overwrite,
         sync=args.sync,
-        backend_options=_backend_options(args),
+        backend_options=extra,
     )
 
 
@@ -112,14 +114,15 @@ class ProgressLine:
 def run(args: argparse.Namespace) -> int:
     from app.cli import EXIT_STATUSES
 
-    options = options_from(args)
-    dest = resolve_destination(args.source, args.dest)
+    source, dest, site = _expand_sites(args.source, args.dest)
+    options = options_from(args, site)
+    dest = resolve_destination(source, dest)
     line = ProgressLine(not args.quiet)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
     view = None
     try:
-        view = engine.submit(args.source, str(dest), options)
+        view = engine.submit(source, str(dest), options)
         view = _follow(engine, view.id, events, line)
     except KeyboardInterrupt:
         line.clear()
@@ -132,6 +135,20 @@ def run(args: argparse.Namespace) -> int:
         engine.close()
     line.clear()
     return _report(view, args.json, EXIT_STATUSES)
+
+
+def _expand_sites(source: str, dest: str):
+    """``site:NAME/path`` on either side becomes the site's URL (its secret only in memory)."""
+    if not (source.startswith("site:") or dest.startswith("site:")):
+        return source, dest, None
+    from app.sites import SiteBook
+    from app.store import Store
+
+    with Store() as store:
+        book = SiteBook(store)
+        source, site_a = book.expand(source)
+        dest, site_b = book.expand(dest)
+    return source, dest, site_a or site_b
 
 
 def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):

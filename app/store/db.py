@@ -70,6 +70,26 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX benchmarks_peer ON benchmarks(peer_host, backend, started);
     """,
+    # 2: site profiles (secrets live in the OS keyring, never here) and settings
+    """
+    CREATE TABLE sites (
+        name          TEXT PRIMARY KEY,
+        protocol      TEXT NOT NULL,
+        host          TEXT NOT NULL,
+        port          INTEGER,
+        user          TEXT,
+        remote_folder TEXT NOT NULL DEFAULT '',
+        streams       TEXT NOT NULL DEFAULT 'auto',
+        key_file      TEXT,
+        options       TEXT NOT NULL DEFAULT '{}',
+        created       REAL NOT NULL,
+        updated       REAL NOT NULL
+    );
+    CREATE TABLE settings (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -101,6 +101,7 @@ class OpenSsh:
         if not self.client:
             self.client, self.hpn = find_client()
         self._handshakes = asyncio.Semaphore(max(1, self.options.max_handshakes))
+        self._warm: list[asyncio.Future] = []
 
     def base_argv(self) -> list[str]:
         t, o = self.target, self.options
@@ -130,14 +131,35 @@ class OpenSsh:
     def channel_argv(self, socket_path: Path, command: str) -> list[str]:
         return [*self.base_argv(), "-S", str(socket_path), "-o", "ControlMaster=no", self.target.alias, command]
 
-    async def open_master(self) -> Master:
+    async def _connect(self) -> Master:
         self._count += 1
         master = Master(self, self.workdir / f"m{self._count}")
         async with self._handshakes:
             await master.start()
         return master
 
-    def cleanup(self) -> None:
+    def prewarm(self, count: int) -> None:
+        """Start logging in ``count`` connections now, while the control connection is still busy."""
+        for _ in range(count):
+            self._warm.append(asyncio.ensure_future(self._connect()))
+
+    async def open_master(self) -> Master:
+        while self._warm:
+            task = self._warm.pop(0)
+            try:
+                return await task
+            except TransferError:
+                continue  # a speculative login failed; the next one (or a fresh one) will say why
+        return await self._connect()
+
+    async def cleanup(self) -> None:
+        for task in self._warm:
+            task.cancel()
+        results = await asyncio.gather(*self._warm, return_exceptions=True)
+        for master in results:
+            if isinstance(master, Master):
+                await master.stop()
+        self._warm.clear()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -168,13 +190,16 @@ class Master:
             *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **CHILD
         )
         waited = 0.0
-        while not self.socket.exists():
-            if self.proc.returncode is not None or waited > MASTER_WAIT:
-                err = (await self.proc.stderr.read()).decode("utf-8", "replace") if self.proc.stderr else ""
-                await self.stop()
-                raise ssh_error(err or "the connection closed during the handshake", self.ssh.target)
-            await asyncio.sleep(0.01)
-            waited += 0.01
+        try:
+            while not self.socket.exists():
+                if self.proc.returncode is not None or waited > MASTER_WAIT:
+                    err = (await self.proc.stderr.read()).decode("utf-8", "replace") if self.proc.stderr else ""
+                    raise ssh_error(err or "the connection closed during the handshake", self.ssh.target)
+                await asyncio.sleep(0.01)
+                waited += 0.01
+        except BaseException:  # failed, or cancelled (the job stopped): no ssh may outlive its master object
+            await asyncio.shield(self.stop())
+            raise
 
     async def channel(self, command: str, *, stdin: bool = True) -> asyncio.subprocess.Process:
         """Start one command as a new channel of this connection."""
@@ -185,13 +210,10 @@ class Master:
         )
 
     async def stop(self) -> None:
+        """Close the connection now: every byte it carried has already arrived (or will be fetched again)."""
         if self.proc and self.proc.returncode is None:
-            self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 5)
-            except asyncio.TimeoutError:
-                self.proc.kill()
-                await self.proc.wait()
+            self.proc.kill()
+            await self.proc.wait()
         try:
             os.unlink(self.socket)
         except OSError:

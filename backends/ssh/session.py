@@ -50,20 +50,32 @@ class SshSession:
         options = ssh_options(transfer_options)
         target = parse_target(url, options)
         rtt_task = asyncio.ensure_future(connect_time(target.host, target.port))
-        control = await asyncio.to_thread(Control(target, options, ask).connect)
+        openssh = None
+        if target.password is None and shutil.which("ssh") is not None:
+            openssh = OpenSsh(target, options, none_cipher=bool(transfer_options.backend_options.get("none_cipher")))
+            if transfer_options.streams == "auto" or int(transfer_options.streams) > 1:
+                # the streams log in while the control connection does (it and the RTT probe count as logins too)
+                openssh.prewarm(max(1, options.max_handshakes - 2))
         try:
-            openssh = None
-            use_openssh = target.password is None and shutil.which("ssh") is not None
-            if use_openssh and await asyncio.to_thread(control.can_exec):
-                none_cipher = bool(transfer_options.backend_options.get("none_cipher"))
-                openssh = OpenSsh(target, options, none_cipher=none_cipher)
-            elif target.scheme == "scp":
+            control = await asyncio.to_thread(Control(target, options, ask).connect)
+        except BaseException:
+            if openssh:
+                await openssh.cleanup()
+            rtt_task.cancel()
+            raise
+        try:
+            if openssh is not None and not await asyncio.to_thread(control.can_exec):
+                await openssh.cleanup()
+                openssh = None
+            if openssh is None and target.scheme == "scp":
                 raise TransferError(
                     f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
                     "(with key or agent login). Use the sftp:// address instead."
                 )
         except BaseException:
             control.close()
+            if openssh:
+                await openssh.cleanup()
             rtt_task.cancel()
             raise
         session = cls(target, options, control, openssh, await rtt_task)
@@ -83,4 +95,4 @@ class SshSession:
     async def close(self) -> None:
         await asyncio.to_thread(self.control.close)
         if self.openssh:
-            self.openssh.cleanup()
+            await self.openssh.cleanup()

@@ -46,8 +46,8 @@ def keygen(path: Path) -> Path:
 
 class Sshd:
     def __init__(self, root: Path, *, listen: str = "127.0.0.1", sftp_only: bool = False, user: str | None = None,
-                 host_key: Path | None = None, client_key: Path | None = None) -> None:
-        self.root, self.listen, self.sftp_only = root, listen, sftp_only
+                 host_key: Path | None = None, client_key: Path | None = None, max_startups: str | None = None) -> None:
+        self.root, self.listen, self.sftp_only, self.max_startups = root, listen, sftp_only, max_startups
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o755)
         self.home = root / "home"
@@ -73,8 +73,9 @@ class Sshd:
             f"PidFile {self.root}/sshd.pid", f"AuthorizedKeysFile {self.root}/authorized_keys/%u",
             "StrictModes no", "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no",
             "PermitRootLogin yes", "Subsystem sftp internal-sftp", "LogLevel ERROR", "PrintMotd no",
-            "MaxStartups 100:30:200",
         ]
+        if self.max_startups:  # else sshd's default, 10:30:100, as on most servers
+            lines.append(f"MaxStartups {self.max_startups}")
         if self.sftp_only:
             lines.append("ForceCommand internal-sftp")
         return "\n".join(lines) + "\n"

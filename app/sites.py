@@ -1,0 +1,139 @@
+"""Site profiles: a named collaborator's server, so nobody types ``sftp://jdoe@dtn4.lab…`` twice.
+
+The profile (protocol, host, port, user, default remote folder, preferred streams, key
+file, known_hosts) is in SQLite; its secret (password or key passphrase), if any, only
+in the OS keyring under service ``labferry``. ``site:NAME/path`` anywhere a URL is
+accepted expands to the profile's URL, with the profile's options.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from backends.errors import AuthError, BadRequest, NotFound
+
+SERVICE = "labferry"
+PROTOCOLS = ("sftp", "scp", "https", "http")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass
+class Site:
+    name: str
+    protocol: str
+    host: str
+    port: int | None = None
+    user: str | None = None
+    remote_folder: str = ""
+    streams: str = "auto"
+    key_file: str | None = None
+    options: dict = field(default_factory=dict)  # known_hosts, max_handshakes, ca_file…
+
+    def validate(self) -> Site:
+        if not _NAME.fullmatch(self.name):
+            raise BadRequest(f"'{self.name}' is not a usable site name: use letters, digits, '.', '_' or '-'.")
+        if self.protocol not in PROTOCOLS:
+            raise BadRequest(f"Sites can use {', '.join(PROTOCOLS)}; '{self.protocol}' is not one of them.")
+        if not self.host or any(c in self.host for c in "/@ :"):
+            raise BadRequest(f"'{self.host}' is not a host name. Give just the host, such as dtn.example.org.")
+        if self.streams != "auto" and not (self.streams.isdigit() and 1 <= int(self.streams) <= 64):
+            raise BadRequest("A site's streams must be auto or a number from 1 to 64.")
+        return self
+
+    def url(self, path: str = "", secret: str | None = None) -> str:
+        folder = self.remote_folder.rstrip("/")
+        full = f"{folder}/{path.lstrip('/')}" if path else (folder or "/")
+        if path.endswith("/") and not full.endswith("/"):
+            full += "/"
+        if not full.startswith("/"):
+            full = "/~/" + full  # relative to the login folder
+        auth = ""
+        if self.user:
+            auth = quote(self.user, safe="") + (":" + quote(secret, safe="") if secret else "") + "@"
+        port = f":{self.port}" if self.port else ""
+        return f"{self.protocol}://{auth}{self.host}{port}{quote(full, safe='/~')}"
+
+    def backend_options(self) -> dict:
+        extra = {k: v for k, v in self.options.items() if v is not None}
+        if self.key_file:
+            extra["identity"] = self.key_file
+        return extra
+
+    def to_row(self) -> dict:
+        return {"name": self.name, "protocol": self.protocol, "host": self.host, "port": self.port,
+                "user": self.user, "remote_folder": self.remote_folder, "streams": self.streams,
+                "key_file": self.key_file, "options": self.options}
+
+    @classmethod
+    def from_row(cls, row: dict) -> Site:
+        return cls(row["name"], row["protocol"], row["host"], row.get("port"), row.get("user"),
+                   row.get("remote_folder") or "", row.get("streams") or "auto", row.get("key_file"),
+                   dict(row.get("options") or {}))
+
+
+class Secrets:
+    """Site secrets in the OS keyring; nothing else in Ferry ever stores one."""
+
+    def _keyring(self):
+        import keyring
+
+        return keyring
+
+    def get(self, site: str) -> str | None:
+        try:
+            return self._keyring().get_password(SERVICE, f"site:{site}")
+        except Exception as exc:
+            raise AuthError(f"Could not read the secret of site {site} from the OS keyring ({exc}).") from None
+
+    def set(self, site: str, secret: str) -> None:
+        try:
+            self._keyring().set_password(SERVICE, f"site:{site}", secret)
+        except Exception as exc:
+            raise AuthError(f"Could not store the secret in the OS keyring ({exc}). Without a keyring, use an SSH "
+                            "key with ssh-agent instead of a password.") from None
+
+    def delete(self, site: str) -> None:
+        try:
+            self._keyring().delete_password(SERVICE, f"site:{site}")
+        except Exception:
+            pass  # nothing stored is fine
+
+
+class SiteBook:
+    """Sites over a store; the engine thread and the CLI each use their own store connection."""
+
+    def __init__(self, store, secrets: Secrets | None = None) -> None:
+        self.store, self.secrets = store, secrets or Secrets()
+
+    def save(self, site: Site, secret: str | None = None) -> Site:
+        site.validate()
+        self.store.sites.save(site.to_row())
+        if secret:
+            self.secrets.set(site.name, secret)
+        return site
+
+    def get(self, name: str) -> Site:
+        row = self.store.sites.get(name)
+        if row is None:
+            known = ", ".join(s["name"] for s in self.store.sites.all()) or "none yet"
+            raise NotFound(f"There is no site called '{name}' (known: {known}). Add it with labferry sites add.")
+        return Site.from_row(row)
+
+    def all(self) -> list[Site]:
+        return [Site.from_row(r) for r in self.store.sites.all()]
+
+    def remove(self, name: str) -> None:
+        if not self.store.sites.remove(name):
+            raise NotFound(f"There is no site called '{name}'.")
+        self.secrets.delete(name)
+
+    def expand(self, location: str) -> tuple[str, Site | None]:
+        """``site:NAME/path`` → (URL with the secret, the site); anything else unchanged."""
+        if not location.startswith("site:"):
+            return location, None
+        name, _, path = location[5:].partition("/")
+        site = self.get(name)
+        secret = self.secrets.get(name) if site.protocol in ("sftp", "scp") else None
+        return site.url(path if path or not location.endswith("/") else "/", secret), site
