@@ -40,6 +40,8 @@ def ensure_test_user(home: Path) -> str:
 
 
 def keygen(path: Path) -> Path:
+    if path.exists():
+        return path
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
     return path
 
