@@ -8,6 +8,7 @@ other backend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -106,6 +107,9 @@ class TransferRequest:
     source: str
     dest: str  # a local file path for downloads
     options: TransferOptions = field(default_factory=TransferOptions)
+    #: asks the user whether to trust an unknown SSH host key (host, key type, fingerprint) -> bool;
+    #: the GUI's prompt, None in the CLI (which refuses unless --accept-new-host-key)
+    ask_trust: Callable[[str, str, str], bool] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -9,6 +9,7 @@ any thread and hands its work to the loop. Facts come back as events
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from .job import Job, JobState, JobView
 from .runner import JobRunner, RetryPolicy
 
 log = logging.getLogger(__name__)
+_VERBS = {"submit", "pause", "resume", "cancel", "remove", "move", "jobs", "stat"}
 
 
 class Engine:
@@ -36,6 +38,7 @@ class Engine:
         run_queue: bool = True,
         registry: Registry | None = None,
         retry: RetryPolicy | None = None,
+        ask_trust=None,
     ) -> None:
         """``run_queue``: also run jobs already queued in the store (the GUI); the CLI's
         ``copy`` runs only what it submits."""
@@ -44,6 +47,7 @@ class Engine:
         self.run_queue = run_queue
         self.registry = registry or default_registry
         self.retry = retry or RetryPolicy()
+        self.ask_trust = ask_trust  # the GUI's host-key question; None: refuse unknown keys
         self.bus = EventBus()
         self.store = None  # created on the engine thread
         self._jobs: dict[int, Job] = {}
@@ -149,6 +153,19 @@ class Engine:
     def job(self, job_id: int) -> JobView:
         return self._call(self._view(job_id))
 
+    def stat(self, url: str, options: TransferOptions | None = None, timeout: float | None = 60):
+        """What the server says about ``url`` (size, folder or file); raises TransferError."""
+        return self._call(self._stat(url, options or TransferOptions()), timeout)
+
+    def request(self, verb: str, *args) -> concurrent.futures.Future:
+        """Start ``verb`` (submit, pause, resume, cancel, remove, move, jobs, stat) without waiting.
+
+        For the GUI: the returned future completes on the engine thread.
+        """
+        if verb not in _VERBS:
+            raise ValueError(f"unknown engine verb {verb}")
+        return asyncio.run_coroutine_threadsafe(getattr(self, "_" + verb)(*args), self._loop)
+
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         return self.bus.subscribe(callback)
 
@@ -175,6 +192,13 @@ class Engine:
         job = self._jobs.get(job_id)
         return job is None or job.state.terminal or job.state == JobState.PAUSED
 
+    async def _jobs(self) -> list[JobView]:
+        return await self._views()
+
+    async def _stat(self, url: str, options: TransferOptions):
+        backend = self.registry.for_url(url)
+        return await backend.stat(url, options)
+
     async def _views(self) -> list[JobView]:
         return [j.view() for j in sorted(self._jobs.values(), key=lambda j: j.position)]
 
@@ -187,7 +211,8 @@ class Engine:
         except KeyError:
             raise KeyError(f"there is no job {job_id}") from None
 
-    async def _submit(self, source: str, dest: str, options: TransferOptions, backend_name: str | None) -> JobView:
+    async def _submit(self, source: str, dest: str, options: TransferOptions,
+                      backend_name: str | None = None) -> JobView:
         backend = self.registry.get(backend_name) if backend_name else self.registry.for_route(source, dest)
         available = backend.available()
         if not available.ok:

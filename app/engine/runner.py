@@ -77,7 +77,7 @@ class JobRunner:
             while True:
                 before = job.bytes_done
                 try:
-                    request = TransferRequest(self.source, job.dest, self._options())
+                    request = TransferRequest(self.source, job.dest, self._options(), ask_trust=engine.ask_trust)
                     return await backend.transfer(request, sink)
                 except TransferError as exc:
                     if not self._retryable(exc):

@@ -11,6 +11,9 @@ COLUMNS = (
     " sha256, verified, verify_method, error, error_kind, peer_host, started, finished"
 )
 
+SORTABLE = {"finished", "outcome", "source", "dest", "backend", "bytes", "seconds", "throughput_mbps", "streams",
+            "sha256", "error"}
+
 
 @dataclass(frozen=True)
 class HistoryFilter:
@@ -51,10 +54,15 @@ class HistoryTable:
         cur = self.conn.execute(f"INSERT INTO history ({keys}) VALUES ({marks})", tuple(row.values()))
         return cur.lastrowid
 
-    def query(self, filt: HistoryFilter | None = None, limit: int = 100, offset: int = 0) -> list[dict]:
+    def query(self, filt: HistoryFilter | None = None, limit: int = 100, offset: int = 0,
+              order: tuple[str, bool] = ("finished", True)) -> list[dict]:
         where, args = (filt or HistoryFilter()).where()
+        column, descending = order
+        if column not in SORTABLE:
+            raise ValueError(f"cannot sort history by {column}")
+        direction = "DESC" if descending else "ASC"
         rows = self.conn.execute(
-            f"SELECT {COLUMNS} FROM history{where} ORDER BY finished DESC, id DESC LIMIT ? OFFSET ?",
+            f"SELECT {COLUMNS} FROM history{where} ORDER BY {column} {direction}, id {direction} LIMIT ? OFFSET ?",
             (*args, limit, offset),
         )
         return [dict(r) for r in rows]

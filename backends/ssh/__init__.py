@@ -78,7 +78,7 @@ class SshBackend:
         began = time.monotonic()
         download = _is_remote(request.source)
         url = request.source if download else request.dest
-        session = await SshSession.open(url, request.options)
+        session = await SshSession.open(url, request.options, request.ask_trust)
         notes: list[str] = []
         if session.control.accepted_key:
             notes.append(f"Trusted the new host key of {session.target.host}: {session.control.accepted_key}.")

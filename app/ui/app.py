@@ -1,0 +1,84 @@
+"""Starting the desktop app: ``labferry-gui`` (or ``labferry gui``, or ``make run``)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from app import __version__
+from app.paths import data_dir, database_path
+
+HOST_KEY_WAIT = 300.0  # seconds a transfer waits for the user to answer a host-key question
+
+
+class HostKeyAsker(QObject):
+    """Lets the engine (any thread) ask the user whether to trust a new SSH host key."""
+
+    _ask = Signal(str, str, str, object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._ask.connect(self._show)
+
+    def __call__(self, host: str, key_type: str, fingerprint: str) -> bool:
+        """Called on a worker thread: blocks it (never the GUI) until the user answers."""
+        answer = {"ok": False, "done": threading.Event()}
+        self._ask.emit(host, key_type, fingerprint, answer)
+        answer["done"].wait(HOST_KEY_WAIT)
+        return bool(answer["ok"])
+
+    @Slot(str, str, str, object)
+    def _show(self, host: str, key_type: str, fingerprint: str, answer: dict) -> None:
+        box = QMessageBox(QMessageBox.Icon.Warning, "Trust this server?",
+                          f"Ferry has not seen {host} before. Its {key_type} key fingerprint is:\n\n{fingerprint}\n\n"
+                          "Compare it with the one the server's administrator gave you. Trust it and connect?")
+        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        answer["ok"] = box.exec() == QMessageBox.StandardButton.Yes
+        answer["done"].set()
+
+
+def build(argv: list[str] | None = None):
+    """The application, its engine and its window (also used by the tests)."""
+    from app.engine import Engine
+    from app.store import Store
+
+    from .main_window import MainWindow
+    from .panels import app_icon, apply_theme
+
+    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app.setApplicationName("Ferry")
+    app.setApplicationVersion(__version__)
+    app.setWindowIcon(app_icon())
+    app.setQuitOnLastWindowClosed(False)  # the tray may keep transfers running
+    db = database_path()
+    with Store(db) as store:
+        settings = store.settings.all()
+    asker = HostKeyAsker(app)
+    engine = Engine(db, max_jobs=int(settings.get("max_jobs", 3)), run_queue=True, ask_trust=asker).start()
+    apply_theme(settings.get("theme", "system"))
+    window = MainWindow(engine, db, data_dir())
+    window.destroyed.connect(lambda: None)
+    return app, engine, window
+
+
+def main(argv: list[str] | None = None) -> int:
+    app, engine, window = build(argv)
+    window.show()
+
+    def finish() -> None:
+        if not window.isVisible() and (window._really_quit or window.tray is None):
+            app.quit()
+
+    app.lastWindowClosed.connect(finish)
+    window.destroyed.connect(app.quit)
+    code = app.exec()
+    engine.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

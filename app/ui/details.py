@@ -1,0 +1,71 @@
+"""The details pane: everything about the selected job, and what to do when it failed."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtWidgets import QTextBrowser
+
+from app.engine import JobState, JobView
+from app.units import format_bytes, format_duration, format_rate
+
+REMEDIES = {
+    "not-found": "Check the address: the file may have moved or been renamed on the server.",
+    "permission-denied": "Ask the server's owner for access, or pick a folder you can write to.",
+    "auth": "Check the user name and key in the site profile (Sites → Edit), or load the key into ssh-agent.",
+    "host-key": "Compare the fingerprint with the server's administrator before trusting it.",
+    "tls": "If the server uses your lab's own certificate authority, add it as the site's CA file.",
+    "unreachable": "Check the host name and port, your network, and whether the server is running.",
+    "transient": "Ferry already retried. Press Retry to try again now.",
+    "remote-changed": "The file kept changing on the server. Retry once it is complete there.",
+    "local": "Choose another destination folder, or free the name that is in the way.",
+    "no-space": "Free space on the destination disk, then press Retry: the transfer resumes.",
+    "corrupt": "Press Retry to fetch the data again; if it fails twice, ask the server's owner.",
+    "bad-request": "Correct the address or option in a New transfer.",
+}
+
+
+def render(view: JobView | None) -> str:
+    if view is None:
+        return "<p style='color:gray'>Select a transfer to see its details.</p>"
+    rows = [
+        ("From", view.source), ("To", view.dest), ("Backend", view.backend), ("State", view.state.value),
+        ("Progress", f"{format_bytes(view.bytes_done)} of {format_bytes(view.bytes_total)}"),
+    ]
+    if view.state.active:
+        rows += [("Rate", format_rate(view.rate)), ("ETA", format_duration(view.eta)), ("Streams", view.streams)]
+    result = view.result or {}
+    if result:
+        rows += [
+            ("Duration", format_duration(result.get("seconds"))),
+            ("Throughput", f"{result.get('throughput_mbps', 0):.0f} Mbit/s over {result.get('streams')} streams"),
+            ("SHA-256", result.get("sha256") or ""),
+            ("Verified", ("yes — " if result.get("verified") else "no — ") + (result.get("verify_method") or "")),
+        ]
+        if result.get("rtt_ms"):
+            rows.append(("Round trip", f"{result['rtt_ms']:.1f} ms"))
+        if result.get("restarts"):
+            rows.append(("Restarts", f"{result['restarts']} (the file changed on the server)"))
+    if view.attempts:
+        rows.append(("Retries", str(view.attempts)))
+    table = "".join(f"<tr><td style='color:gray;padding-right:8px'>{html.escape(k)}</td>"
+                    f"<td>{html.escape(str(v))}</td></tr>" for k, v in rows)
+    parts = [f"<table>{table}</table>"]
+    if view.state == JobState.FAILED and view.error:
+        remedy = REMEDIES.get(view.error_kind or "", "Press Retry to try again.")
+        parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(view.error)}</p>"
+                     f"<p><b>What to try:</b> {html.escape(remedy)}</p>")
+    if view.notes:
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in view.notes[-20:])
+        parts.append(f"<p><b>Log</b></p><ul>{notes}</ul>")
+    return "".join(parts)
+
+
+class DetailsPane(QTextBrowser):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenExternalLinks(False)
+        self.show_job(None)
+
+    def show_job(self, view: JobView | None) -> None:
+        self.setHtml(render(view))

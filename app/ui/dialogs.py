@@ -1,0 +1,252 @@
+"""Dialogs: a new transfer by hand, a site profile, the settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
+
+from app.sites import PROTOCOLS, Site
+from app.units import parse_rate
+from backends.checksums import parse_checksum
+from backends.errors import TransferError
+
+
+def _with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
+    box = QWidget(parent)
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(edit)
+    button = QPushButton("Browse…", box)
+
+    def pick() -> None:
+        path = (QFileDialog.getExistingDirectory(parent, "Choose a folder", edit.text()) if folder
+                else QFileDialog.getOpenFileName(parent, "Choose a file", edit.text())[0])
+        if path:
+            edit.setText(path)
+
+    button.clicked.connect(pick)
+    row.addWidget(button)
+    return box
+
+
+class NewTransferDialog(QDialog):
+    """Source, destination and options; the engine checks them when the job is submitted."""
+
+    def __init__(self, parent=None, source: str = "", dest: str = "", sites: list[Site] | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New transfer")
+        form = QFormLayout(self)
+        self.source = QLineEdit(source, self)
+        self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, or a local file")
+        self.dest = QLineEdit(dest, self)
+        self.dest.setPlaceholderText("a local folder, or sftp://… / site:NAME/ to upload")
+        self.streams = QComboBox(self)
+        self.streams.setEditable(True)
+        self.streams.addItems(["auto", "1", "2", "4", "8", "16", "32", "64"])
+        self.checksum = QLineEdit(self)
+        self.checksum.setPlaceholderText("optional: sha256:HEX or md5:HEX")
+        self.limit = QLineEdit(self)
+        self.limit.setPlaceholderText("optional: 50M (MiB/s) or 400Mbit")
+        form.addRow("From", _with_browse(self.source, False, self))
+        form.addRow("To", _with_browse(self.dest, True, self))
+        if sites:
+            hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
+            hint.setWordWrap(True)
+            form.addRow("", hint)
+        form.addRow("Streams", self.streams)
+        form.addRow("Checksum", self.checksum)
+        form.addRow("Rate limit", self.limit)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> dict:
+        streams = self.streams.currentText().strip() or "auto"
+        return {
+            "source": self.source.text().strip(),
+            "dest": self.dest.text().strip(),
+            "streams": "auto" if streams == "auto" else int(streams),
+            "checksum": parse_checksum(self.checksum.text()) if self.checksum.text().strip() else None,
+            "limit_rate": parse_rate(self.limit.text()) if self.limit.text().strip() else None,
+        }
+
+    def _accept(self) -> None:
+        problem = None
+        try:
+            values = self.values()
+            if not values["source"] or not values["dest"]:
+                problem = "Give both where to copy from and where to."
+            elif values["streams"] != "auto" and not 1 <= values["streams"] <= 64:
+                problem = "Streams must be auto or a number from 1 to 64."
+        except TransferError as exc:
+            problem = str(exc)
+        except ValueError:
+            problem = "Streams must be auto or a number from 1 to 64."
+        if problem:
+            QMessageBox.warning(self, "New transfer", problem)
+            return
+        self.accept()
+
+
+class SiteDialog(QDialog):
+    """Add or edit a collaborator site; the secret goes to the OS keyring, never to the database."""
+
+    def __init__(self, parent=None, site: Site | None = None, test=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Site profile")
+        self._test = test
+        form = QFormLayout(self)
+        self.name = QLineEdit(site.name if site else "", self)
+        self.name.setReadOnly(site is not None)
+        self.protocol = QComboBox(self)
+        self.protocol.addItems(PROTOCOLS)
+        self.host = QLineEdit(site.host if site else "", self)
+        self.port = QSpinBox(self)
+        self.port.setRange(0, 65535)
+        self.port.setSpecialValueText("default")
+        self.user = QLineEdit(site.user or "" if site else "", self)
+        self.folder = QLineEdit(site.remote_folder if site else "", self)
+        self.streams = QComboBox(self)
+        self.streams.setEditable(True)
+        self.streams.addItems(["auto", "4", "8", "16", "32", "64"])
+        self.key = QLineEdit(site.key_file or "" if site else "", self)
+        self.secret = QLineEdit(self)
+        self.secret.setEchoMode(QLineEdit.EchoMode.Password)
+        self.secret.setPlaceholderText("password or key passphrase (kept in the OS keyring)")
+        self.remember = QCheckBox("Remember it in the OS keyring", self)
+        self.remember.setChecked(True)
+        if site:
+            self.protocol.setCurrentText(site.protocol)
+            self.port.setValue(site.port or 0)
+            self.streams.setCurrentText(site.streams)
+        form.addRow("Name", self.name)
+        form.addRow("Protocol", self.protocol)
+        form.addRow("Host", self.host)
+        form.addRow("Port", self.port)
+        form.addRow("User", self.user)
+        form.addRow("Default folder", self.folder)
+        form.addRow("Streams", self.streams)
+        form.addRow("Key file", _with_browse(self.key, False, self))
+        form.addRow("Secret", self.secret)
+        form.addRow("", self.remember)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
+        self.test_button = buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button.clicked.connect(self._run_test)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.status = QLabel("", self)
+        self.status.setWordWrap(True)
+        form.addRow(self.status)
+
+    def site(self) -> Site:
+        return Site(
+            name=self.name.text().strip(), protocol=self.protocol.currentText(), host=self.host.text().strip(),
+            port=self.port.value() or None, user=self.user.text().strip() or None,
+            remote_folder=self.folder.text().strip(), streams=self.streams.currentText().strip() or "auto",
+            key_file=self.key.text().strip() or None,
+        ).validate()
+
+    def secret_to_keep(self) -> str | None:
+        return self.secret.text() if self.secret.text() and self.remember.isChecked() else None
+
+    def _run_test(self) -> None:
+        if self._test is None:
+            return
+        try:
+            site = self.site()
+        except TransferError as exc:
+            self.report(str(exc), False)
+            return
+        self._test(site, self.secret.text() or None, self.report)
+
+    def report(self, message: str, ok: bool) -> None:
+        import html
+
+        color = "#2e7d32" if ok else "#c0392b"
+        self.status.setText(f"<span style='color:{color}'>{html.escape(message)}</span>")
+
+    def _accept(self) -> None:
+        try:
+            self.site()
+        except TransferError as exc:
+            QMessageBox.warning(self, "Site profile", str(exc))
+            return
+        self.accept()
+
+
+class SettingsDialog(QDialog):
+    KEYS = ("download_folder", "max_jobs", "default_streams", "limit_rate", "verify", "notifications", "theme")
+
+    def __init__(self, values: dict, data_folder: Path, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        form = QFormLayout(self)
+        self.download_folder = QLineEdit(values.get("download_folder") or str(Path.home() / "Downloads"), self)
+        self.max_jobs = QSpinBox(self)
+        self.max_jobs.setRange(1, 16)
+        self.max_jobs.setValue(int(values.get("max_jobs", 3)))
+        self.default_streams = QComboBox(self)
+        self.default_streams.setEditable(True)
+        self.default_streams.addItems(["auto", "4", "8", "16", "32", "64"])
+        self.default_streams.setCurrentText(str(values.get("default_streams", "auto")))
+        self.limit_rate = QLineEdit(values.get("limit_rate") or "", self)
+        self.limit_rate.setPlaceholderText("no cap (or 50M, 400Mbit)")
+        self.verify = QCheckBox("Verify every transfer with SHA-256", self)
+        self.verify.setChecked(bool(values.get("verify", True)))
+        self.verify.setToolTip("Ferry always computes SHA-256; this compares it with the server's when possible.")
+        self.notifications = QCheckBox("Notify when a transfer finishes or fails", self)
+        self.notifications.setChecked(bool(values.get("notifications", True)))
+        self.theme = QComboBox(self)
+        self.theme.addItems(["system", "light", "dark"])
+        self.theme.setCurrentText(values.get("theme", "system"))
+        form.addRow("Download folder", _with_browse(self.download_folder, True, self))
+        form.addRow("Transfers at once", self.max_jobs)
+        form.addRow("Default streams", self.default_streams)
+        form.addRow("Bandwidth cap", self.limit_rate)
+        form.addRow("", self.verify)
+        form.addRow("", self.notifications)
+        form.addRow("Theme", self.theme)
+        where = QLabel(f"{data_folder} (set LABFERRY_HOME to move it)", self)
+        where.setWordWrap(True)
+        form.addRow("Ferry's data", where)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> dict:
+        return {
+            "download_folder": self.download_folder.text().strip(),
+            "max_jobs": self.max_jobs.value(),
+            "default_streams": self.default_streams.currentText().strip() or "auto",
+            "limit_rate": self.limit_rate.text().strip(),
+            "verify": self.verify.isChecked(),
+            "notifications": self.notifications.isChecked(),
+            "theme": self.theme.currentText(),
+        }
+
+    def _accept(self) -> None:
+        try:
+            if self.limit_rate.text().strip():
+                parse_rate(self.limit_rate.text())
+        except TransferError as exc:
+            QMessageBox.warning(self, "Settings", str(exc))
+            return
+        self.accept()

@@ -1,0 +1,378 @@
+"""The main window: sites on the left, Queue / History / Benchmarks in the middle, details below.
+
+Every engine call goes through ``EngineBridge.call`` (the engine's loop does the work, the
+answer comes back as a signal), so no click ever waits on the network.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine import JobState, JobView
+from app.sites import Site, SiteBook
+from app.store import HistoryFilter, Store
+from app.units import format_rate, parse_rate
+from backends.base import TransferOptions
+from backends.errors import TransferError
+
+from .bridge import EngineBridge
+from .details import DetailsPane
+from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
+from .history_model import HistoryModel
+from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
+from .queue_model import PROGRESS, JobRole, ProgressDelegate, QueueModel
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
+        super().__init__()
+        self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
+        self.setWindowTitle("Ferry")
+        self.setWindowIcon(app_icon())
+        self.setAcceptDrops(True)
+        self.resize(1200, 760)
+        self._really_quit = False
+        self.settings = self._load_settings()
+        self.bridge = EngineBridge(engine, self)
+        self.queue_model = QueueModel(self)
+        self._build()
+        self.bridge.jobs_changed.connect(self._jobs_changed)
+        self.bridge.job_removed.connect(self.queue_model.remove)
+        self.bridge.job_finished.connect(self._job_finished)
+        self.bridge.call_failed.connect(self._show_error)
+        self.bridge.call("jobs", done=self.queue_model.reset)
+        self.tray = Tray(self, self) if Tray.available() else None
+        if self.tray:
+            self.tray.show()
+        self.refresh_sites()
+        self.history_model.refresh()
+
+    # -- building ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.sidebar = Sidebar(self)
+        self.sidebar.files_dropped_on_site.connect(self.upload_to_site)
+        self.sidebar.site_activated.connect(self.edit_site)
+        self.queue_view = QTableView(self)
+        self.queue_view.setModel(self.queue_model)
+        self.queue_view.setItemDelegateForColumn(PROGRESS, ProgressDelegate(self.queue_view))
+        self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.queue_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.queue_view.verticalHeader().hide()
+        self.queue_view.setAcceptDrops(True)
+        self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.history_model = HistoryModel(self.db_path, self)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.queue_view, "Queue")
+        self.tabs.addTab(self._history_tab(), "History")
+        self.benchmarks = BenchmarksView(self._benchmark_rows, self)
+        self.tabs.addTab(self.benchmarks, "Benchmarks")
+        self.tabs.currentChanged.connect(self._tab_changed)
+        self.details = DetailsPane(self)
+        middle = QSplitter(Qt.Orientation.Vertical, self)
+        middle.addWidget(self.tabs)
+        middle.addWidget(self.details)
+        middle.setSizes([520, 200])
+        outer = QSplitter(Qt.Orientation.Horizontal, self)
+        outer.addWidget(self.sidebar)
+        outer.addWidget(middle)
+        outer.setSizes([220, 980])
+        self.setCentralWidget(outer)
+        self._toolbar()
+        self.status = QLabel("", self)
+        self.statusBar().addPermanentWidget(self.status)
+
+    def _history_tab(self) -> QWidget:
+        page = QWidget(self)
+        layout = QVBoxLayout(page)
+        bar = QHBoxLayout()
+        self.search = QLineEdit(page)
+        self.search.setPlaceholderText("Search source or destination…")
+        self.outcome = QComboBox(page)
+        self.outcome.addItems(["any outcome", "done", "failed", "cancelled"])
+        self.backend_filter = QComboBox(page)
+        self.backend_filter.addItems(["any backend", "https", "ssh"])
+        self.history_count = QLabel(page)
+        for widget in (self.search, self.outcome, self.backend_filter, self.history_count):
+            bar.addWidget(widget)
+        layout.addLayout(bar)
+        self.history_view = QTableView(page)
+        self.history_view.setModel(self.history_model)
+        self.history_view.setSortingEnabled(True)
+        self.history_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.history_view.verticalHeader().hide()
+        self.history_view.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        layout.addWidget(self.history_view)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(250)
+        self._search_timer.timeout.connect(self.apply_history_filter)
+        self.search.textChanged.connect(self._search_timer.start)
+        self.outcome.currentIndexChanged.connect(self.apply_history_filter)
+        self.backend_filter.currentIndexChanged.connect(self.apply_history_filter)
+        self.history_model.modelReset.connect(self._history_counted)
+        return page
+
+    def _toolbar(self) -> None:
+        bar = QToolBar("Transfers", self)
+        bar.setObjectName("transfers")
+        self.addToolBar(bar)
+        self.actions_by_name: dict[str, QAction] = {}
+        for name, label, shortcut, slot in (
+            ("new", "New transfer", QKeySequence.StandardKey.New, self.new_transfer),
+            ("pause", "Pause", None, lambda: self._each_selected("pause")),
+            ("resume", "Resume", None, lambda: self._each_selected("resume")),
+            ("cancel", "Cancel", None, lambda: self._each_selected("cancel")),
+            ("retry", "Retry", None, lambda: self._each_selected("resume")),
+            ("remove", "Remove", QKeySequence.StandardKey.Delete, lambda: self._each_selected("remove")),
+            ("up", "Move up", None, lambda: self._move(-1)),
+            ("down", "Move down", None, lambda: self._move(1)),
+            ("clear", "Clear finished", None, self.clear_finished),
+            ("site", "Add site", None, lambda: self.edit_site(None)),
+            ("settings", "Settings", None, self.edit_settings),
+        ):
+            action = QAction(label, self)
+            if shortcut:
+                action.setShortcut(shortcut)
+            action.triggered.connect(slot)
+            bar.addAction(action)
+            self.actions_by_name[name] = action
+
+    # -- engine facts coming in ----------------------------------------------------------------
+    def _jobs_changed(self, changed: dict[int, JobView]) -> None:
+        self.queue_model.apply(changed)
+        selected = self.selected_views()
+        if selected and selected[0].id in changed:
+            self.details.show_job(changed[selected[0].id])
+        running = [v for v in self.queue_model.views() if v.state.active]
+        total = sum(v.rate for v in running)
+        text = f"{len(running)} running · {format_rate(total)}" if running else "idle"
+        self.status.setText(text)
+        if self.tray:
+            self.tray.setToolTip(f"Ferry — {text}")
+
+    def _job_finished(self, view: JobView) -> None:
+        self.history_model.refresh()
+        if self.tray and self.settings.get("notifications", True):
+            title = {JobState.DONE: "Transfer finished", JobState.FAILED: "Transfer failed"}.get(view.state)
+            if title:
+                self.tray.showMessage(title, view.error or view.dest, self.windowIcon(), 8000)
+
+    def _show_error(self, message: str) -> None:
+        QMessageBox.warning(self, "Ferry", message)
+
+    # -- actions ---------------------------------------------------------------------------------
+    def selected_views(self) -> list[JobView]:
+        rows = sorted({i.row() for i in self.queue_view.selectionModel().selectedRows()})
+        return [v for v in (self.queue_model.view_at(r) for r in rows) if v is not None]
+
+    def _selection_changed(self, *args) -> None:
+        views = self.selected_views()
+        self.details.show_job(views[0] if views else None)
+
+    def _each_selected(self, verb: str) -> None:
+        for view in self.selected_views():
+            self.bridge.call(verb, view.id)
+
+    def _move(self, offset: int) -> None:
+        views = self.selected_views()
+        if views:
+            self.bridge.call("move", views[0].id, offset, done=lambda _: self.bridge.call(
+                "jobs", done=lambda jobs: self._reset_keep_selection(jobs, views[0].id)))
+
+    def _reset_keep_selection(self, jobs: list[JobView], job_id: int) -> None:
+        self.queue_model.reset(jobs)
+        row = self.queue_model.row_of(job_id)
+        if row is not None:
+            self.queue_view.selectionModel().select(
+                self.queue_model.index(row, 0),
+                QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+
+    def clear_finished(self) -> None:
+        for view in self.queue_model.views():
+            if view.state in (JobState.DONE, JobState.CANCELLED):
+                self.bridge.call("remove", view.id)
+
+    def options(self, **overrides) -> TransferOptions:
+        streams = overrides.pop("streams", None) or self.settings.get("default_streams", "auto")
+        cap = self.settings.get("limit_rate")
+        options = TransferOptions(streams="auto" if str(streams) == "auto" else int(streams),
+                                  limit_rate=parse_rate(cap) if cap else None)
+        for key, value in overrides.items():
+            setattr(options, key, value)
+        return options
+
+    def submit(self, source: str, dest: str, **overrides) -> None:
+        """Queue one transfer; ``site:NAME/…`` on either side uses that site's profile."""
+        try:
+            with Store(self.db_path) as store:
+                book = SiteBook(store)
+                source, site_a = book.expand(source)
+                dest, site_b = book.expand(dest)
+            site = site_a or site_b
+            options = self.options(**overrides)
+            if site:
+                options.backend_options = site.backend_options() | options.backend_options
+                if "streams" not in overrides and site.streams != "auto":
+                    options.streams = int(site.streams)
+            if "://" not in dest and "://" in source and Path(dest).is_dir():
+                from app.engine.routes import resolve_destination
+
+                dest = resolve_destination(source, dest)
+        except TransferError as exc:
+            self._show_error(str(exc))
+            return
+        self.bridge.call("submit", source, dest, options)
+
+    def new_transfer(self, source: str = "") -> None:
+        sites = self._sites()
+        dialog = NewTransferDialog(self, source, self.settings.get("download_folder") or str(Path.home()), sites)
+        if dialog.exec():
+            values = dialog.values()
+            self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
+                        limit_rate=values["limit_rate"])
+
+    def upload_to_site(self, name: str, paths: list[str]) -> None:
+        for path in paths:
+            self.submit(path, f"site:{name}/")
+
+    # -- drag and drop on the window: URLs download, local files go to a site you pick ---------------
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() or event.mimeData().hasText():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        mime = event.mimeData()
+        urls = mime.urls() if mime.hasUrls() else []
+        remote = [u.toString() for u in urls if not u.isLocalFile()]
+        if not urls and mime.hasText():
+            remote = [line.strip() for line in mime.text().splitlines() if "://" in line]
+        files = local_paths(urls)
+        folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
+        for url in remote:
+            self.submit(url, folder)
+        if files:
+            sites = [s.name for s in self._sites()]
+            if not sites:
+                self._show_error("To send files, first add the site to send them to (Add site).")
+                return
+            name, ok = QInputDialog.getItem(self, "Send to which site?", f"Send {len(files)} item(s) to:", sites, 0,
+                                            False)
+            if ok:
+                self.upload_to_site(name, files)
+        event.acceptProposedAction()
+
+    # -- sites and settings ----------------------------------------------------------------------
+    def _sites(self) -> list[Site]:
+        with Store(self.db_path) as store:
+            return SiteBook(store).all()
+
+    def refresh_sites(self) -> None:
+        self.sidebar.set_sites(self._sites())
+
+    def edit_site(self, name: str | None) -> None:
+        site = None
+        if name:
+            with Store(self.db_path) as store:
+                site = SiteBook(store).get(name)
+        dialog = SiteDialog(self, site, test=self._test_site)
+        if dialog.exec():
+            with Store(self.db_path) as store:
+                SiteBook(store).save(dialog.site(), dialog.secret_to_keep())
+            self.refresh_sites()
+
+    def _test_site(self, site: Site, secret: str | None, report) -> None:
+        """Connect to the site on the engine's thread; ``report`` shows the outcome in the dialog."""
+        options = TransferOptions(backend_options=site.backend_options())
+
+        def answered(info) -> None:
+            report(f"Connected: {site.url()} is a {'folder' if info.is_dir else 'file'}.", True)
+
+        self.bridge.call("stat", site.url("", secret), options, done=answered, error=lambda msg: report(msg, False))
+        report("Connecting…", True)
+
+    def _load_settings(self) -> dict:
+        with Store(self.db_path) as store:
+            return store.settings.all()
+
+    def edit_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self.data_folder, self)
+        if dialog.exec():
+            self.settings = dialog.values()
+            with Store(self.db_path) as store:
+                for key, value in self.settings.items():
+                    store.settings.set(key, value)
+            self.engine.set_max_jobs(int(self.settings["max_jobs"]))
+            apply_theme(self.settings["theme"])
+
+    # -- history and benchmarks ----------------------------------------------------------------------
+    def apply_history_filter(self) -> None:
+        outcome = self.outcome.currentText()
+        backend = self.backend_filter.currentText()
+        self.history_model.refresh(HistoryFilter(
+            search=self.search.text().strip() or None,
+            outcome=None if outcome.startswith("any") else outcome,
+            backend=None if backend.startswith("any") else backend,
+        ))
+
+    def _history_counted(self) -> None:
+        self.history_count.setText(f"{self.history_model.total} transfers")
+
+    def _benchmark_rows(self) -> list[dict]:
+        with Store(self.db_path, readonly=True) as store:
+            return store.benchmarks.recent(limit=2000)
+
+    def _tab_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.benchmarks:
+            self.benchmarks.refresh()
+
+    # -- closing ---------------------------------------------------------------------------------------
+    def show_normal(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def quit_for_real(self) -> None:
+        self._really_quit = True
+        self.close()
+
+    def closeEvent(self, event) -> None:
+        running = [v for v in self.queue_model.views() if v.state.active or v.state == JobState.QUEUED]
+        if running and not self._really_quit:
+            box = QMessageBox(QMessageBox.Icon.Question, "Transfers are running",
+                              f"{len(running)} transfer(s) are still running or waiting.", parent=self)
+            keep = box.addButton("Keep running in the tray", QMessageBox.ButtonRole.AcceptRole) if self.tray else None
+            stop = box.addButton("Pause them and quit", QMessageBox.ButtonRole.DestructiveRole)
+            box.addButton(QMessageBox.StandardButton.Cancel)
+            box.exec()
+            if keep is not None and box.clickedButton() is keep:
+                self.hide()
+                event.ignore()
+                return
+            if box.clickedButton() is not stop:
+                event.ignore()
+                return
+        self.bridge.close()
+        if self.tray:
+            self.tray.hide()
+        event.accept()

@@ -1,0 +1,175 @@
+"""Side panels: the sites sidebar (a drop target), the benchmark plots, the tray icon, the theme."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette
+from PySide6.QtWidgets import QApplication, QComboBox, QMenu, QSystemTrayIcon, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from app.sites import Site
+
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+SiteRole = 0x0100 + 5
+
+
+def app_icon() -> QIcon:
+    return QIcon(str(RESOURCES / "ferry.svg"))
+
+
+def local_paths(urls: list[QUrl]) -> list[str]:
+    return [u.toLocalFile() for u in urls if u.isLocalFile()]
+
+
+class Sidebar(QTreeWidget):
+    """Sites and local places; dropping files on a site uploads them to its default folder."""
+
+    files_dropped_on_site = Signal(str, list)  # site name, local paths
+    site_activated = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setHeaderHidden(True)
+        self.setAcceptDrops(True)
+        self.setDropIndicatorShown(True)
+        self.sites_item = QTreeWidgetItem(self, ["Sites"])
+        self.places_item = QTreeWidgetItem(self, ["Places"])
+        for label, path in (("Home", Path.home()), ("Downloads", Path.home() / "Downloads")):
+            item = QTreeWidgetItem(self.places_item, [label])
+            item.setToolTip(0, str(path))
+        self.expandAll()
+        self.itemDoubleClicked.connect(self._activated)
+
+    def set_sites(self, sites: list[Site]) -> None:
+        self.sites_item.takeChildren()
+        for site in sites:
+            item = QTreeWidgetItem(self.sites_item, [site.name])
+            item.setToolTip(0, site.url())
+            item.setData(0, SiteRole, site.name)
+        self.sites_item.setExpanded(True)
+
+    def site_at(self, pos) -> str | None:
+        item = self.itemAt(pos)
+        return item.data(0, SiteRole) if item is not None else None
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dragMoveEvent(self, event) -> None:
+        if event.mimeData().hasUrls() and self.site_at(event.position().toPoint()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event) -> None:
+        name = self.site_at(event.position().toPoint())
+        paths = local_paths(event.mimeData().urls())
+        if name and paths:
+            self.files_dropped_on_site.emit(name, paths)
+            event.acceptProposedAction()
+
+    def _activated(self, item: QTreeWidgetItem) -> None:
+        name = item.data(0, SiteRole)
+        if name:
+            self.site_activated.emit(name)
+
+
+class BenchmarksView(QWidget):
+    """Throughput against streams and against time, per site and backend, from the benchmark log."""
+
+    def __init__(self, load, parent=None) -> None:
+        super().__init__(parent)
+        import pyqtgraph as pg  # imported when the tab is built, not at start-up
+
+        self._load = load
+        layout = QVBoxLayout(self)
+        self.choice = QComboBox(self)
+        self.choice.currentIndexChanged.connect(self.redraw)
+        layout.addWidget(self.choice)
+        self.by_streams = pg.PlotWidget(title="Throughput against streams")
+        self.by_streams.setLabel("bottom", "streams")
+        self.by_streams.setLabel("left", "Mbit/s")
+        self.by_time = pg.PlotWidget(title="Throughput over time")
+        self.by_time.setLabel("left", "Mbit/s")
+        self.by_time.setAxisItems({"bottom": pg.DateAxisItem()})
+        layout.addWidget(self.by_streams)
+        layout.addWidget(self.by_time)
+        self._rows: list[dict] = []
+
+    def refresh(self) -> None:
+        self._rows = self._load()
+        keys = sorted({(r["peer_host"] or "?", r["backend"]) for r in self._rows})
+        current = self.choice.currentText()
+        self.choice.blockSignals(True)
+        self.choice.clear()
+        self.choice.addItem("all sites and backends")
+        self.choice.addItems([f"{host} · {backend}" for host, backend in keys])
+        if current:
+            self.choice.setCurrentText(current)
+        self.choice.blockSignals(False)
+        self.redraw()
+
+    def redraw(self) -> None:
+        import pyqtgraph as pg
+
+        label = self.choice.currentText()
+        rows = self._rows if self.choice.currentIndex() <= 0 else [
+            r for r in self._rows if f"{r['peer_host'] or '?'} · {r['backend']}" == label]
+        self.by_streams.clear()
+        self.by_time.clear()
+        if not rows:
+            return
+        self.by_streams.addItem(pg.ScatterPlotItem([r["streams"] or 0 for r in rows],
+                                                   [r["throughput_mbps"] for r in rows], size=8,
+                                                   brush=pg.mkBrush(31, 111, 235, 180)))
+        ordered = sorted(rows, key=lambda r: r["started"])
+        self.by_time.plot([r["started"] for r in ordered], [r["throughput_mbps"] for r in ordered],
+                          pen=pg.mkPen(31, 111, 235, width=2), symbol="o", symbolSize=6)
+
+
+class Tray(QSystemTrayIcon):
+    """Overall progress in the tooltip, a menu, and notifications."""
+
+    def __init__(self, window, parent=None) -> None:
+        super().__init__(app_icon(), parent)
+        menu = QMenu()
+        show = QAction("Show Ferry", menu)
+        show.triggered.connect(window.show_normal)
+        quit_action = QAction("Quit", menu)
+        quit_action.triggered.connect(window.quit_for_real)
+        menu.addAction(show)
+        menu.addAction(quit_action)
+        self.setContextMenu(menu)
+        self._menu = menu
+        self.activated.connect(lambda reason: window.show_normal())
+        self.setToolTip("Ferry")
+
+    @staticmethod
+    def available() -> bool:
+        return QSystemTrayIcon.isSystemTrayAvailable()
+
+
+def apply_theme(choice: str) -> None:
+    """Follow the system's light or dark scheme, or force one."""
+    app = QApplication.instance()
+    if choice == "system":
+        hints = QGuiApplication.styleHints()
+        scheme = hints.colorScheme() if hasattr(hints, "colorScheme") else None
+        dark = scheme is not None and scheme.name == "Dark"
+    else:
+        dark = choice == "dark"
+    app.setStyle("Fusion")
+    if not dark:
+        app.setPalette(app.style().standardPalette())
+        return
+    palette = QPalette()
+    for role, color in ((QPalette.ColorRole.Window, "#202124"), (QPalette.ColorRole.WindowText, "#e8eaed"),
+                        (QPalette.ColorRole.Base, "#17181a"), (QPalette.ColorRole.AlternateBase, "#26282b"),
+                        (QPalette.ColorRole.Text, "#e8eaed"), (QPalette.ColorRole.Button, "#2d2f33"),
+                        (QPalette.ColorRole.ButtonText, "#e8eaed"), (QPalette.ColorRole.Highlight, "#1f6feb"),
+                        (QPalette.ColorRole.HighlightedText, "#ffffff"), (QPalette.ColorRole.ToolTipBase, "#2d2f33"),
+                        (QPalette.ColorRole.ToolTipText, "#e8eaed")):
+        palette.setColor(role, QColor(color))
+    app.setPalette(palette)

@@ -1,0 +1,135 @@
+"""The Queue view's model: one row per job the engine knows, in queue order."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionProgressBar
+
+from app.engine import JobState, JobView
+from app.units import format_bytes, format_duration, format_rate
+
+COLUMNS = ("Name", "Route", "Backend", "Size", "Progress", "Rate", "ETA", "Streams", "State")
+PROGRESS = COLUMNS.index("Progress")
+JobRole = Qt.ItemDataRole.UserRole + 1
+
+
+def display_name(view: JobView) -> str:
+    location = view.source if "://" in view.source else view.source
+    path = urlsplit(location).path if "://" in location else location
+    return unquote(PurePosixPath(path.rstrip("/")).name) or location
+
+
+def route(view: JobView) -> str:
+    def place(location: str) -> str:
+        if "://" in location:
+            parts = urlsplit(location)
+            return f"{parts.hostname}"
+        return "this computer"
+
+    return f"{place(view.source)} → {place(view.dest)}"
+
+
+class QueueModel(QAbstractTableModel):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[JobView] = []
+        self._index: dict[int, int] = {}
+
+    # -- Qt model interface -----------------------------------------------------------
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        view = self._rows[index.row()]
+        if role == JobRole:
+            return view
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return view.error or f"{view.source}\n→ {view.dest}"
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        column = COLUMNS[index.column()]
+        active = view.state.active
+        return {
+            "Name": display_name(view),
+            "Route": route(view),
+            "Backend": view.backend,
+            "Size": format_bytes(view.bytes_total) if view.bytes_total is not None else "",
+            "Progress": self.fraction(view),
+            "Rate": format_rate(view.rate) if active and view.rate else "",
+            "ETA": format_duration(view.eta) if active and view.eta is not None else "",
+            "Streams": str(view.streams) if active and view.streams else "",
+            "State": view.state.value + (" (retrying)" if view.attempts and active else ""),
+        }[column]
+
+    @staticmethod
+    def fraction(view: JobView) -> float:
+        if view.state == JobState.DONE:
+            return 1.0
+        return view.bytes_done / view.bytes_total if view.bytes_total else 0.0
+
+    # -- updates from the bridge --------------------------------------------------------
+    def reset(self, views: list[JobView]) -> None:
+        self.beginResetModel()
+        self._rows = list(views)
+        self._reindex()
+        self.endResetModel()
+
+    def apply(self, changed: dict[int, JobView]) -> None:
+        for job_id, view in changed.items():
+            row = self._index.get(job_id)
+            if row is None:
+                self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows))
+                self._rows.append(view)
+                self._index[job_id] = len(self._rows) - 1
+                self.endInsertRows()
+            else:
+                self._rows[row] = view
+                self.dataChanged.emit(self.index(row, 0), self.index(row, len(COLUMNS) - 1))
+
+    def remove(self, job_id: int) -> None:
+        row = self._index.get(job_id)
+        if row is None:
+            return
+        self.beginRemoveRows(QModelIndex(), row, row)
+        del self._rows[row]
+        self._reindex()
+        self.endRemoveRows()
+
+    def view_at(self, row: int) -> JobView | None:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def row_of(self, job_id: int) -> int | None:
+        return self._index.get(job_id)
+
+    def views(self) -> list[JobView]:
+        return list(self._rows)
+
+    def _reindex(self) -> None:
+        self._index = {view.id: i for i, view in enumerate(self._rows)}
+
+
+class ProgressDelegate(QStyledItemDelegate):
+    """Paints the Progress column as a native progress bar."""
+
+    def paint(self, painter, option, index) -> None:
+        fraction = index.data(Qt.ItemDataRole.DisplayRole) or 0.0
+        bar = QStyleOptionProgressBar()
+        bar.rect = option.rect.adjusted(2, 3, -2, -3)
+        bar.minimum, bar.maximum = 0, 1000
+        bar.progress = int(fraction * 1000)
+        bar.text = f"{fraction * 100:.1f}%"
+        bar.textVisible = True
+        QApplication.style().drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)

@@ -1,0 +1,133 @@
+"""A researcher's day in the window: drop, watch, pause, cancel, fix, retry, sites, history."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QApplication
+
+from app.engine import JobState
+from app.store import Store
+from tests.integration.conftest import MiB, write_random
+
+
+def drop_urls(widget, urls: list[str]) -> None:
+    mime = QMimeData()
+    mime.setUrls([QUrl(u) if "://" in u else QUrl.fromLocalFile(u) for u in urls])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    widget.dropEvent(event)
+
+
+def job(window, name: str):
+    for view in window.queue_model.views():
+        if view.source.endswith(name):
+            return view
+    return None
+
+
+def select(window, view) -> None:
+    row = window.queue_model.row_of(view.id)
+    window.queue_view.selectRow(row)
+
+
+def test_drop_a_url_then_it_completes_and_lands_in_history_with_its_checksum(qtbot, window, nginx, plain_file,
+                                                                             tmp_path):
+    drop_urls(window, [nginx.url("plain.bin", scheme="http")])
+    qtbot.waitUntil(lambda: job(window, "plain.bin") is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: job(window, "plain.bin").state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "plain.bin").stat().st_size == plain_file.size
+    qtbot.waitUntil(lambda: window.history_model.rowCount() >= 1, timeout=5_000)
+    row = window.history_model.row_at(0)
+    assert row["outcome"] == "done" and row["sha256"] == plain_file.sha256
+    select(window, job(window, "plain.bin"))
+    assert plain_file.sha256 in window.details.toPlainText()
+
+
+def test_pause_and_resume_from_the_toolbar(qtbot, window, nginx, tmp_path):
+    write_random(nginx.data / "gui-slow.bin", 16 * MiB, seed=70)
+    window.submit(nginx.url("slow/gui-slow.bin", scheme="http"), str(tmp_path / "gui-slow.bin"), streams=2)
+    qtbot.waitUntil(lambda: (j := job(window, "gui-slow.bin")) is not None and j.bytes_done > 2 * MiB,
+                    timeout=30_000)
+    select(window, job(window, "gui-slow.bin"))
+    window.actions_by_name["pause"].trigger()
+    qtbot.waitUntil(lambda: job(window, "gui-slow.bin").state == JobState.PAUSED, timeout=10_000)
+    assert (tmp_path / "gui-slow.bin.part").exists() and not (tmp_path / "gui-slow.bin").exists()
+    window.actions_by_name["resume"].trigger()
+    qtbot.waitUntil(lambda: job(window, "gui-slow.bin").state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "gui-slow.bin").stat().st_size == 16 * MiB
+
+
+def test_cancel_leaves_no_partial_file(qtbot, window, nginx, tmp_path):
+    write_random(nginx.data / "gui-cancel.bin", 16 * MiB, seed=71)
+    window.submit(nginx.url("slow/gui-cancel.bin", scheme="http"), str(tmp_path / "gui-cancel.bin"), streams=2)
+    qtbot.waitUntil(lambda: (j := job(window, "gui-cancel.bin")) is not None and j.bytes_done > MiB,
+                    timeout=30_000)
+    select(window, job(window, "gui-cancel.bin"))
+    window.actions_by_name["cancel"].trigger()
+    qtbot.waitUntil(lambda: job(window, "gui-cancel.bin").state == JobState.CANCELLED, timeout=10_000)
+    assert not any(p.name.startswith("gui-cancel") for p in tmp_path.iterdir())
+
+
+def test_a_failed_job_says_what_happened_and_retry_works(qtbot, window, nginx, tmp_path):
+    window.submit(nginx.url("gui-later.bin", scheme="http"), str(tmp_path / "gui-later.bin"))
+    qtbot.waitUntil(lambda: (j := job(window, "gui-later.bin")) is not None and j.state == JobState.FAILED,
+                    timeout=30_000)
+    select(window, job(window, "gui-later.bin"))
+    text = window.details.toPlainText()
+    assert "What happened" in text and "404" in text and "What to try" in text and "Traceback" not in text
+    write_random(nginx.data / "gui-later.bin", 2 * MiB, seed=72)
+    window.actions_by_name["retry"].trigger()
+    qtbot.waitUntil(lambda: job(window, "gui-later.bin").state == JobState.DONE, timeout=30_000)
+
+
+def test_site_profile_keeps_its_secret_in_the_keyring_not_in_sqlite(qtbot, window, keyring_home, ferry_home):
+    secret = "s3cret-Pa55phrase"
+
+    def fill() -> None:
+        dialog = QApplication.activeModalWidget()
+        dialog.name.setText("collab")
+        dialog.host.setText("dtn.example.org")
+        dialog.user.setText("jdoe")
+        dialog.folder.setText("/data/shared")
+        dialog.secret.setText(secret)
+        dialog.accept()
+
+    QTimer.singleShot(200, fill)
+    window.edit_site(None)
+    with Store() as store:
+        row = store.sites.get("collab")
+    assert row["host"] == "dtn.example.org" and row["remote_folder"] == "/data/shared"
+    import base64
+
+    import keyring
+
+    assert any(p.is_file() for p in keyring_home.rglob("*")), "the file-backed keyring was not written"
+    db = b"".join(p.read_bytes() for p in ferry_home.glob("ferry.sqlite3*"))
+    assert secret.encode() not in db and base64.b64encode(secret.encode()) not in db
+
+    assert keyring.get_password("labferry", "site:collab") == secret
+    assert window.sidebar.sites_item.childCount() == 1
+
+
+def test_history_search_and_filter(qtbot, window, ferry_home):
+    with Store() as store:
+        now = time.time()
+        for i in range(1200):
+            store.history.add(source=f"https://h/sample_{i:04d}.bam", dest=f"/data/sample_{i:04d}.bam",
+                              backend="https" if i % 3 else "ssh", outcome="done" if i % 10 else "failed",
+                              bytes=i * MiB, seconds=1.0 + i, finished=now - i)
+    window.tabs.setCurrentIndex(1)
+    window.apply_history_filter()
+    assert window.history_model.total == 1200
+    assert window.history_model.rowCount() <= 500  # fetched a page at a time
+    window.search.setText("sample_042")
+    qtbot.waitUntil(lambda: window.history_model.total == 10, timeout=3_000)
+    window.outcome.setCurrentText("failed")
+    qtbot.waitUntil(lambda: window.history_model.total == 1, timeout=3_000)
+    window.search.setText("")
+    window.outcome.setCurrentText("any outcome")
+    window.backend_filter.setCurrentText("ssh")
+    qtbot.waitUntil(lambda: window.history_model.total == 400, timeout=3_000)
