@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/labferry --help
+	$(BIN)/labferry-gui
 
 system-deps:
 	sh tests/system-deps.sh

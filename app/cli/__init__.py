@@ -38,9 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"labferry {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     copy.add_parser(sub)
+    gui = sub.add_parser("gui", help="open the desktop app")
+    gui.set_defaults(handler=lambda args: _gui())
     listing.add_parsers(sub)
     sites.add_parser(sub)
     return parser
+
+
+def _gui() -> int:
+    from app.ui.app import main as gui_main
+
+    return gui_main([])
 
 
 def setup_logging() -> None:

@@ -26,7 +26,9 @@ from .job import Job, JobState, JobView
 from .runner import JobRunner, RetryPolicy
 
 log = logging.getLogger(__name__)
-_VERBS = {"submit", "pause", "resume", "cancel", "remove", "move", "jobs", "stat"}
+# engine verbs a GUI may request without waiting, and the coroutines that do them
+_VERBS = {"submit": "_submit", "pause": "_pause", "resume": "_resume", "cancel": "_cancel", "remove": "_remove",
+          "move": "_move", "jobs": "_views", "stat": "_stat"}
 
 
 class Engine:
@@ -164,7 +166,7 @@ class Engine:
         """
         if verb not in _VERBS:
             raise ValueError(f"unknown engine verb {verb}")
-        return asyncio.run_coroutine_threadsafe(getattr(self, "_" + verb)(*args), self._loop)
+        return asyncio.run_coroutine_threadsafe(getattr(self, _VERBS[verb])(*args), self._loop)
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         return self.bus.subscribe(callback)
@@ -191,9 +193,6 @@ class Engine:
     def _settled(self, job_id: int) -> bool:
         job = self._jobs.get(job_id)
         return job is None or job.state.terminal or job.state == JobState.PAUSED
-
-    async def _jobs(self) -> list[JobView]:
-        return await self._views()
 
     async def _stat(self, url: str, options: TransferOptions):
         backend = self.registry.for_url(url)

@@ -21,7 +21,7 @@ REFRESH_HZ = 10
 
 
 class EngineBridge(QObject):
-    jobs_changed = Signal(dict)  # {job id: JobView}, only jobs that changed since the last tick
+    jobs_changed = Signal(object)  # {job id: JobView}, only jobs that changed since the last tick
     job_removed = Signal(int)
     job_finished = Signal(object)  # JobView
     job_note = Signal(object, str)  # JobView, message

@@ -40,7 +40,7 @@ from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
-from .queue_model import PROGRESS, JobRole, ProgressDelegate, QueueModel
+from .queue_model import PROGRESS, ProgressDelegate, QueueModel
 
 
 class MainWindow(QMainWindow):

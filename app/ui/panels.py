@@ -6,7 +6,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette
-from PySide6.QtWidgets import QApplication, QComboBox, QMenu, QSystemTrayIcon, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QMenu,
+    QSystemTrayIcon,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.sites import Site
 
