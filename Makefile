@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: run test lint bench-https clean system-deps
+.PHONY: run test lint bench-https screenshots clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ lint: $(STAMP)
 
 bench-https: $(STAMP)
 	$(BIN)/python tests/bench/https_wan.py
+
+screenshots: $(STAMP)
+	xvfb-run -a -s "-screen 0 1400x900x24" $(BIN)/python tests/screenshots.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

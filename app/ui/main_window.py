@@ -79,6 +79,8 @@ class MainWindow(QMainWindow):
         self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.queue_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.queue_view.verticalHeader().hide()
+        self.queue_view.setWordWrap(False)
+        self.queue_view.setColumnWidth(1, 190)
         self.queue_view.setAcceptDrops(True)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
         self.history_model = HistoryModel(self.db_path, self)
