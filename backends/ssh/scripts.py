@@ -34,11 +34,16 @@ SHA256 = (
     "elif command -v shasum >/dev/null 2>&1; then shasum -a 256 <\"$f\"; "
     "elif command -v sha256 >/dev/null 2>&1; then sha256 -q <\"$f\"; else exit 127; fi"
 )
-# many files: one encoded path per line in, "HEX" (or "-" when unreadable) per line out
+# many files in one process: the folder line, then "./NAME" entries separated by NULs; one "HEX  NAME" line
+# out per file, in order (GNU sha256sum escapes odd names onto one line, prefixed with a backslash)
 SHA256_MANY = (
-    'if command -v sha256sum >/dev/null 2>&1; then h="sha256sum"; elif command -v shasum >/dev/null 2>&1; '
-    'then h="shasum -a 256"; else exit 127; fi; while IFS= read -r p; do f=$(printf "$p."); f=${f%.}; '
-    'if [ -r "$f" ]; then $h <"$f" | cut -c1-64; else echo -; fi; done'
+    _PATH + '; cd "$f" || exit 91; if command -v sha256sum >/dev/null 2>&1; then exec xargs -0 sha256sum --; '
+    "elif command -v shasum >/dev/null 2>&1; then exec xargs -0 shasum -a 256 --; else exit 127; fi"
+)
+# everything under a folder in one round trip (GNU find): "TYPE SIZE MTIME MODE PATH" records separated by NULs
+LIST_TREE = (
+    _PATH + '; cd "$f" || exit 91; exec find -L . -mindepth 1 \\( -type f -o -type d \\) '
+    "-printf '%y %s %T@ %m %P\\0'"
 )
 # a tar stream of the named files (NUL-separated list after the folder line), relative to the folder
 TAR_CREATE = _PATH + '; cd "$f" || exit 91; exec tar -cf - --null -T -'

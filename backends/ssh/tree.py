@@ -32,6 +32,8 @@ from .openssh import CHILD, ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import remote_join
 
+TAR_STREAMS = 4
+
 
 @dataclass
 class Totals:
@@ -42,6 +44,12 @@ class Totals:
     live: dict[str, int] = field(default_factory=dict)
     streams: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, nbytes: int, sink: Sink | None) -> None:
+        """Bytes of small files done (called from several tar threads)."""
+        with self.lock:
+            self.done += nbytes
+        self.report(sink)
 
     def report(self, sink: Sink | None) -> None:
         if sink:
@@ -93,7 +101,7 @@ def _unchanged_local(path: Path, size: int, mtime: int) -> bool:
 async def download_tree(session: SshSession, root: str, dest: Path, options: TransferOptions,
                         sink: Sink | None) -> FileOutcome:
     control = session.control
-    entries = await asyncio.to_thread(control.walk, root)
+    entries = await asyncio.to_thread(control.walk_fast, root)
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
     if options.sync:
         skipped = [e for e in files if _unchanged_local(dest / e.rel, e.size, e.mtime)]
@@ -127,10 +135,16 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
             totals.report(sink)
         return moved
 
+    # the server hashes the small files while it sends them (they are in its page cache by then)
+    server_sums = asyncio.ensure_future(asyncio.to_thread(control.sha256_many, root, [e.rel for e in small]))
     small_task = _small_downloads(session, root, dest, small, totals, sink)
-    small_hashes, moved_large = await asyncio.gather(small_task, large_files())
+    try:
+        small_hashes, moved_large = await asyncio.gather(small_task, large_files())
+    except BaseException:
+        server_sums.cancel()
+        raise
     hashes.update(small_hashes)
-    verified, method = await _verify_small(session, root, small_hashes)
+    verified, method = _check_small(small_hashes, [e.rel for e in small], await server_sums)
     methods.add(method)
     all_verified = verified and all(m.startswith("sha256") for m in methods)
     summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
@@ -141,19 +155,50 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
                        max(1, totals.streams), _manifest(hashes), all_verified, summary)
 
 
+def _groups(items: list, size_of, count: int) -> list[list]:
+    """Split ``items`` into ``count`` groups of about equal bytes (largest first, into the lightest group)."""
+    groups: list[list] = [[] for _ in range(max(1, count))]
+    loads = [0] * len(groups)
+    for item in sorted(items, key=size_of, reverse=True):
+        i = loads.index(min(loads))
+        groups[i].append(item)
+        loads[i] += size_of(item) + 512  # a tar header per file
+    return [g for g in groups if g]
+
+
+def _tar_streams(items: list, size_of) -> int:
+    """Parallel tar streams: more TCP windows ramp up faster, but each costs a login."""
+    total = sum(size_of(i) for i in items)
+    return max(1, min(TAR_STREAMS, len(items) // 200 + 1, total // (2 * 1024 * 1024) + 1))
+
+
+async def _over_masters(session: SshSession, groups: list[list], work) -> list:
+    """Run ``work(group, socket)`` in threads, each over its own multiplexed OpenSSH connection."""
+    masters = await asyncio.gather(*(session.openssh.open_master() for _ in groups))
+    try:
+        return await asyncio.gather(*(asyncio.to_thread(work, g, m.socket) for g, m in zip(groups, masters,
+                                                                                            strict=True)))
+    finally:
+        for master in masters:
+            await master.stop()
+
+
 async def _small_downloads(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
                            sink: Sink | None) -> dict[str, str]:
     if not small:
         return {}
     if session.openssh is None:
         return await asyncio.to_thread(_sftp_small_get, session, root, dest, small, totals, sink)
-    return await asyncio.to_thread(_tar_get, session, root, dest, small, totals, sink)
+    groups = _groups(small, lambda e: e.size, _tar_streams(small, lambda e: e.size))
+    results = await _over_masters(session, groups,
+                                  lambda group, socket: _tar_get(session, root, dest, group, totals, sink, socket))
+    return {rel: digest for result in results for rel, digest in result.items()}
 
 
 def _tar_get(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
-             sink: Sink | None) -> dict[str, str]:
+             sink: Sink | None, socket) -> dict[str, str]:
     wanted = {e.rel: e for e in small}
-    argv = [*session.openssh.base_argv(), session.target.alias, scripts.command(scripts.TAR_CREATE)]
+    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
     # "./" first: a name such as "--to-command=…" must never reach the server's tar as an option
     names = b"".join(b"./" + e.rel.encode("utf-8", "surrogateescape") + b"\0" for e in small)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
@@ -170,8 +215,7 @@ def _tar_get(session: SshSession, root: str, dest: Path, small: list[Entry], tot
                 if entry is None:
                     raise Corrupt(f"The server's tar stream held a file Ferry did not ask for ({rel!r}).")
                 hashes[rel] = _write_member(tar, member, dest / rel, entry)
-                totals.done += member.size
-                totals.report(sink)
+                totals.add(member.size, sink)
     except tarfile.TarError as exc:
         proc.kill()
         raise TransferError(f"The tar stream from {session.target.host} broke ({exc}); run the transfer again "
@@ -231,19 +275,17 @@ def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entr
         os.chmod(tmp, entry.mode & 0o777)
         os.utime(tmp, (entry.mtime, entry.mtime))
         os.replace(tmp, path)
-        totals.done += entry.size
-        totals.report(sink)
+        totals.add(entry.size, sink)
     return hashes
 
 
-async def _verify_small(session: SshSession, root: str, hashes: dict[str, str]) -> tuple[bool, str]:
-    if not hashes:
+def _check_small(hashes: dict[str, str], rels: list[str], server: list[str | None]) -> tuple[bool, str]:
+    """Compare the small files' hashes here with the server's (same order as ``rels``)."""
+    if not rels:
         return True, "sha256 computed by the server matched"
-    rels = sorted(hashes)
-    server = await asyncio.to_thread(session.control.sha256_many, [remote_join(root, r) for r in rels])
     if any(s is None for s in server):
         return False, "small files: the server could not hash them (no sha256 tool or no shell); sizes checked"
-    bad = [r for r, s in zip(rels, server, strict=True) if s != hashes[r]]
+    bad = [r for r, s in zip(rels, server, strict=True) if s != hashes.get(r)]
     if bad:
         raise Corrupt(f"{len(bad)} files differ from the server's SHA-256 (for example {bad[0]}). "
                       "Run the transfer again with --sync.")
@@ -302,9 +344,11 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
         return moved
 
     small_hashes, moved_large = await asyncio.gather(
-        asyncio.to_thread(_tar_put, session, root, remote_root, small, folders, totals, sink), large_files())
+        _small_uploads(session, root, remote_root, small, folders, totals, sink), large_files())
     hashes.update(small_hashes)
-    verified, method = await _verify_small(session, remote_root, small_hashes)
+    rels = [rel for rel, _ in small]
+    server = await asyncio.to_thread(control.sha256_many, remote_root, rels)
+    verified, method = _check_small(small_hashes, rels, server)
     methods.add(method)
     summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
         "; ".join(sorted(methods))
@@ -314,16 +358,25 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
 
 
 def _walk_remote_or_empty(control, root: str) -> list[Entry]:
-    return control.walk(root) if control.stat(root) is not None else []
+    return control.walk_fast(root) if control.stat(root) is not None else []
 
 
-def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: list[str], totals: Totals,
-             sink: Sink | None) -> dict[str, str]:
+async def _small_uploads(session: SshSession, root: Path, remote_root: str, small, folders: list[str],
+                         totals: Totals, sink: Sink | None) -> dict[str, str]:
     if not small and not folders:
         return {}
     if session.openssh is None:
-        return _sftp_small_put(session, root, remote_root, small, totals, sink)
-    argv = [*session.openssh.base_argv(), session.target.alias, scripts.command(scripts.TAR_EXTRACT)]
+        return await asyncio.to_thread(_sftp_small_put, session, root, remote_root, small, totals, sink)
+    groups = _groups(small, lambda item: item[1].st_size, _tar_streams(small, lambda item: item[1].st_size))
+    groups = groups or [[]]
+    results = await _over_masters(session, groups, lambda group, socket: _tar_put(
+        session, root, remote_root, group, folders if group is groups[0] else [], totals, sink, socket))
+    return {rel: digest for result in results for rel, digest in result.items()}
+
+
+def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: list[str], totals: Totals,
+             sink: Sink | None, socket) -> dict[str, str]:
+    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_EXTRACT))
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             **CHILD)
     hashes: dict[str, str] = {}
@@ -339,8 +392,7 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
                 hashes[rel] = hashlib.sha256(data).hexdigest()
                 info.size = len(data)
                 tar.addfile(info, _Bytes(data))
-                totals.done += len(data)
-                totals.report(sink)
+                totals.add(len(data), sink)
         proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass  # the remote side failed; its stderr says why
@@ -375,6 +427,5 @@ def _sftp_small_put(session: SshSession, root: Path, remote_root: str, small, to
         control.rename(target + ".part", target)
         control.finish_file(target, st.st_mode, int(st.st_mtime))
         hashes[rel] = hashlib.sha256(data).hexdigest()
-        totals.done += len(data)
-        totals.report(sink)
+        totals.add(len(data), sink)
     return hashes
