@@ -151,6 +151,8 @@ class Sink(Protocol):
         """``"transferring"`` or ``"verifying"``: lets the engine show the job's state."""
         ...
 
+    # optional: ``stream_rates(rates: list[float])``, bytes/s of each live stream, for the details pane
+
 
 @runtime_checkable
 class Backend(Protocol):

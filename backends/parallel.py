@@ -84,6 +84,10 @@ class ParallelTransfer:
         self.ready = True  # False until the file's identity is known (speculative starts)
         self._workers: set[asyncio.Task] = set()
         self._connected = 0  # streams whose connection is up (SSH logins take several round trips)
+        self._numbers = iter(range(1, 1 << 30))
+        self._lease_stream: dict[int, int] = {}  # lease id -> stream number
+        self._stream_moved: dict[int, int] = {}  # stream number -> bytes moved
+        self._stream_rates: dict[int, float] = {}  # stream number -> bytes/s, smoothed
         self._lease_began: dict[int, float] = {}
         self._saved_bytes = chunks.bytes_done
         self._saved_at = time.monotonic()
@@ -147,14 +151,23 @@ class ParallelTransfer:
 
     async def _monitor(self) -> None:
         last_t, last_b = time.monotonic(), self.moved
+        last_streams: dict[int, int] = {}
         while True:
             await asyncio.sleep(TICK)
             now = time.monotonic()
             inst = (self.moved - last_b) / (now - last_t)
             self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
+            for number, moved in list(self._stream_moved.items()):
+                inst_s = (moved - last_streams.get(number, moved)) / (now - last_t)
+                old = self._stream_rates.get(number)
+                self._stream_rates[number] = inst_s if old is None else 0.8 * old + 0.2 * inst_s
+            last_streams = dict(self._stream_moved)
             last_t, last_b = now, self.moved
             if self.sink and self.chunks.size_known:
                 self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
+                report = getattr(self.sink, "stream_rates", None)
+                if report:
+                    report([self._stream_rates[n] for n in sorted(self._stream_rates)])
             if self.hasher:
                 self.hasher.advance(self.chunks.contiguous_prefix())
             if self.tuner and self.ready and self._connected >= min(self.target, len(self._workers)):
@@ -196,11 +209,15 @@ class ParallelTransfer:
         stream = await self._open_with_retries()
         if stream is _GAVE_UP:
             return
+        number = next(self._numbers)
+        self._stream_moved[number] = 0
         self._connected += 1
         try:
-            await self._leases(stream)
+            await self._leases(stream, number)
         finally:
             self._connected -= 1
+            self._stream_moved.pop(number, None)
+            self._stream_rates.pop(number, None)
             await self.close_stream(stream)
 
     async def _open_with_retries(self) -> Any:
@@ -227,13 +244,14 @@ class ParallelTransfer:
                     raise err from exc
                 await asyncio.sleep(min(0.25 * 2**failures, 4.0))
 
-    async def _leases(self, stream: Any) -> None:
+    async def _leases(self, stream: Any, number: int) -> None:
         failures = 0
         while not self.past_deadline():
             lease = self._next_lease()
             if lease is None:
                 return
             self._lease_began[lease.id] = time.monotonic()
+            self._lease_stream[lease.id] = number
             try:
                 await self.move(lease, stream)
             except (asyncio.CancelledError, Fatal, RemoteChanged):
@@ -252,18 +270,26 @@ class ParallelTransfer:
             failures = 0
             self._drop(lease, finished=lease.finished)
 
-    def account(self, lease: Lease, nbytes: int) -> int:
-        """``nbytes`` arrived for ``lease`` (at its cursor); returns how many belong to it."""
+    def wire(self, lease: Lease, nbytes: int) -> None:
+        """``nbytes`` crossed the network for ``lease`` (counted for rates, not yet as done)."""
         if self.first_byte_at is None:
             self.first_byte_at = time.monotonic()
-        take = self.chunks.record(lease, min(nbytes, lease.end - lease.cursor))
         self.moved += nbytes
+        number = self._lease_stream.get(lease.id)
+        if number in self._stream_moved:
+            self._stream_moved[number] += nbytes
+
+    def account(self, lease: Lease, nbytes: int) -> int:
+        """``nbytes`` arrived for ``lease`` (at its cursor); returns how many belong to it."""
+        take = self.chunks.record(lease, min(nbytes, lease.end - lease.cursor))
+        self.wire(lease, nbytes)
         if self.chunks.bytes_done - self._saved_bytes >= CHECKPOINT_BYTES:
             self.checkpoint()
         return take
 
     def _drop(self, lease: Lease, finished: bool) -> None:
         self._lease_began.pop(lease.id, None)
+        self._lease_stream.pop(lease.id, None)
         if not self.chunks.is_active(lease):
             return
         if finished:

@@ -25,7 +25,8 @@ def initial_streams(rtt_s: float | None, size: int | None, maximum: int, min_byt
         return 1
     rtt_ms = (rtt_s or 0.0) * 1000
     # measured on emulated 1 Gbit/s paths: 32 streams fill 50 ms at loss 1e-4, 64 are needed at 100 ms/1e-3
-    guess = 4 if rtt_ms < 5 else 8 if rtt_ms < 20 else 16 if rtt_ms < 35 else 32 if rtt_ms < 80 else 64
+    steps = ((2, 2), (5, 4), (20, 8), (35, 16), (80, 32))
+    guess = next((n for limit, n in steps if rtt_ms < limit), 64)
     if size is not None:
         guess = min(guess, max(1, size // min_bytes_per_stream))
     return max(1, min(guess, maximum))

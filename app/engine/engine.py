@@ -28,7 +28,7 @@ from .runner import JobRunner, RetryPolicy
 log = logging.getLogger(__name__)
 # engine verbs a GUI may request without waiting, and the coroutines that do them
 _VERBS = {"submit": "_submit", "pause": "_pause", "resume": "_resume", "cancel": "_cancel", "remove": "_remove",
-          "move": "_move", "jobs": "_views", "stat": "_stat"}
+          "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir"}
 
 
 class Engine:
@@ -193,6 +193,12 @@ class Engine:
     def _settled(self, job_id: int) -> bool:
         job = self._jobs.get(job_id)
         return job is None or job.state.terminal or job.state == JobState.PAUSED
+
+    async def _listdir(self, url: str, options: TransferOptions):
+        backend = self.registry.for_url(url)
+        if not hasattr(backend, "listdir"):
+            raise TransferError(f"{backend.name} sites cannot be browsed; type the path instead.")
+        return await backend.listdir(url, options)
 
     async def _stat(self, url: str, options: TransferOptions):
         backend = self.registry.for_url(url)

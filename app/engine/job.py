@@ -52,6 +52,7 @@ class JobView:
     error_kind: str | None = None
     notes: tuple[str, ...] = ()
     result: dict | None = None  # the backend's Result as a dict, once done
+    stream_rates: tuple[float, ...] = ()  # bytes/s of each live stream
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -81,13 +82,14 @@ class Job:
     streams: int = 0
     notes: list[str] = field(default_factory=list)
     result: dict | None = None
+    stream_rates: tuple[float, ...] = ()
 
     def view(self) -> JobView:
         return JobView(
             id=self.id, source=self.source, dest=self.dest, backend=self.backend, state=self.state,
             bytes_total=self.bytes_total, bytes_done=self.bytes_done, rate=self.rate, eta=self.eta,
             streams=self.streams, attempts=self.attempts, error=self.error, error_kind=self.error_kind,
-            notes=tuple(self.notes[-50:]), result=self.result,
+            notes=tuple(self.notes[-50:]), result=self.result, stream_rates=self.stream_rates,
         )
 
     def copy(self) -> Job:

@@ -49,6 +49,9 @@ class JobSink:
             self.job.bytes_total = bytes_total
         self.job.streams = streams
 
+    def stream_rates(self, rates: list[float]) -> None:
+        self.job.stream_rates = tuple(rates)
+
     def note(self, message: str) -> None:
         self.job.notes.append(message)
         self.engine.publish(NOTE, self.job, message)

@@ -34,6 +34,11 @@ def render(view: JobView | None) -> str:
     ]
     if view.state.active:
         rows += [("Rate", format_rate(view.rate)), ("ETA", format_duration(view.eta)), ("Streams", view.streams)]
+        if view.stream_rates:
+            ordered = sorted(view.stream_rates)
+            rows.append(("Per stream", f"{format_rate(ordered[0])} to {format_rate(ordered[-1])}, median "
+                                       f"{format_rate(ordered[len(ordered) // 2])}: "
+                         + " · ".join(f"{r * 8 / 1e6:.0f}" for r in view.stream_rates) + " Mbit/s"))
     result = view.result or {}
     if result:
         rows += [

@@ -47,7 +47,8 @@ def _with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
 class NewTransferDialog(QDialog):
     """Source, destination and options; the engine checks them when the job is submitted."""
 
-    def __init__(self, parent=None, source: str = "", dest: str = "", sites: list[Site] | None = None) -> None:
+    def __init__(self, parent=None, source: str = "", dest: str = "", sites: list[Site] | None = None,
+                 browse=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("New transfer")
         form = QFormLayout(self)
@@ -63,6 +64,10 @@ class NewTransferDialog(QDialog):
         self.limit = QLineEdit(self)
         self.limit.setPlaceholderText("optional: 50M (MiB/s) or 400Mbit")
         form.addRow("From", _with_browse(self.source, False, self))
+        if sites and browse is not None:
+            remote = QPushButton("Browse a site…", self)
+            remote.clicked.connect(lambda: self._browse_site(browse))
+            form.addRow("", remote)
         form.addRow("To", _with_browse(self.dest, True, self))
         if sites:
             hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
@@ -75,6 +80,11 @@ class NewTransferDialog(QDialog):
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def _browse_site(self, browse) -> None:
+        chosen = browse(self)
+        if chosen:
+            self.source.setText(chosen)
 
     def values(self) -> dict:
         streams = self.streams.currentText().strip() or "auto"

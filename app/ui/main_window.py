@@ -6,6 +6,7 @@ answer comes back as a signal), so no click ever waits on the network.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
@@ -36,11 +37,14 @@ from backends.base import TransferOptions
 from backends.errors import TransferError
 
 from .bridge import EngineBridge
+from .browser import RemoteBrowser
 from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
+
+log = logging.getLogger(__name__)
 
 
 class MainWindow(QMainWindow):
@@ -52,6 +56,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1200, 760)
         self._really_quit = False
+        self.last_error: str | None = None
         self.settings = self._load_settings()
         self.bridge = EngineBridge(engine, self)
         self.queue_model = QueueModel(self)
@@ -181,7 +186,12 @@ class MainWindow(QMainWindow):
                 self.tray.showMessage(title, view.error or view.dest, self.windowIcon(), 8000)
 
     def _show_error(self, message: str) -> None:
-        QMessageBox.warning(self, "Ferry", message)
+        """Say it without stopping the window: the box is window-modal but does not block the event loop."""
+        log.warning("shown to the user: %s", message)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Ferry", message, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        self.last_error = message
 
     # -- actions ---------------------------------------------------------------------------------
     def selected_views(self) -> list[JobView]:
@@ -248,11 +258,28 @@ class MainWindow(QMainWindow):
 
     def new_transfer(self, source: str = "") -> None:
         sites = self._sites()
-        dialog = NewTransferDialog(self, source, self.settings.get("download_folder") or str(Path.home()), sites)
+        dialog = NewTransferDialog(self, source, self.settings.get("download_folder") or str(Path.home()), sites,
+                                   browse=self.browse_site)
         if dialog.exec():
             values = dialog.values()
             self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
                         limit_rate=values["limit_rate"])
+
+    def browse_site(self, parent) -> str | None:
+        """Pick a file or folder on an SSH site; returns ``site:NAME/path``."""
+        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp")]
+        if not sites:
+            self._show_error("Browsing works for SSH sites (sftp, scp); add one first.")
+            return None
+        name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
+        if not ok:
+            return None
+        site = next(s for s in sites if s.name == name)
+        with Store(self.db_path) as store:
+            secret = SiteBook(store).secrets.get(site.name)
+        browser = RemoteBrowser(self.bridge, site, secret, TransferOptions(backend_options=site.backend_options()),
+                                parent)
+        return browser.chosen if browser.exec() else None
 
     def upload_to_site(self, name: str, paths: list[str]) -> None:
         for path in paths:

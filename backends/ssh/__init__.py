@@ -73,6 +73,15 @@ class SshBackend:
             raise NotFound(f"There is no {path} on {session.target.host}.")
         return RemoteInfo(url, entry.size, None, str(entry.mtime), True, entry.is_dir)
 
+    async def listdir(self, url: str, options: TransferOptions) -> list:
+        """The entries of a remote folder (for the GUI's browser): ``Entry`` with the name in ``rel``."""
+        session = await SshSession.open(url, options)
+        try:
+            path = await asyncio.to_thread(session.control.absolute, session.target.path)
+            return await asyncio.to_thread(session.control.listdir, path)
+        finally:
+            await session.close()
+
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         self.check(request)
         began = time.monotonic()

@@ -183,6 +183,13 @@ class Control:
                     queue.append(child)
         return out
 
+    def listdir(self, folder: str) -> list[Entry]:
+        try:
+            items = self.sftp.listdir_attr(folder)
+        except OSError as exc:
+            raise sftp_error(exc, "folder", folder) from None
+        return [Entry(a.filename, a.st_size or 0, int(a.st_mtime or 0), a.st_mode or 0) for a in items]
+
     def mkdirs(self, path: str) -> None:
         parts = [p for p in path.split("/") if p]
         current = "/" if path.startswith("/") else ""

@@ -93,7 +93,7 @@ def _compare(local: str, server: str | None, remote: str, part: PartFile | None)
             f"{remote} arrived with a different SHA-256 than the server computed (server {server[:16]}…, here "
             f"{local[:16]}…). Run the transfer again; if it fails again the disk or memory on one side may be faulty."
         )
-    return True, "sha256 computed by the server (sha256sum) matched"
+    return True, "sha256 computed by the server (openssl or sha256sum) matched"
 
 
 # -- uploads -----------------------------------------------------------------------------------

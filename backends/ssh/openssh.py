@@ -201,12 +201,13 @@ class Master:
             await asyncio.shield(self.stop())
             raise
 
-    async def channel(self, command: str, *, stdin: bool = True) -> asyncio.subprocess.Process:
-        """Start one command as a new channel of this connection."""
+    async def channel(self, command: str, *, stdin: bool = True,
+                      stdout=subprocess.PIPE) -> asyncio.subprocess.Process:
+        """Start one command as a new channel of this connection (``stdout``: a pipe, or a descriptor to use)."""
         return await asyncio.create_subprocess_exec(
             *self.ssh.channel_argv(self.socket, command),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, limit=1 << 20, **CHILD,
+            stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **CHILD,
         )
 
     async def stop(self) -> None:

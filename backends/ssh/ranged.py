@@ -20,7 +20,8 @@ import os
 from ..chunks import ChunkMap, Lease
 from ..errors import RemoteChanged, TransferError, Transient
 from ..parallel import ParallelTransfer
-from ..partfile import PartFile
+from ..partfile import PartFile, os_error
+from ..pipes import PipeSource
 from . import scripts
 from .openssh import Master, OpenSsh, ssh_error
 
@@ -61,15 +62,26 @@ class _SshStreams(ParallelTransfer):
 
 
 class _Reader:
-    """A download stream: a master connection and one long-lived channel running ``READ_RANGES``."""
+    """A download stream: a master connection and one long-lived channel running ``READ_RANGES``.
+
+    The channel's output is a pipe Ferry reads itself (``PipeSource``), so the payload is
+    spliced into the part file without passing through Python.
+    """
 
     def __init__(self, master: Master) -> None:
         self.master = master
         self.proc: asyncio.subprocess.Process | None = None
+        self.out: PipeSource | None = None
 
     async def ensure(self, remote_path: str) -> asyncio.subprocess.Process:
         if self.proc is None or self.proc.returncode is not None:
-            self.proc = await self.master.channel(scripts.command(scripts.READ_RANGES, BLOCK))
+            await self.drop()
+            read_end, write_end = os.pipe()
+            try:
+                self.proc = await self.master.channel(scripts.command(scripts.READ_RANGES, BLOCK), stdout=write_end)
+            finally:
+                os.close(write_end)
+            self.out = PipeSource(read_end)
             self.proc.stdin.write(scripts.encode_path(remote_path))
         return self.proc
 
@@ -78,7 +90,9 @@ class _Reader:
         if self.proc is not None and self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
-        self.proc = None
+        if self.out is not None:
+            self.out.close()
+        self.proc, self.out = None, None
 
 
 class SshDownload(_SshStreams):
@@ -102,37 +116,39 @@ class SshDownload(_SshStreams):
         try:
             proc.stdin.write(f"{block} {count}\n".encode())
             await proc.stdin.drain()
-            length = await self._header(proc, stream)
+            length = await self._header(stream)
             expected = min(count * BLOCK, self.chunks.size - block * BLOCK)
             if length != expected:
                 raise RemoteChanged(f"{self.remote_path} changed size on the server; starting again.")
-            left = length
-            while left:
-                data = await proc.stdout.read(min(READ_SIZE, left))
-                if not data:
+            if drop and await stream.out.discard(drop) != drop:  # the lease starts inside a dd block
+                raise await self._broken(stream, "stopped sending")
+            left = length - drop
+            while lease.cursor < lease.end:
+                moved = await self._into_part(stream, lease, left)
+                if not moved:
                     raise await self._broken(stream, "stopped sending")
-                left -= len(data)
-                if drop:
-                    cut = min(drop, len(data))
-                    data, drop = data[cut:], drop - cut
-                take = min(len(data), lease.end - lease.cursor)
-                if take:
-                    self.part.write(data if take == len(data) else memoryview(data)[:take], lease.cursor)
-                    self.account(lease, len(data))
+                left -= moved
+                self.account(lease, moved)
                 if self.limiter:
-                    await self.limiter.consume(len(data))
-                if lease.cursor >= lease.end and left:
-                    await stream.drop()  # a cut lease: the rest belongs to a thief
-                    return
-            if await proc.stdout.readline() != b"FERRY-END\n":
+                    await self.limiter.consume(moved)
+            if left:
+                await stream.drop()  # a cut lease: the rest belongs to a thief
+                return
+            if await stream.out.readline() != b"FERRY-END\n":
                 raise await self._broken(stream, "lost its framing")
         except (asyncio.CancelledError, Exception):
             if stream.proc is not None and (lease.cursor < lease.end):
                 await stream.drop()
             raise
 
-    async def _header(self, proc: asyncio.subprocess.Process, stream: _Reader) -> int:
-        line = await proc.stdout.readline()
+    async def _into_part(self, stream: _Reader, lease: Lease, left: int) -> int:
+        try:
+            return await stream.out.into_file(self.part.fd, lease.cursor, min(left, lease.end - lease.cursor))
+        except OSError as exc:
+            raise os_error(exc, self.part.part, "write to") from exc
+
+    async def _header(self, stream: _Reader) -> int:
+        line = await stream.out.readline()
         if not line.startswith(b"FERRY ") or not line[6:].strip().isdigit():
             raise await self._broken(stream, "did not answer")
         return int(line[6:])
@@ -190,7 +206,7 @@ class SshUpload(_SshStreams):
                 proc.stdin.write(data)
                 await proc.stdin.drain()
                 pos += len(data)
-                self.moved += len(data)
+                self.wire(lease, len(data))
                 if self.limiter:
                     await self.limiter.consume(len(data))
             proc.stdin.close()

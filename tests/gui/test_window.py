@@ -131,3 +131,50 @@ def test_history_search_and_filter(qtbot, window, ferry_home):
     window.outcome.setCurrentText("any outcome")
     window.backend_filter.setCurrentText("ssh")
     qtbot.waitUntil(lambda: window.history_model.total == 400, timeout=3_000)
+
+
+def _ssh_site(window, sshd, known_hosts) -> None:
+    from app.sites import Site, SiteBook
+
+    with Store() as store:
+        SiteBook(store).save(Site("lab", "sftp", "127.0.0.1", sshd.port, sshd.user, str(sshd.home), "2",
+                                  str(sshd.key), {"known_hosts": str(known_hosts)}))
+    window.refresh_sites()
+
+
+def test_unknown_host_key_is_asked_about_with_its_fingerprint(qtbot, window, sshd, remote_big, tmp_path):
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    _ssh_site(window, sshd, known)
+    seen = {}
+
+    def answer_yes() -> None:
+        box = QApplication.activeModalWidget()
+        if box is None:
+            QTimer.singleShot(100, answer_yes)
+            return
+        seen["text"] = box.text()
+        box.accept() if not hasattr(box, "buttons") else box.button(box.StandardButton.Yes).click()
+
+    QTimer.singleShot(100, answer_yes)
+    window.submit("site:lab/big.bin", str(tmp_path / "big.bin"))
+    qtbot.waitUntil(lambda: (j := job(window, "big.bin")) is not None and j.state == JobState.DONE, timeout=90_000)
+    assert "SHA256:" in seen["text"] and "127.0.0.1" in seen["text"]
+    assert sshd.host_key_line.split()[2] in known.read_text()
+
+
+def test_remote_browser_lists_a_site_folder(qtbot, window, sshd, remote_big):
+    from app.ui.browser import RemoteBrowser
+    from backends.base import TransferOptions
+
+    _ssh_site(window, sshd, sshd.known_hosts)
+    from app.sites import SiteBook
+
+    with Store() as store:
+        site = SiteBook(store).get("lab")
+    browser = RemoteBrowser(window.bridge, site, None, TransferOptions(backend_options=site.backend_options()),
+                            window)
+    qtbot.addWidget(browser)
+    qtbot.waitUntil(lambda: browser.listing.count() > 0, timeout=30_000)
+    names = [browser.listing.item(i).text() for i in range(browser.listing.count())]
+    assert any(n.startswith("big.bin") for n in names)

@@ -1,0 +1,94 @@
+"""Reading a child process's output pipe without copying the data through Python.
+
+asyncio's pipe transport copies every chunk three times on its way to a file (into a
+bytes object, into the StreamReader's buffer, out again for ``pwrite``). On Linux,
+``splice(2)`` moves pipe pages straight into the page cache at an offset, so an SSH
+stream's payload never enters Python; only the short framing lines do. Elsewhere the
+same class falls back to ``read`` + ``pwrite``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+CHUNK = 1 << 20
+CAN_SPLICE = hasattr(os, "splice")
+F_SETPIPE_SZ = 1031
+
+
+def widen(fd: int, size: int = 1 << 20) -> None:
+    """Ask for a bigger pipe (fewer wake-ups); best effort."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, F_SETPIPE_SZ, size)
+    except OSError:
+        pass
+
+
+class PipeSource:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+        widen(fd)
+        self._buf = bytearray()  # read past a line, not yet consumed
+        self._loop = asyncio.get_running_loop()
+
+    async def _readable(self) -> None:
+        future = self._loop.create_future()
+        self._loop.add_reader(self.fd, lambda: future.done() or future.set_result(None))
+        try:
+            await future
+        finally:
+            self._loop.remove_reader(self.fd)
+
+    async def _read_some(self, limit: int) -> bytes:
+        while True:
+            try:
+                return os.read(self.fd, limit)
+            except BlockingIOError:
+                await self._readable()
+
+    async def readline(self, limit: int = 256) -> bytes:
+        """One line (with its newline); b"" at end of stream, or what there was if it ends first."""
+        while b"\n" not in self._buf and len(self._buf) < limit:
+            chunk = await self._read_some(limit)
+            if not chunk:
+                break
+            self._buf += chunk
+        line, sep, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return line + sep
+
+    async def discard(self, count: int) -> int:
+        """Skip ``count`` bytes; returns how many there were."""
+        skipped = min(count, len(self._buf))
+        del self._buf[:skipped]
+        while skipped < count:
+            chunk = await self._read_some(min(CHUNK, count - skipped))
+            if not chunk:
+                break
+            skipped += len(chunk)
+        return skipped
+
+    async def into_file(self, file_fd: int, offset: int, count: int) -> int:
+        """Move up to ``count`` bytes into ``file_fd`` at ``offset``; returns how many (0 at end of stream)."""
+        if self._buf:
+            data = bytes(self._buf[:count])
+            del self._buf[:len(data)]
+            return os.pwrite(file_fd, data, offset)
+        while True:
+            try:
+                if CAN_SPLICE:
+                    return os.splice(self.fd, file_fd, min(CHUNK, count), offset_dst=offset,
+                                     flags=os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK)
+                data = os.read(self.fd, min(CHUNK, count))
+                return os.pwrite(file_fd, data, offset) if data else 0
+            except BlockingIOError:
+                await self._readable()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
