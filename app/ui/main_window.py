@@ -7,6 +7,7 @@ answer comes back as a signal), so no click ever waits on the network.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
@@ -45,6 +46,7 @@ from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
 
 log = logging.getLogger(__name__)
+PERIODS = {"any time": 0, "last 24 hours": 1, "last 7 days": 7, "last 30 days": 30, "last year": 365}
 
 
 class MainWindow(QMainWindow):
@@ -119,8 +121,13 @@ class MainWindow(QMainWindow):
         self.outcome.addItems(["any outcome", "done", "failed", "cancelled"])
         self.backend_filter = QComboBox(page)
         self.backend_filter.addItems(["any backend", "https", "ssh"])
+        self.site_filter = QComboBox(page)
+        self.site_filter.addItem("any host")
+        self.period = QComboBox(page)
+        self.period.addItems(list(PERIODS))
         self.history_count = QLabel(page)
-        for widget in (self.search, self.outcome, self.backend_filter, self.history_count):
+        for widget in (self.search, self.outcome, self.backend_filter, self.site_filter, self.period,
+                       self.history_count):
             bar.addWidget(widget)
         layout.addLayout(bar)
         self.history_view = QTableView(page)
@@ -135,8 +142,8 @@ class MainWindow(QMainWindow):
         self._search_timer.setInterval(250)
         self._search_timer.timeout.connect(self.apply_history_filter)
         self.search.textChanged.connect(self._search_timer.start)
-        self.outcome.currentIndexChanged.connect(self.apply_history_filter)
-        self.backend_filter.currentIndexChanged.connect(self.apply_history_filter)
+        for combo in (self.outcome, self.backend_filter, self.site_filter, self.period):
+            combo.currentIndexChanged.connect(self.apply_history_filter)
         self.history_model.modelReset.connect(self._history_counted)
         return page
 
@@ -358,11 +365,30 @@ class MainWindow(QMainWindow):
     def apply_history_filter(self) -> None:
         outcome = self.outcome.currentText()
         backend = self.backend_filter.currentText()
+        host = self.site_filter.currentText()
+        days = PERIODS[self.period.currentText()]
         self.history_model.refresh(HistoryFilter(
             search=self.search.text().strip() or None,
             outcome=None if outcome.startswith("any") else outcome,
             backend=None if backend.startswith("any") else backend,
+            peer_host=None if host.startswith("any") else host,
+            since=time.time() - days * 86400 if days else None,
         ))
+        self._refresh_hosts()
+
+    def _refresh_hosts(self) -> None:
+        """The host filter offers the hosts that appear in the history."""
+        with Store(self.db_path, readonly=True) as store:
+            hosts = [r[0] for r in store.conn.execute(
+                "SELECT DISTINCT peer_host FROM history WHERE peer_host IS NOT NULL ORDER BY 1 LIMIT 200")]
+        current = self.site_filter.currentText()
+        if [self.site_filter.itemText(i) for i in range(1, self.site_filter.count())] != hosts:
+            self.site_filter.blockSignals(True)
+            self.site_filter.clear()
+            self.site_filter.addItem("any host")
+            self.site_filter.addItems(hosts)
+            self.site_filter.setCurrentText(current)
+            self.site_filter.blockSignals(False)
 
     def _history_counted(self) -> None:
         self.history_count.setText(f"{self.history_model.total} transfers")

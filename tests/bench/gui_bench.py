@@ -154,13 +154,9 @@ def main() -> int:
     ])
     print(text)
     if args.write:
-        target = ROOT / args.write
-        old = target.read_text()
-        start = old.find("## GUI responsiveness")
-        if start >= 0:
-            end = old.find("\n## ", start + 5)
-            old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
-        target.write_text(old.rstrip() + "\n\n" + text)
+        from tests.bench.report import replace_section
+
+        replace_section(ROOT / args.write, "## GUI responsiveness", text)
     return 0
 
 

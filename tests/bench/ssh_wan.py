@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.bench.https_wan import make_file  # noqa: E402
+from tests.bench.report import replace_section  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
 WANEM = ROOT.parent / "shared" / "tools" / "wanem"
@@ -206,13 +207,7 @@ def main() -> int:
     text = render(paths, loop, size, args.rounds, command.strip())
     print(text)
     if args.write:
-        target = Path(args.write)
-        old = target.read_text() if target.exists() else "# Benchmarks\n"
-        start = old.find("## SSH backend (sftp://)")
-        if start >= 0:
-            end = old.find("\n## ", start + 5)
-            old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
-        target.write_text(old.rstrip() + "\n\n" + text)
+        replace_section(args.write, "## SSH backend (sftp://)", text)
     return 0
 
 

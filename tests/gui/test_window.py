@@ -178,3 +178,17 @@ def test_remote_browser_lists_a_site_folder(qtbot, window, sshd, remote_big):
     qtbot.waitUntil(lambda: browser.listing.count() > 0, timeout=30_000)
     names = [browser.listing.item(i).text() for i in range(browser.listing.count())]
     assert any(n.startswith("big.bin") for n in names)
+
+
+def test_history_filters_by_host_and_date(qtbot, window):
+    with Store() as store:
+        now = time.time()
+        for i in range(40):
+            store.history.add(source=f"https://h{i % 2}/f{i}.bin", dest=f"/d/f{i}.bin", backend="https",
+                              outcome="done", peer_host=f"dtn{i % 2}.example.org", finished=now - i * 86400)
+    window.tabs.setCurrentIndex(1)
+    window.apply_history_filter()
+    window.site_filter.setCurrentText("dtn1.example.org")
+    qtbot.waitUntil(lambda: window.history_model.total == 20, timeout=3_000)
+    window.period.setCurrentText("last 7 days")
+    qtbot.waitUntil(lambda: window.history_model.total == 3, timeout=3_000)  # days 1, 3, 5

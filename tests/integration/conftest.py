@@ -90,6 +90,24 @@ def labferry(*args: str, env_home: Path, timeout: float = 120, **kw) -> subproce
                           timeout=timeout, **kw)
 
 
+def kill_after_progress(proc: subprocess.Popen, state: Path, min_bytes: int, timeout: float = 60) -> int:
+    """SIGKILL ``proc`` once its resume record shows ``min_bytes`` done; returns the bytes recorded."""
+    import json
+    import signal
+    import time
+
+    done, deadline = 0, time.monotonic() + timeout
+    while time.monotonic() < deadline and done < min_bytes:
+        time.sleep(0.2)
+        try:
+            done = sum(e - s for s, e in json.loads(state.read_text())["done"])
+        except (OSError, ValueError):
+            pass
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return done
+
+
 def popen_labferry(*args: str, env_home: Path) -> subprocess.Popen:
     env = dict(os.environ, LABFERRY_HOME=str(env_home))
     return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

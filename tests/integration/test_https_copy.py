@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 
 import pytest
 
 from app.store import Store
 
-from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
 
 
 def result_of(proc) -> dict:
@@ -99,18 +98,8 @@ def test_resume_after_sigkill_fetches_little_more_than_the_file(nginx, big_file,
     before = nginx.body_bytes(uri)
     args = ("copy", nginx.url(uri), str(dest), "--ca-file", nginx.ca_file, "--streams", "4", "--json")
     proc = popen_labferry(*args, env_home=ferry_home)
-    state = tmp_path / "big.bin.part.ferry"
-    deadline = time.monotonic() + 60
-    done = 0
-    while time.monotonic() < deadline and done < 30 * MiB:
-        time.sleep(0.2)
-        try:
-            done = sum(e - s for s, e in json.loads(state.read_text())["done"])
-        except (OSError, ValueError):
-            pass
+    done = kill_after_progress(proc, tmp_path / "big.bin.part.ferry", 30 * MiB)
     assert done >= 30 * MiB, "the first run made no progress"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
     assert not dest.exists()
     second = labferry(*args, env_home=ferry_home, timeout=180)
     assert second.returncode == 0, second.stderr

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 
 import pytest
 
-from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
 
 
@@ -74,16 +72,7 @@ def test_download_resumes_after_sigkill(sshd, remote_big, tmp_path, ferry_home):
     dest = tmp_path / "big.bin"
     args = ("copy", sshd.url(str(remote_big.path)), str(dest), *sshd.args(), "--streams", "4", "--json")
     proc = popen_labferry(*args, "--limit-rate", "20M", env_home=ferry_home)
-    state = tmp_path / "big.bin.part.ferry"
-    done, deadline = 0, time.monotonic() + 60
-    while time.monotonic() < deadline and done < 60 * MiB:
-        time.sleep(0.2)
-        try:
-            done = sum(e - s for s, e in json.loads(state.read_text())["done"])
-        except (OSError, ValueError):
-            pass
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    done = kill_after_progress(proc, tmp_path / "big.bin.part.ferry", 60 * MiB)
     assert done >= 60 * MiB and not dest.exists()
     second = labferry(*args, env_home=ferry_home, timeout=180)
     assert second.returncode == 0, second.stderr
