@@ -99,3 +99,23 @@ def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] = ("sha256",)
             for h in hashes.values():
                 h.update(data)
     return {alg: h.hexdigest() for alg, h in hashes.items()}
+
+
+def manifest_digest(hashes: dict[str, str]) -> str:
+    """A folder's digest: sha256 of its manifest, one ``HEX  PATH`` line per file in path order."""
+    lines = "".join(f"{hashes[rel]}  {rel}\n" for rel in sorted(hashes))
+    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def written_prefix(fd: int) -> int:
+    """How far from offset 0 a file written out of order by another process is filled in.
+
+    A tool that writes blocks at offsets (globus-url-copy's parallel streams) leaves holes
+    where blocks have not arrived; ``SEEK_HOLE`` finds the first one, which is where the
+    contiguous prefix ends. The last page before it may still be being copied in, so the
+    caller keeps a margin behind the returned offset, and cross-checks the digest.
+    """
+    try:
+        return os.lseek(fd, 0, os.SEEK_HOLE)
+    except OSError:  # ENXIO: the file is still empty
+        return 0

@@ -12,14 +12,13 @@ from backends.urls import redact, remote_name
 def resolve_destination(source: str, dest: str | os.PathLike) -> str:
     """DEST itself, or DEST/NAME when DEST is a local folder (or ends with a slash).
 
-    A remote destination (an upload) is left as given: the backend decides there, since
-    only the server knows whether the path is a folder.
+    A remote destination (an upload, or a server-to-server copy) is left as given: the
+    backend decides there, since only the server knows whether the path is a folder, and
+    only some backends (GridFTP) can make two servers talk to each other.
     """
     text = os.fspath(dest)
     if "://" in text:
-        if "://" not in source:
-            return text
-        raise BadRequest("Copying from one server to another directly is not supported yet; copy to here first.")
+        return text
     path = Path(text).expanduser()
     if path.is_dir() or text.endswith(("/", os.sep)):
         name = remote_name(source) or remote_name(source.rstrip("/"))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..chunks import ChunkMap
+from ..errors import BadRequest
 from ..partfile import PartFile, check_destination
 from .download import Download
 from .fetch import RangedFetch
@@ -35,6 +36,9 @@ class HttpsBackend:
 
     def check(self, request: TransferRequest) -> None:
         validate_url(request.source)
+        if "://" in request.dest:
+            raise BadRequest("HTTPS downloads go to a local file; copying from a web server straight to another "
+                             "server is not supported. Copy to here first.")
         check_destination(Path(request.dest), request.options.overwrite)
 
     def discard(self, request: TransferRequest) -> None:

@@ -16,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -26,6 +24,7 @@ from pathlib import Path
 
 from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..errors import NoSpace as NoSpaceError
+from ..procs import CHILD
 from .target import SshOptions, Target
 from .trust import known_hosts_path
 
@@ -161,19 +160,6 @@ class OpenSsh:
                 await master.stop()
         self._warm.clear()
         shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM when Ferry dies (even by SIGKILL), so no ssh outlives it (Linux)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-CHILD = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
 
 
 class Master:

@@ -24,11 +24,13 @@ from pathlib import Path
 
 from ..base import Sink, TransferOptions
 from ..errors import Corrupt, LocalError, TransferError
+from ..hashing import manifest_digest
 from ..partfile import os_error
+from ..procs import CHILD
 from . import scripts
 from .control import Entry
 from .files import FileOutcome, download_file, upload_file
-from .openssh import CHILD, ssh_error
+from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import remote_join
 
@@ -73,11 +75,6 @@ class _FileSink:
 
     def stage(self, stage: str) -> None:
         return None
-
-
-def _manifest(hashes: dict[str, str]) -> str:
-    lines = "".join(f"{hashes[rel]}  {rel}\n" for rel in sorted(hashes))
-    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _safe_rel(rel: str) -> str:
@@ -152,7 +149,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     if sink:
         sink.stage("verifying")
     return FileOutcome(totals.total, totals.total - sum(e.size for e in large) + moved_large,
-                       max(1, totals.streams), _manifest(hashes), all_verified, summary)
+                       max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
 
 
 def _groups(items: list, size_of, count: int) -> list[list]:
@@ -354,7 +351,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
         "; ".join(sorted(methods))
     all_verified = verified and all(m.startswith("sha256") for m in methods)
     return FileOutcome(totals.total, totals.total - sum(st.st_size for _, st in large) + moved_large,
-                       max(1, totals.streams), _manifest(hashes), all_verified, summary)
+                       max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
 
 
 def _walk_remote_or_empty(control, root: str) -> list[Entry]:

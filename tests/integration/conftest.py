@@ -85,7 +85,7 @@ def sha256_of(path: Path) -> str:
 
 
 def labferry(*args: str, env_home: Path, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    env = dict(os.environ, LABFERRY_HOME=str(env_home))
+    env = dict(kw.pop("env", os.environ), LABFERRY_HOME=str(env_home))
     return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
                           timeout=timeout, **kw)
 
@@ -122,10 +122,7 @@ def sshd(tmp_path_factory):
     require("ssh")
     require("ssh-keygen")
     root = tmp_path_factory.mktemp("sshd")
-    if os.geteuid() == 0:  # the test user must reach its home and keys inside pytest's private folders
-        base = tmp_path_factory.getbasetemp()
-        for folder in (base.parent, base):
-            os.chmod(folder, 0o755)
+    _open_tmp_for_others(tmp_path_factory)  # the test user must reach its home and keys
     server = Sshd(root).start()
     yield server
     server.stop()
@@ -147,4 +144,45 @@ def remote_big(sshd) -> DataFile:
     path = sshd.home / "big.bin"
     digest = write_random(path, BIG, seed=50)
     sshd.give(path)
+    return DataFile("big.bin", path, digest, BIG)
+
+
+def _open_tmp_for_others(tmp_path_factory) -> None:
+    """As root, servers that drop privileges (sshd's test user, gridftp's nobody) must reach pytest's folders."""
+    if os.geteuid() == 0:
+        base = tmp_path_factory.getbasetemp()
+        for folder in (base.parent, base):
+            os.chmod(folder, 0o755)
+
+
+@pytest.fixture(scope="session")
+def gridftp(tmp_path_factory):
+    from tests.servers.gridftp import GridftpServer
+
+    require("globus-gridftp-server")
+    require("globus-url-copy")
+    _open_tmp_for_others(tmp_path_factory)
+    server = GridftpServer(tmp_path_factory.mktemp("gridftp")).start()
+    server.give(server.data)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gridftp_peer(tmp_path_factory, gridftp):
+    """A second server, for server-to-server (third-party) transfers."""
+    from tests.servers.gridftp import GridftpServer
+
+    server = GridftpServer(tmp_path_factory.mktemp("gridftp-peer")).start()
+    server.give(server.data)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def grid_big(gridftp) -> DataFile:
+    """200 MiB on the GridFTP server."""
+    path = gridftp.data / "big.bin"
+    digest = write_random(path, BIG, seed=70)
+    gridftp.give(path)
     return DataFile("big.bin", path, digest, BIG)

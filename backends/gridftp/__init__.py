@@ -1,0 +1,250 @@
+"""GridFTP: ``gsiftp://``, ``ftp://`` and ``sshftp://`` by driving ``globus-url-copy``.
+
+Data centres and DTNs already run GridFTP servers; the fastest client for them is the
+Globus toolkit's own, so Ferry drives it (argv lists, never a shell) and adds what a
+careful expert adds by hand: streams and TCP buffers chosen for the path
+(``tuning``), staging names so nothing half-written appears under a final name, a
+server-side sha256 that runs while the data moves, restart on faults (``-rst``),
+progress parsed from ``-vb`` into the engine's events, and third-party transfers where
+two servers send to each other. See docs/architecture.md, "GridFTP".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..errors import BadRequest, LocalError, NotFound, TransferError
+from ..netprobe import connect_time
+from ..registry import scheme_of
+from . import files, folders, guc
+from .control import Control, Entry, open_control
+from .copy import INSTALL_HINT, Copy, tool
+from .tuning import plan as make_plan
+from .urls import SCHEMES, GridUrl, local_url, trailing_slash
+
+
+def _is_remote(location: str) -> bool:
+    return scheme_of(location) in SCHEMES
+
+
+class GridftpBackend:
+    name = "gridftp"
+    schemes = SCHEMES
+    caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, third_party=True,
+                        checksums=("sha256",))
+
+    def available(self) -> Availability:
+        if shutil.which(guc.TOOL):
+            return Availability(True)
+        return Availability(False, f"GridFTP needs {guc.TOOL}, which is not installed. {INSTALL_HINT}")
+
+    def check(self, request: TransferRequest) -> None:
+        tool()
+        source_remote, dest_remote = _is_remote(request.source), _is_remote(request.dest)
+        if not (source_remote or dest_remote):
+            raise BadRequest("One side of a GridFTP transfer must be a gsiftp://, ftp:// or sshftp:// address.")
+        if source_remote:
+            GridUrl.parse(request.source)
+        if dest_remote:
+            GridUrl.parse(request.dest)
+        elif "://" in request.dest:
+            raise BadRequest("GridFTP can copy to a local path or to another GridFTP server, not to "
+                             f"{scheme_of(request.dest)}://; copy to here first.")
+        if not source_remote:
+            if "://" in request.source:
+                raise BadRequest("GridFTP can send local files or copy between GridFTP servers only.")
+            if not Path(request.source).exists():
+                raise LocalError(f"{request.source} does not exist. Check the path of the file or folder to send.")
+        elif not dest_remote and not Path(request.dest).parent.is_dir():
+            raise LocalError(f"The destination folder {Path(request.dest).parent} does not exist. Create it first.")
+
+    def discard(self, request: TransferRequest) -> None:
+        """Remove what a cancelled job left: the local ``.part`` file or staging folder."""
+        if _is_remote(request.source) and not _is_remote(request.dest):
+            dest = Path(request.dest)
+            part = dest.with_name(dest.name + ".part")
+            if part.is_dir():
+                shutil.rmtree(part, ignore_errors=True)
+            else:
+                part.unlink(missing_ok=True)
+
+    async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
+        remote = GridUrl.parse(url)
+        control = await asyncio.to_thread(open_control, remote)
+        if control is None:
+            return RemoteInfo(url, None, is_dir=trailing_slash(url))
+        try:
+            entry = await asyncio.to_thread(control.stat, remote.path)
+        finally:
+            await asyncio.to_thread(control.close)
+        if entry is None:
+            raise NotFound(f"There is no {remote.path} on {remote.where}. Check the path.")
+        return RemoteInfo(url, entry.size, last_modified=str(entry.mtime), accepts_ranges=True, is_dir=entry.is_dir)
+
+    async def listdir(self, url: str, options: TransferOptions) -> list[Entry]:
+        """One folder's entries (for the GUI's browser); ftp:// only."""
+        remote = GridUrl.parse(url)
+        control = await asyncio.to_thread(open_control, remote)
+        if control is None:
+            raise BadRequest("Browsing needs an ftp:// GridFTP server here; type the path of the file instead.")
+        try:
+            return await asyncio.to_thread(control.listdir, remote.path)
+        finally:
+            await asyncio.to_thread(control.close)
+
+    async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
+        self.check(request)
+        source_remote, dest_remote = _is_remote(request.source), _is_remote(request.dest)
+        if source_remote and dest_remote:
+            return await self._third_party(request, sink)
+        if source_remote:
+            return await self._download(request, sink)
+        return await self._upload(request, sink)
+
+    async def _source_entry(self, remote: GridUrl, control: Control | None, want_listing: bool
+                            ) -> tuple[Entry | None, list[Entry]]:
+        if control is None:
+            return None, []
+        entry = await asyncio.to_thread(control.stat, remote.path)
+        if entry is None:
+            raise NotFound(f"There is no file or folder {remote.path} on {remote.where}. Check the path.")
+        listing = await asyncio.to_thread(control.walk, remote.path) if entry.is_dir and want_listing else []
+        return entry, listing
+
+    async def _plan(self, remote: GridUrl, options: TransferOptions, size: int | None, sink: Sink):
+        rtt = await connect_time(remote.host, remote.port)
+        return make_plan(options, rtt_s=rtt, size=size), rtt
+
+    async def _download(self, request: TransferRequest, sink: Sink) -> Result:
+        remote = GridUrl.parse(request.source)
+        control = await asyncio.to_thread(open_control, remote)
+        try:
+            entry, listing = await self._source_entry(remote, control, True)
+        finally:
+            if control is not None:
+                await asyncio.to_thread(control.close)
+        is_dir = entry.is_dir if entry else trailing_slash(request.source)
+        dest = Path(request.dest)
+        size = sum(e.size for e in listing if not e.is_dir) if is_dir else (entry.size if entry else None)
+        plan, rtt = await self._plan(remote, request.options, size, sink)
+        if is_dir:
+            result = await folders.download(remote, listing, dest, plan, request.options, sink)
+        elif entry is None:
+            result = await self._download_blind(remote, dest, plan, request.options, sink)
+        else:
+            result = await files.download(remote, entry, dest, plan, request.options, sink)
+        return _finish(result, plan, rtt)
+
+    async def _download_blind(self, remote: GridUrl, dest: Path, plan, options: TransferOptions,
+                              sink: Sink) -> Result:
+        """gsiftp:// or sshftp://, where Ferry cannot stat first: size unknown until the end."""
+        began = time.monotonic()
+        from ..hashing import hash_file
+        from ..partfile import check_destination
+
+        check_destination(dest, options.overwrite)
+        part = files.part_path(dest)
+        copy = Copy(remote.text(), local_url(part), files.guc_options(plan, options, "SHA256"), sink, None)
+        try:
+            await copy.run()
+            sink.stage("verifying")
+            digest = (await asyncio.to_thread(hash_file, part))["sha256"]
+            size = part.stat().st_size
+            part.replace(dest)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        return Result(size, time.monotonic() - began, plan.streams, digest, True,
+                      "sha256 checked by globus-url-copy (-verify-checksum)", peer_host=remote.host,
+                      bytes_fetched=size)
+
+    async def _destination(self, url: str, name: str, options: TransferOptions, is_dir: bool
+                           ) -> tuple[GridUrl, Control | None, bool]:
+        """Where on the server the copy goes, an open control connection (ftp://), and whether it exists."""
+        remote = GridUrl.parse(url)
+        control = await asyncio.to_thread(open_control, remote)
+        if trailing_slash(url) or remote.named_folder:
+            remote = remote.child(name)
+        elif control is not None:
+            there = await asyncio.to_thread(control.stat, remote.path)
+            if there is not None and there.is_dir and not is_dir:
+                remote = remote.child(name)
+        exists = False
+        if control is not None:
+            there = await asyncio.to_thread(control.stat, remote.path)
+            exists = there is not None
+            if exists and there.is_dir != is_dir:
+                kind = "folder" if there.is_dir else "file"
+                raise BadRequest(f"{remote.path} on {remote.where} is a {kind}; choose another destination.")
+            if exists and not is_dir and not options.overwrite:
+                raise BadRequest(f"{remote.path} already exists on {remote.where}. Pass --overwrite to replace it, "
+                                 "or choose another name.")
+        return remote, control, exists
+
+    async def _upload(self, request: TransferRequest, sink: Sink) -> Result:
+        source = Path(request.source)
+        is_dir = source.is_dir()
+        remote, control, exists = await self._destination(request.dest, source.name, request.options, is_dir)
+        try:
+            size = None if is_dir else source.stat().st_size
+            plan, rtt = await self._plan(remote, request.options, size, sink)
+            if is_dir:
+                result = await folders.upload(source, remote, plan, request.options, sink, control, exists)
+            else:
+                result = await files.upload(source, remote, plan, request.options, sink, control)
+        finally:
+            if control is not None:
+                await asyncio.to_thread(control.close)
+        return _finish(result, plan, rtt)
+
+    async def _third_party(self, request: TransferRequest, sink: Sink) -> Result:
+        source = GridUrl.parse(request.source)
+        source_control = await asyncio.to_thread(open_control, source)
+        try:
+            entry, listing = await self._source_entry(source, source_control, True)
+        finally:
+            if source_control is not None:
+                await asyncio.to_thread(source_control.close)
+        is_dir = entry.is_dir if entry else trailing_slash(request.source)
+        name = source.name or "copy"
+        dest, control, exists = await self._destination(request.dest, name, request.options, is_dir)
+        try:
+            size = sum(e.size for e in listing if not e.is_dir) if is_dir else (entry.size if entry else None)
+            plan, rtt = await self._plan(source, request.options, size, sink)
+            if is_dir:
+                result = await folders.third_party(source, listing, dest, plan, request.options, sink, control,
+                                                   exists)
+            else:
+                result = await files.third_party(source, entry, dest, plan, request.options, sink, control)
+        finally:
+            if control is not None:
+                await asyncio.to_thread(control.close)
+        result.notes.insert(0, f"Third-party transfer: {source.where} sent straight to {dest.where}.")
+        return _finish(result, plan, rtt)
+
+    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
+        """Read ``url`` for ``seconds`` with ``streams`` parallel streams into /dev/null (``-t``)."""
+        remote = GridUrl.parse(url)
+        rtt = await connect_time(remote.host, remote.port)
+        opts = guc.Options(streams=streams, seconds=seconds)
+        seen = [0]
+        progress = guc.Progress(lambda n: seen.__setitem__(0, n))
+        began = time.monotonic()
+        status, err = await guc.run(guc.argv(opts, remote.text(), "file:///dev/null", tool()), progress)
+        spent = time.monotonic() - began
+        if status != 0 and not seen[0]:
+            raise guc.explain(err, source=url, dest="/dev/null")
+        return ProbeResult(streams, seen[0], min(spent, seconds) if seen[0] else spent, rtt * 1000 if rtt else None)
+
+
+def _finish(result: Result, plan, rtt: float | None) -> Result:
+    result.rtt_ms = rtt * 1000 if rtt else None
+    result.notes.insert(0, f"GridFTP: {plan.why}")
+    return result
+
+
+__all__ = ["GridftpBackend", "TransferError"]

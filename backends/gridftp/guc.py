@@ -1,0 +1,173 @@
+"""Running ``globus-url-copy``: its argv, its ``-vb`` progress, its errors in words.
+
+The process is started with an argv list (never a shell), in its own process group so a
+cancel stops it and whatever it forked, and with the parent-death signal so it never
+outlives Ferry. Its ``-vb`` output is a line per second per transfer, ended by ``\\r``::
+
+       454819840 bytes       216.83 MB/sec avg       216.83 MB/sec inst
+
+and a ``Source:/Dest:/  name`` block before each file, which the parser turns into
+events without blocking the engine's loop (the output is read by the loop itself, a
+few hundred bytes a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import LocalError, NoSpace, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..procs import CHILD
+
+TOOL = "globus-url-copy"
+_BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
+
+
+@dataclass
+class Options:
+    streams: int = 1
+    tcp_bs: int | None = None
+    recursive: bool = False
+    concurrency: int = 1
+    verify: str | None = None  # checksum algorithm for -verify-checksum
+    sync_level: int | None = None  # -sync -sync-level N
+    restart_retries: int = 10
+    restart_interval: int = 2
+    stall_timeout: int = 120
+    seconds: float | None = None  # -t (probe)
+    extra: list[str] = field(default_factory=list)
+
+
+def argv(opts: Options, source: str, dest: str, tool: str = TOOL) -> list[str]:
+    args = [tool, "-vb", "-cd", "-p", str(max(1, opts.streams))]
+    if opts.tcp_bs:
+        args += ["-tcp-bs", str(opts.tcp_bs)]
+    if opts.recursive:
+        args += ["-r", "-fast", "-cc", str(max(1, opts.concurrency))]
+    if opts.verify:
+        args += ["-verify-checksum", "-checksum-alg", opts.verify]
+    if opts.sync_level is not None:
+        args += ["-sync", "-sync-level", str(opts.sync_level)]
+    if opts.seconds:
+        args += ["-t", str(max(1, round(opts.seconds)))]
+    else:
+        args += ["-rst", "-rst-retries", str(opts.restart_retries), "-rst-interval", str(opts.restart_interval)]
+    args += ["-stall-timeout", str(opts.stall_timeout), *opts.extra, "--", source, dest]
+    return args
+
+
+class Progress:
+    """Parses ``-vb`` output as it arrives: ``on_bytes(n)`` per progress line, ``on_source(url)``
+    and ``on_file(name)`` as each file starts (the name is relative to the source URL)."""
+
+    def __init__(self, on_bytes: Callable[[int], None], on_file: Callable[[str], None] | None = None,
+                 on_source: Callable[[str], None] | None = None) -> None:
+        self.on_bytes, self.on_file, self.on_source = on_bytes, on_file, on_source
+        self._buffer = b""
+        self._after_dest = False
+        self.last_bytes = 0
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        *lines, self._buffer = re.split(rb"[\r\n]", self._buffer)
+        for line in lines:
+            self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        if m := _BYTES.match(line):
+            self.last_bytes = int(m.group(1))
+            self.on_bytes(self.last_bytes)
+        elif line.startswith(b"Source:"):
+            if self.on_source:
+                self.on_source(line[7:].strip().decode("utf-8", "replace"))
+        elif line.startswith(b"Dest:"):
+            self._after_dest = True
+        elif self._after_dest and line.startswith(b"  ") and line.strip():
+            self._after_dest = False
+            name = line.strip().split(b"  ->  ")[0].decode("utf-8", "replace")
+            if self.on_file:
+                self.on_file(name)
+
+
+async def run(args: list[str], progress: Progress) -> tuple[int, str]:
+    """Run to the end; returns (exit status, stderr). Cancelling kills the process group."""
+    proc = await asyncio.create_subprocess_exec(
+        *args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True, **CHILD)
+
+    async def pump_out() -> None:
+        assert proc.stdout is not None
+        while data := await proc.stdout.read(65536):
+            progress.feed(data)
+
+    async def pump_err() -> bytes:
+        assert proc.stderr is not None
+        return await proc.stderr.read()
+
+    try:
+        _, err = await asyncio.gather(pump_out(), pump_err())
+        status = await proc.wait()
+    except BaseException:
+        _kill(proc)
+        await asyncio.shield(proc.wait())
+        raise
+    return status, err.decode("utf-8", "replace")
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def explain(stderr: str, *, source: str, dest: str) -> TransferError:
+    """globus-url-copy's error text as one sentence that says what to do."""
+    text = stderr.lower()
+    detail = stderr.strip()
+    if "name or service not known" in text or "getaddrinfo" in text:
+        host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
+        return Unreachable(f"The server {host.group(1) if host else ''} could not be found. "
+                           "Check the address for typos.".replace("server  could", "server could"), detail=detail)
+    if "connection refused" in text:
+        host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
+        where = host.group(1) if host else "the server"
+        return Unreachable(f"{where} refused the connection. Check that the GridFTP server is running and that "
+                           "the port is right.", detail=detail)
+    if "no space left" in text:
+        return NoSpace("The destination disk is full. Free some space there and run the transfer again.",
+                       detail=detail)
+    opened = re.search(r"unable to open file ([^\n]+)", stderr, re.I)
+    path = opened.group(1).strip() if opened else None
+    if path and path.endswith(".part"):
+        path = path.rsplit("/", 1)[0] or "/"  # a staging name means nothing to the user; its folder does
+    local = "globus_ftp_client" not in text and "500" not in text
+    if "no such file or directory" in text:
+        if local:
+            return LocalError(f"The local folder for {path or dest} does not exist. Create it first.", detail=detail)
+        return NotFound(f"The server has no {path or source}. Check the path.", detail=detail)
+    if "permission denied" in text:
+        if local:
+            return LocalError(f"Ferry cannot write {path or dest} here (permission denied). "
+                              "Choose a folder you can write to.", detail=detail)
+        return PermissionDenied(f"The GridFTP server refused access to {path or 'the file'} (permission denied). "
+                                "Ask its administrator for access, or choose another folder.", detail=detail)
+    if "is a directory" in text:
+        return LocalError(f"{path or dest} is a folder. Give a file name, or end a folder address with '/'.",
+                          detail=detail)
+    if "530" in text or "login incorrect" in text or "authentication" in text or "gss" in text:
+        return PermissionDenied("The GridFTP server refused the login. Check your credentials (a valid GSI proxy "
+                                "for gsiftp://, your SSH key for sshftp://) or whether it allows anonymous access.",
+                                detail=detail)
+    if "checksum" in text and ("mismatch" in text or "do not match" in text or "differ" in text):
+        return Transient("The checksums of the two copies differed; Ferry will transfer the file again.",
+                         detail=detail)
+    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "it stopped without a reason")
+    first = first.removeprefix("error: ")
+    return Transient(f"globus-url-copy failed ({first}); Ferry will retry.", detail=detail)

@@ -1,0 +1,183 @@
+"""GridFTP against a real globus-gridftp-server (anonymous mode) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .test_https_errors import assert_clean_failure
+
+
+def result_of(proc) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def make_tree(root: Path, seed: int) -> dict[str, str]:
+    """A folder like a sequencing run: many small files in subfolders and two large ones."""
+    digests = {}
+    for i in range(240):
+        rel = f"lane{i % 4}/sample_{i:03d}.txt"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        digests[rel] = write_random(root / rel, 1000 + 37 * i, seed=seed + i)
+    for name in ("reads_R1.fq", "reads_R2.fq"):
+        digests[name] = write_random(root / name, 24 * MiB, seed=seed + len(name))
+    (root / "empty_dir").mkdir()
+    return digests
+
+
+def tree_digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): sha256_of(p) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("streams", ["1", "4"])
+def test_download_is_exact_and_checked_by_the_server(gridftp, grid_big, tmp_path, ferry_home, streams):
+    proc = labferry("copy", gridftp.url(grid_big.path), str(tmp_path), "--streams", streams, "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert sha256_of(tmp_path / "big.bin") == grid_big.sha256 == out["sha256"]
+    assert out["backend"] == "gridftp" and out["streams"] == int(streams)
+    assert out["verified"] is True and "computed by the server matched" in out["verify_method"]
+    assert not (tmp_path / "big.bin.part").exists()
+    assert int((tmp_path / "big.bin").stat().st_mtime) == int(grid_big.path.stat().st_mtime)
+
+
+def test_upload_lands_under_its_name_only_when_verified(gridftp, tmp_path, ferry_home):
+    local = tmp_path / "upload.bin"
+    digest = write_random(local, 60 * MiB, seed=71)
+    target = gridftp.data / "incoming"
+    target.mkdir(exist_ok=True)
+    gridftp.give(target)
+    proc = labferry("copy", str(local), gridftp.url(target, folder=True), "--streams", "4", "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert sha256_of(target / "upload.bin") == digest == out["sha256"]
+    assert out["verified"] is True and "destination server matched" in out["verify_method"]
+    assert sorted(os.listdir(target)) == ["upload.bin"]
+    assert int((target / "upload.bin").stat().st_mtime) == int(local.stat().st_mtime)
+    again = labferry("copy", str(local), gridftp.url(target / "upload.bin"), env_home=ferry_home)
+    assert_clean_failure(again, 2, words=("already exists", "--overwrite"))
+
+
+def test_folder_of_many_files_both_ways(gridftp, tmp_path, ferry_home):
+    source = gridftp.data / "run42"
+    source.mkdir()
+    digests = make_tree(source, seed=100)
+    for path in [source, *source.rglob("*")]:
+        gridftp.give(path)
+    down = labferry("copy", gridftp.url(source), str(tmp_path), "--json", env_home=ferry_home, timeout=300)
+    assert down.returncode == 0, down.stderr
+    out = result_of(down)
+    assert tree_digests(tmp_path / "run42") == digests
+    assert (tmp_path / "run42" / "empty_dir").is_dir()
+    assert out["verified"] is True and "every file computed by the server matched" in out["verify_method"]
+    assert not (tmp_path / "run42.part").exists()
+
+    target = gridftp.data / "uploads"
+    target.mkdir()
+    gridftp.give(target)
+    up = labferry("copy", str(tmp_path / "run42"), gridftp.url(target, folder=True), "--json", env_home=ferry_home,
+                  timeout=300)
+    assert up.returncode == 0, up.stderr
+    assert tree_digests(target / "run42") == digests
+    assert result_of(up)["sha256"] == out["sha256"]  # the same manifest on both sides
+    assert sorted(os.listdir(target)) == ["run42"]
+
+
+def test_third_party_transfer_between_two_servers(gridftp, gridftp_peer, grid_big, ferry_home, tmp_path):
+    target = gridftp_peer.data / "mirror"
+    target.mkdir()
+    gridftp_peer.give(target)
+    proc = labferry("copy", gridftp.url(grid_big.path), gridftp_peer.url(target, folder=True), "--streams", "4",
+                    "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert sha256_of(target / "big.bin") == grid_big.sha256 == out["sha256"]
+    assert out["verified"] is True and "destination server matched" in out["verify_method"]
+    assert os.listdir(target) == ["big.bin"]
+    assert not any(tmp_path.iterdir())  # nothing passed through this machine's disk
+
+    folder = gridftp.data / "tp-tree"
+    folder.mkdir()
+    digests = make_tree(folder, seed=300)
+    for path in [folder, *folder.rglob("*")]:
+        gridftp.give(path)
+    tree = labferry("copy", gridftp.url(folder), gridftp_peer.url(target, folder=True), "--json",
+                    env_home=ferry_home, timeout=300)
+    assert tree.returncode == 0, tree.stderr
+    assert tree_digests(target / "tp-tree") == digests
+
+
+def test_restart_after_the_server_is_killed_mid_transfer(tmp_path_factory, tmp_path, ferry_home):
+    from tests.servers.gridftp import GridftpServer
+
+    server = GridftpServer(tmp_path_factory.mktemp("gridftp-crash")).start()
+    try:
+        source = server.data / "large.bin"
+        digest = write_random(source, 768 * MiB, seed=72)
+        server.give(server.data)
+        server.give(source)
+        dest = tmp_path / "large.bin"
+        proc = popen_labferry("copy", server.url(source), str(dest), "--streams", "2", "--json", env_home=ferry_home)
+        part = tmp_path / "large.bin.part"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if part.exists() and part.stat().st_size >= 48 * MiB:
+                break
+            time.sleep(0.01)
+        assert proc.poll() is None, "the transfer finished before the server could be killed"
+        server.kill()
+        assert not dest.exists()
+        time.sleep(1.0)
+        server.start()
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+        assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
+        assert not part.exists()
+    finally:
+        server.stop()
+
+
+def test_bad_addresses_are_refused_in_words(tmp_path, ferry_home):
+    for url, words in (("ftp:///no/host", ("names no server",)),
+                       ("ftp://127.0.0.1:99999/x", ("not a valid address",)),
+                       ("ftp://me:secret@127.0.0.1/x", ("passwords",))):
+        proc = labferry("copy", url, str(tmp_path / "x"), env_home=ferry_home)
+        err = assert_clean_failure(proc, 2, words=words)
+        assert "secret" not in err
+
+
+def test_missing_file_and_refused_connection(gridftp, tmp_path, ferry_home):
+    missing = labferry("copy", gridftp.url(gridftp.data / "nope.bin"), str(tmp_path), env_home=ferry_home)
+    assert_clean_failure(missing, 3, words=("no file or folder", "check the path"))
+    from tests.servers.nginx import free_port
+
+    refused = labferry("copy", f"ftp://127.0.0.1:{free_port()}/x.bin", str(tmp_path), env_home=ferry_home)
+    assert_clean_failure(refused, 4, words=("refused the connection",))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_server_without_write_permission(gridftp, tmp_path, ferry_home):
+    locked = gridftp.data / "readonly"
+    locked.mkdir()
+    os.chmod(locked, 0o555)
+    local = tmp_path / "a.bin"
+    write_random(local, 2 * MiB, seed=73)
+    proc = labferry("copy", str(local), gridftp.url(locked, folder=True), env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("permission denied", "readonly"))
+    assert os.listdir(locked) == []
+
+
+def test_unavailable_tool_is_reported_with_the_install_command(gridftp, grid_big, tmp_path, ferry_home):
+    env_path = str(tmp_path / "empty-bin")
+    os.mkdir(env_path)
+    proc = labferry("copy", gridftp.url(grid_big.path), str(tmp_path), env_home=ferry_home,
+                    env=dict(os.environ, PATH=env_path, LABFERRY_HOME=str(ferry_home)))
+    assert_clean_failure(proc, 2, words=("globus-url-copy", "not installed", "apt install globus-gass-copy-progs"))
+    assert not (tmp_path / "big.bin").exists()
