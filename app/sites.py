@@ -15,7 +15,7 @@ from urllib.parse import quote
 from backends.errors import AuthError, BadRequest, NotFound
 
 SERVICE = "labferry"
-PROTOCOLS = ("sftp", "scp", "https", "http")
+PROTOCOLS = ("sftp", "scp", "https", "http", "gsiftp", "ftp", "sshftp")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -48,7 +48,8 @@ class Site:
         if path.endswith("/") and not full.endswith("/"):
             full += "/"
         if not full.startswith("/"):
-            full = "/~/" + full  # relative to the login folder
+            # SSH: relative to the login folder; GridFTP paths are root-relative
+            full = ("/~/" if self.protocol in ("sftp", "scp") else "/") + full
         auth = ""
         if self.user:
             auth = quote(self.user, safe="") + (":" + quote(secret, safe="") if secret else "") + "@"

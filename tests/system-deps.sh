@@ -8,6 +8,9 @@ command -v nginx   >/dev/null 2>&1 || need="$need nginx"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v ssh     >/dev/null 2>&1 || need="$need openssh-client"
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || need="$need openssh-server"
+command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
+[ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
+    || need="$need globus-gridftp-server-progs"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$need"

@@ -273,10 +273,10 @@ class MainWindow(QMainWindow):
                         limit_rate=values["limit_rate"])
 
     def browse_site(self, parent) -> str | None:
-        """Pick a file or folder on an SSH site; returns ``site:NAME/path``."""
-        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp")]
+        """Pick a file or folder on an SSH or GridFTP site; returns ``site:NAME/path``."""
+        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp", "ftp")]
         if not sites:
-            self._show_error("Browsing works for SSH sites (sftp, scp); add one first.")
+            self._show_error("Browsing works for SSH sites (sftp, scp) and ftp:// GridFTP sites; add one first.")
             return None
         name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
         if not ok:

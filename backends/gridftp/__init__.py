@@ -18,11 +18,14 @@ from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..errors import BadRequest, LocalError, NotFound, TransferError
+from ..hashing import hash_file, manifest_digest
 from ..netprobe import connect_time
+from ..partfile import check_destination
 from ..registry import scheme_of
 from . import files, folders, guc
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
+from .tuning import needs_rtt
 from .tuning import plan as make_plan
 from .urls import SCHEMES, GridUrl, local_url, trailing_slash
 
@@ -121,46 +124,73 @@ class GridftpBackend:
 
     async def _download(self, request: TransferRequest, sink: Sink) -> Result:
         remote = GridUrl.parse(request.source)
+        dest = Path(request.dest)
+        rtt_probe = asyncio.ensure_future(connect_time(remote.host, remote.port))
+        if remote.scheme == "ftp" and not trailing_slash(request.source):
+            # most downloads are one file: start it while the control connection looks it up
+            looked_up = asyncio.ensure_future(asyncio.to_thread(_lookup, remote))
+            rtt = await rtt_probe if needs_rtt(request.options) else None
+            plan = make_plan(request.options, rtt_s=rtt, size=None)
+            try:
+                result = await files.download(remote, looked_up, dest, plan, request.options, sink)
+                return _finish(result, plan, rtt if rtt is not None else await rtt_probe)
+            except files.IsFolder:
+                pass
         control = await asyncio.to_thread(open_control, remote)
         try:
             entry, listing = await self._source_entry(remote, control, True)
         finally:
             if control is not None:
                 await asyncio.to_thread(control.close)
-        is_dir = entry.is_dir if entry else trailing_slash(request.source)
-        dest = Path(request.dest)
-        size = sum(e.size for e in listing if not e.is_dir) if is_dir else (entry.size if entry else None)
-        plan, rtt = await self._plan(remote, request.options, size, sink)
-        if is_dir:
-            result = await folders.download(remote, listing, dest, plan, request.options, sink)
-        elif entry is None:
-            result = await self._download_blind(remote, dest, plan, request.options, sink)
+        rtt = await rtt_probe
+        if entry is not None and not entry.is_dir:
+            raise BadRequest(f"{remote.path} on {remote.where} is a file; remove the '/' at the end of the address.")
+        size = sum(e.size for e in listing if not e.is_dir)
+        plan = make_plan(request.options, rtt_s=rtt, size=size)
+        if entry is None:
+            result = await self._download_blind(remote, dest, plan, request.options, sink, folder=True)
         else:
-            result = await files.download(remote, entry, dest, plan, request.options, sink)
+            result = await folders.download(remote, listing, dest, plan, request.options, sink)
         return _finish(result, plan, rtt)
 
     async def _download_blind(self, remote: GridUrl, dest: Path, plan, options: TransferOptions,
-                              sink: Sink) -> Result:
-        """gsiftp:// or sshftp://, where Ferry cannot stat first: size unknown until the end."""
-        began = time.monotonic()
-        from ..hashing import hash_file
-        from ..partfile import check_destination
+                              sink: Sink, folder: bool) -> Result:
+        """gsiftp:// or sshftp://, which Ferry cannot stat or list itself: sizes known only at the end.
 
-        check_destination(dest, options.overwrite)
+        A file is checked by globus-url-copy's ``-verify-checksum``; a folder cannot be
+        (that option fails with ``-r``), so only Ferry's local manifest is recorded.
+        """
+        began = time.monotonic()
         part = files.part_path(dest)
-        copy = Copy(remote.text(), local_url(part), files.guc_options(plan, options, "SHA256"), sink, None)
+        if folder:
+            if dest.exists():
+                raise LocalError(f"{dest} already exists. Choose another destination.")
+            opts = folders.folder_options(plan, options, 8, None)
+            copy = Copy(remote.text(folder=True), local_url(part, folder=True), opts, sink, None)
+        else:
+            check_destination(dest, options.overwrite)
+            copy = Copy(remote.text(), local_url(part), files.guc_options(plan, options, "SHA256"), sink, None)
         try:
             await copy.run()
             sink.stage("verifying")
-            digest = (await asyncio.to_thread(hash_file, part))["sha256"]
-            size = part.stat().st_size
+            if folder:
+                rels = [str(p.relative_to(part)) for p in part.rglob("*") if p.is_file()]
+                hashes = await asyncio.to_thread(folders.hash_tree, part, rels)
+                digest, size = manifest_digest(hashes), sum((part / rel).stat().st_size for rel in rels)
+            else:
+                digest = (await asyncio.to_thread(hash_file, part))["sha256"]
+                size = part.stat().st_size
             part.replace(dest)
         except BaseException:
-            part.unlink(missing_ok=True)
+            if part.is_dir():
+                shutil.rmtree(part, ignore_errors=True)
+            else:
+                part.unlink(missing_ok=True)
             raise
-        return Result(size, time.monotonic() - began, plan.streams, digest, True,
-                      "sha256 checked by globus-url-copy (-verify-checksum)", peer_host=remote.host,
-                      bytes_fetched=size)
+        method = ("sha256 computed here; sizes not checked (Ferry cannot list this server itself)" if folder
+                  else "sha256 checked by globus-url-copy (-verify-checksum)")
+        return Result(size, time.monotonic() - began, plan.streams, digest, not folder, method,
+                      peer_host=remote.host, bytes_fetched=size)
 
     async def _destination(self, url: str, name: str, options: TransferOptions, is_dir: bool
                            ) -> tuple[GridUrl, Control | None, bool]:
@@ -239,6 +269,15 @@ class GridftpBackend:
         if status != 0 and not seen[0]:
             raise guc.explain(err, source=url, dest="/dev/null")
         return ProbeResult(streams, seen[0], min(spent, seconds) if seen[0] else spent, rtt * 1000 if rtt else None)
+
+
+def _lookup(remote: GridUrl) -> Entry | None:
+    """The entry at ``remote`` over a short-lived control connection (blocking)."""
+    control = Control.connect(remote)
+    try:
+        return control.stat(remote.path)
+    finally:
+        control.close()
 
 
 def _finish(result: Result, plan, rtt: float | None) -> Result:

@@ -50,7 +50,7 @@ def _sync_level(options: TransferOptions) -> int | None:
     return SYNC_LEVELS.get(options.sync or "", None) if options.sync else None
 
 
-def _hash_tree(root: Path, rels: list[str]) -> dict[str, str]:
+def hash_tree(root: Path, rels: list[str]) -> dict[str, str]:
     return {rel: hash_file(root / rel)["sha256"] for rel in rels}
 
 
@@ -122,7 +122,7 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
         raise
     sink.stage("verifying")
     await asyncio.to_thread(_check_sizes, target, files)
-    hashes = await asyncio.to_thread(_hash_tree, target, rels)
+    hashes = await asyncio.to_thread(hash_tree, target, rels)
     verified, method = _judge(await _settled(source_sums), hashes, "server", lambda rel: (target / rel).unlink())
     await asyncio.to_thread(_apply_times, target, listing)
     if not direct:
@@ -188,7 +188,7 @@ async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOpt
         sync = 1  # a retry: keep what the last attempt finished
     opts = folder_options(plan, options, len(files), sync)
     rels = [e.rel for e in files]
-    hashes = asyncio.ensure_future(asyncio.to_thread(_hash_tree, source, rels))
+    hashes = asyncio.ensure_future(asyncio.to_thread(hash_tree, source, rels))
     copy = Copy(local_url(source, folder=True), target.text(folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=str(source.absolute()))
     try:

@@ -82,6 +82,13 @@ def choose_buffer(streams: int, rtt_s: float | None, *, explicit: int | None = N
                   "this host allows (net.core.rmem_max); see the preflight for the sysctl settings")
 
 
+def needs_rtt(options) -> bool:
+    """Whether the plan depends on the round trip (otherwise the copy need not wait for it)."""
+    extra = options.backend_options or {}
+    return options.streams == "auto" and not (options.initial_streams or extra.get("streams")) \
+        or bool(extra.get("bottleneck_bps"))
+
+
 def plan(options, *, rtt_s: float | None, size: int | None) -> Plan:
     """The stream count and buffer for one run, with the reasons in words."""
     extra = options.backend_options or {}

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-import paramiko
-
 from ..errors import BadRequest
+
+if TYPE_CHECKING:
+    import paramiko
 
 SCHEMES = ("sftp", "scp")
 
@@ -57,6 +59,8 @@ def _config(path: str | None) -> paramiko.SSHConfig | None:
     if not file.is_file():
         return None
     try:
+        import paramiko  # not at the top: the CLI starts faster when the job is not an SSH one
+
         return paramiko.SSHConfig.from_path(str(file))
     except Exception as exc:  # a broken config is the user's to fix, in words
         raise BadRequest(f"Could not read the SSH configuration {file} ({exc}). Fix or move it.") from None

@@ -21,7 +21,7 @@ BIG = 200 * MiB
 
 def require(program: str) -> str:
     """A missing server fails the suite (never a skip): CI must install it."""
-    path = shutil.which(program)
+    path = shutil.which(program) or shutil.which(program, path="/usr/sbin:/sbin")
     if not path:
         pytest.fail(f"{program} is not installed; run tests/system-deps.sh (as root) or install it.", pytrace=False)
     return path

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from .nginx import free_port, wait_for_port
@@ -19,8 +20,9 @@ from .nginx import free_port, wait_for_port
 
 class GridftpServer:
     def __init__(self, root: Path, *, listen: str = "127.0.0.1", port: int | None = None,
-                 netns: str | None = None) -> None:
-        self.root, self.listen, self.netns = root, listen, netns
+                 argv_prefix: tuple[str, ...] = ()) -> None:
+        """``argv_prefix`` runs the server elsewhere (``wanem exec LINK b --`` in the benchmarks)."""
+        self.root, self.listen, self.argv_prefix = root, listen, argv_prefix
         self.data = root / "data"
         self.data.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -33,9 +35,7 @@ class GridftpServer:
                 "-d", "error,warn", "-l", str(self.log)]
         if os.geteuid() == 0:
             args += ["-anonymous-user", "nobody"]
-        if self.netns:
-            args = ["ip", "netns", "exec", self.netns, *args]
-        return args
+        return [*self.argv_prefix, *args]
 
     def url(self, path: Path | str, *, folder: bool = False) -> str:
         text = str(path)
@@ -45,11 +45,16 @@ class GridftpServer:
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      start_new_session=True)
         try:
-            if not self.netns:
+            if self.argv_prefix:
+                time.sleep(0.5)  # in another network namespace: its port cannot be polled from here
+                if self.proc.poll() is not None:
+                    raise RuntimeError
+            else:
                 wait_for_port(self.port, self.listen)
         except RuntimeError:
+            proc = self.proc
             self.stop()
-            err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+            err = proc.stderr.read().decode() if proc and proc.stderr else ""
             raise RuntimeError(f"globus-gridftp-server did not start: {err}") from None
         return self
 

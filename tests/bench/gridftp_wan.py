@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Ferry's GridFTP jobs against bare globus-url-copy on emulated long fat networks.
+
+Needs root and ``../shared/tools/wanem``; globus-url-copy and globus-gridftp-server.
+An anonymous globus-gridftp-server runs on host b; host a fetches a 1 GiB file:
+
+* bare ``globus-url-copy -p P`` for P in 1, 2, 4, 8, 16, 32 (the sweep: which P is best);
+* Ferry ``--streams 8`` next to bare ``-p 8`` in alternating rounds (Ferry's overhead with
+  the same options: process start, stat, staging, verification);
+* Ferry ``--streams auto`` with a fresh data folder (no benchmark log yet).
+
+Then Ferry against bare globus-url-copy on the unshaped loopback. Figures are size / wall
+time of the whole command.
+
+    sudo .venv/bin/python tests/bench/gridftp_wan.py [--rounds 2] [--write docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.bench.https_wan import make_file  # noqa: E402
+from tests.bench.report import replace_section  # noqa: E402
+from tests.servers.gridftp import GridftpServer  # noqa: E402
+
+WANEM = ROOT.parent / "shared" / "tools" / "wanem"
+PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 81), ("100ms-1e-3", 100, 1000, 1e-3, 82)]
+SWEEP = (1, 2, 4, 8, 16, 32)
+MiB = 1024 * 1024
+
+
+def timed(argv: list[str], env: dict | None = None, timeout: float = 1800) -> tuple[float, str]:
+    began = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    spent = time.monotonic() - began
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[-8:])} exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return spent, proc.stdout
+
+
+def mbps(size: int, seconds: float) -> float:
+    return size * 8 / seconds / 1e6
+
+
+class Client:
+    def __init__(self, url: str, ns: list[str], work: Path, size: int) -> None:
+        self.url, self.ns, self.work, self.size = url, ns, work, size
+        self.out = work / "out"
+
+    def _fresh(self) -> Path:
+        shutil.rmtree(self.out, ignore_errors=True)
+        self.out.mkdir()
+        return self.out / "big.bin"
+
+    def bare(self, streams: int) -> float:
+        dest = self._fresh()
+        spent, _ = timed([*self.ns, "globus-url-copy", "-p", str(streams), self.url, f"file://{dest}"])
+        return mbps(self.size, spent)
+
+    def ferry(self, streams: str) -> tuple[float, int]:
+        dest = self._fresh()
+        home = tempfile.mkdtemp(prefix="ferryhome", dir=self.work)
+        env = dict(os.environ, LABFERRY_HOME=home)
+        spent, out = timed([*self.ns, sys.executable, "-m", "app", "copy", self.url, str(dest), "--streams", streams,
+                            "--json", "-q"], env)
+        result = json.loads(out.strip().splitlines()[-1])
+        assert result["verified"], result
+        return mbps(self.size, spent), int(result["streams"])
+
+
+def measure(name: str, client: Client, rounds: int, sweep: bool) -> dict:
+    result: dict = {"path": name, "sweep": {}, "ferry8": [], "bare8": [], "auto": [], "auto_streams": []}
+    if sweep:
+        for p in SWEEP:
+            rate = client.bare(p)
+            result["sweep"][p] = rate
+            print(f"  {name} bare -p {p:<2} {rate:7.0f} Mbit/s", flush=True)
+    same = 8 if sweep else 2
+    result["same"] = same
+    for r in range(rounds):
+        rate, _ = client.ferry(str(same))
+        result["ferry8"].append(rate)
+        bare = client.bare(same)
+        result["bare8"].append(bare)
+        auto, streams = client.ferry("auto")
+        result["auto"].append(auto)
+        result["auto_streams"].append(streams)
+        print(f"  {name} round {r + 1}: ferry -p{same} {rate:6.0f}  bare -p{same} {bare:6.0f}  "
+              f"ferry auto {auto:6.0f} ({streams} streams)", flush=True)
+    if sweep and same in result["sweep"]:
+        result["bare8"].append(result["sweep"][same])
+    return result
+
+
+def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -> dict:
+    link = f"gb{net}"
+    subprocess.run([str(WANEM), "down", link], capture_output=True)
+    subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
+                    "--net", str(net)], check=True, capture_output=True)
+    host = f"198.18.{net}.2"
+    # the Globus tools reverse-resolve their own addresses; a namespace has no DNS, so give it a hosts file
+    # (``ip netns exec`` mounts /etc/netns/NAME/hosts over /etc/hosts)
+    for side, own in (("a", f"198.18.{net}.1"), ("b", host)):
+        folder = Path("/etc/netns") / f"{link}-{side}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "hosts").write_text(f"127.0.0.1 localhost\n{own} {socket.gethostname()}\n"
+                                      f"198.18.{net}.1 client-a\n{host} gridftp-b\n")
+    server = GridftpServer(work / f"gridftp-{name}", listen=host,
+                           argv_prefix=(str(WANEM), "exec", link, "b", "--")).start()
+    try:
+        big = server.data / "big.bin"
+        if not big.exists():
+            os.link(work / "data" / "big.bin", big)
+        server.give(big)
+        client = Client(server.url(big), [str(WANEM), "exec", link, "a", "--"], work, size)
+        return measure(name, client, rounds, sweep=True)
+    finally:
+        server.stop()
+        subprocess.run([str(WANEM), "down", link], capture_output=True)
+        for side in ("a", "b"):
+            shutil.rmtree(Path("/etc/netns") / f"{link}-{side}", ignore_errors=True)
+
+
+def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command: str) -> str:
+    med = lambda v: statistics.median(v) if v else float("nan")  # noqa: E731
+    lines = [
+        "## GridFTP backend (globus-url-copy) on emulated long fat networks",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on this 2-core machine: `wanem`, an anonymous "
+        "globus-gridftp-server 13.24 on host b, globus-url-copy 10.12 on host a (client and server share the two "
+        f"cores with the emulator); {size // MiB} MiB file, Mbit/s = size / wall time of the whole command. "
+        "Ferry runs with a fresh data folder and verifies every copy (the server's `CKSM SHA256` while the data "
+        f"moves, Ferry's hash behind the writes); median of {rounds} alternating rounds.",
+        "",
+        "Sweep of bare `globus-url-copy -p P` (one run each):",
+        "",
+        "| path (1000 Mbit/s) | " + " | ".join(f"-p {p}" for p in SWEEP) + " |",
+        "|---|" + "---|" * len(SWEEP),
+    ]
+    for p in paths:
+        lines.append(f"| {p['path']} | " + " | ".join(f"{p['sweep'].get(s, float('nan')):.0f}" for s in SWEEP) + " |")
+    lines += ["", "| path | Ferry, same `-p` | bare, same `-p` | Ferry overhead | Ferry `auto` (streams) | best bare "
+              "| auto / best |", "|---|---|---|---|---|---|---|"]
+    for p in [*paths, *([loop] if loop else [])]:
+        f8, b8, auto = med(p["ferry8"]), med(p["bare8"]), med(p["auto"])
+        best = max(p["sweep"].values()) if p["sweep"] else b8
+        streams = sorted(set(p["auto_streams"]))
+        lines.append(f"| {p['path']} (-p {p['same']}) | {f8:.0f} | {b8:.0f} | {(b8 / f8 - 1) * 100:+.1f} % | "
+                     f"{auto:.0f} ({', '.join(map(str, streams))}) | {best:.0f} | {auto / best:.2f}× |")
+    lines += ["", "Reproduce:", "", "```", command, "```", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--paths", default="all")
+    parser.add_argument("--no-loopback", action="store_true")
+    parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--work", default="/tmp/ferry-bench-gridftp")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not WANEM.exists():
+        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+        return 2
+    work = Path(args.work)
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)
+    size = args.size_mib * MiB
+    make_file(work / "data" / "big.bin", size)
+    chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]
+    paths = [run_path(*p, work=work, size=size, rounds=args.rounds) for p in chosen]
+    loop = None
+    if not args.no_loopback:
+        server = GridftpServer(work / "gridftp-lo").start()
+        try:
+            big = server.data / "big.bin"
+            if not big.exists():
+                os.link(work / "data" / "big.bin", big)
+            server.give(big)
+            loop = measure("loopback", Client(server.url(big), [], work, size), args.rounds + 1, sweep=False)
+        finally:
+            server.stop()
+    command = "sudo .venv/bin/python tests/bench/gridftp_wan.py " + " ".join(sys.argv[1:])
+    text = render(paths, loop, size, args.rounds, command.strip())
+    print(text)
+    if args.write:
+        replace_section(args.write, "## GridFTP backend", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
