@@ -52,6 +52,8 @@ class TransferOptions:
     overwrite: bool = False
     initial_streams: int | None = None  # a starting point for "auto" (from the benchmark log)
     sync: str | None = None  # skip files already there: "size-mtime" or "checksum"
+    #: compare with the server's (or a published) checksum; off: only Ferry's own sha256 (Settings → Verify)
+    verify: bool = True
     #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
     backend_options: dict = field(default_factory=dict)
 
@@ -64,6 +66,7 @@ class TransferOptions:
             "insecure": self.insecure,
             "overwrite": self.overwrite,
             "sync": self.sync,
+            "verify": self.verify,
             "backend_options": dict(self.backend_options),
         }
         if self.checksum:
@@ -85,8 +88,13 @@ class TransferOptions:
             insecure=bool(d.get("insecure", False)),
             overwrite=bool(d.get("overwrite", False)),
             sync=d.get("sync"),
+            verify=bool(d.get("verify", True)),
             backend_options=dict(d.get("backend_options") or {}),
         )
+
+
+#: the verification method when the user turned comparison off
+NOT_COMPARED = "sha256 computed here; comparison with the server turned off (Verify setting)"
 
 
 @dataclass

@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
     p.add_argument("--limit-rate", metavar="RATE", help="cap the rate: 50M (MiB/s), 800K, or bits like 400Mbit")
     p.add_argument("--ca-file", metavar="PEM", help="trust this certificate authority (a lab's own CA)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="do not compare with the server's checksum (Ferry still records its own sha256)")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (only on a trusted network)")
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
     p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
@@ -68,6 +70,7 @@ def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
         insecure=args.insecure,
         overwrite=args.overwrite,
         sync=args.sync,
+        verify=not args.no_verify,
         backend_options=extra,
     )
 

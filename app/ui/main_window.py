@@ -236,7 +236,8 @@ class MainWindow(QMainWindow):
         streams = overrides.pop("streams", None) or self.settings.get("default_streams", "auto")
         cap = self.settings.get("limit_rate")
         options = TransferOptions(streams="auto" if str(streams) == "auto" else int(streams),
-                                  limit_rate=parse_rate(cap) if cap else None)
+                                  limit_rate=parse_rate(cap) if cap else None,
+                                  verify=bool(self.settings.get("verify", True)))
         for key, value in overrides.items():
             setattr(options, key, value)
         return options

@@ -20,7 +20,7 @@ import os
 import time
 from pathlib import Path
 
-from ..base import Result, Sink, TransferOptions
+from ..base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..errors import Corrupt, LocalError, NotFound, TransferError
 from ..hashing import FollowingHasher, hash_file, written_prefix
 from ..partfile import check_destination, os_error
@@ -44,8 +44,10 @@ def guc_options(plan: Plan, options: TransferOptions, verify: str | None = None)
     return guc.Options(streams=plan.streams, tcp_bs=plan.tcp_bs, verify=verify, restart_retries=retries)
 
 
-async def _server_sum(url: GridUrl, path: str) -> str | None:
+async def _server_sum(url: GridUrl, path: str, options: TransferOptions | None = None) -> str | None:
     """The server's sha256 of ``path`` on a connection of its own (so it can run during the copy)."""
+    if options is not None and not options.verify:
+        return None
     def work() -> str | None:
         control = open_control(url)
         if control is None:
@@ -98,7 +100,7 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
     except OSError as exc:
         raise os_error(exc, dest, "create") from exc
     hasher = FollowingHasher(part)
-    server_sum = asyncio.ensure_future(_server_sum(remote, remote.path))
+    server_sum = asyncio.ensure_future(_server_sum(remote, remote.path, options))
     follow = asyncio.ensure_future(_follow(part, hasher))
     copy = Copy(remote.text(), local_url(part), guc_options(plan, options), sink, None)
     running = asyncio.ensure_future(copy.run())
@@ -119,12 +121,14 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
                           "Ferry will not keep it; run the transfer again.")
         digest = (await asyncio.to_thread(hasher.finish, size))["sha256"]
         expected = await server_sum
-        if expected is None:
+        if expected is None and options.verify:
             expected = await _server_sum(remote, remote.path)  # its connection may have died with a restart
         if expected is not None and expected != digest:
             digest = (await asyncio.to_thread(hash_file, part))["sha256"]  # re-read before calling it damage
         verified, method = _compare(expected, digest, "server", options)
-        if expected is None:
+        if not options.verify:
+            verified, method = False, NOT_COMPARED
+        elif expected is None:
             method += " (the server could not compute sha256)"
         if entry.mtime:
             os.utime(part, (entry.mtime, entry.mtime))
@@ -184,7 +188,7 @@ async def third_party(source: GridUrl, entry: Entry | None, dest: GridUrl, plan:
     began = time.monotonic()
     size = entry.size if entry else None
     staged = dest.sibling(dest.name + ".part") if control else dest
-    source_sum = asyncio.ensure_future(_server_sum(source, source.path))
+    source_sum = asyncio.ensure_future(_server_sum(source, source.path, options))
     verify = None if control and source.scheme == "ftp" else "SHA256"
     copy = Copy(source.text(), staged.text(), guc_options(plan, options, verify), sink, size)
     try:
@@ -215,8 +219,10 @@ async def _finish_remote(control: Control | None, staged: GridUrl, final: GridUr
     if entry is None or (size is not None and entry.size != size):
         got = entry.size if entry else "no"
         raise Corrupt(f"The server's copy has {got} bytes instead of {size}; Ferry removed it. Run the transfer again.")
-    remote_sum = await asyncio.to_thread(control.checksum, staged.path, "SHA256")
-    if remote_sum is None:
+    remote_sum = await asyncio.to_thread(control.checksum, staged.path, "SHA256") if options.verify else None
+    if not options.verify:
+        verified, method = False, NOT_COMPARED
+    elif remote_sum is None:
         verified, method = False, "sizes checked (the server cannot compute sha256)"
     elif remote_sum != digest:
         raise Corrupt(f"The server's copy has a different sha256 from the {what} file ({remote_sum[:12]}… vs "

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..base import Result, Sink, TransferOptions
+from ..base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..errors import Corrupt, LocalError, TransferError
 from ..hashing import hash_file, manifest_digest
 from ..partfile import os_error
@@ -111,7 +111,8 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
     except OSError as exc:
         raise os_error(exc, dest, "create the folder") from exc
     rels = [e.rel for e in files]
-    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, remote, remote.path, rels))
+    wanted = rels if options.verify else []
+    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, remote, remote.path, wanted))
     opts = folder_options(plan, options, len(files), sync)
     copy = Copy(remote.text(folder=True), local_url(target, folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=remote.path)
@@ -130,6 +131,8 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
             await asyncio.to_thread(_move_into, target, dest)
         except OSError as exc:
             raise os_error(exc, dest, "move the finished folder to") from exc
+    if not options.verify:
+        verified, method = False, NOT_COMPARED
     return Result(total, time.monotonic() - began, opts.streams * opts.concurrency, manifest_digest(hashes),
                   verified, method, peer_host=remote.host, bytes_fetched=total, notes=[_shape(opts, files)])
 
@@ -201,10 +204,12 @@ async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOpt
     verified, method = False, "sizes not checked (this server offers no listing to Ferry)"
     if control is not None:
         await _check_remote_sizes(control, target, files)
-        theirs = await asyncio.to_thread(checksums, remote, target.path, rels)
+        theirs = await asyncio.to_thread(checksums, remote, target.path, rels if options.verify else [])
         verified, method = _judge(theirs, ours, "server", lambda rel: control.remove(f"{target.path}/{rel}"))
         if not direct:
             await asyncio.to_thread(control.rename, target.path, remote.path)
+    if not options.verify:
+        verified, method = False, NOT_COMPARED
     return Result(total, time.monotonic() - began, opts.streams * opts.concurrency, manifest_digest(ours),
                   verified, method, peer_host=remote.host, bytes_fetched=total, notes=[_shape(opts, files)])
 
@@ -229,7 +234,8 @@ async def third_party(source: GridUrl, listing: list[Entry], dest: GridUrl, plan
         sync = 1
     opts = folder_options(plan, options, len(files), sync)
     rels = [e.rel for e in files]
-    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, source, source.path, rels))
+    wanted = rels if options.verify else []
+    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, source, source.path, wanted))
     copy = Copy(source.text(folder=True), target.text(folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=source.path)
     try:
@@ -242,7 +248,7 @@ async def third_party(source: GridUrl, listing: list[Entry], dest: GridUrl, plan
     verified, method, digest = False, "sizes not checked (the servers offer no listing to Ferry)", None
     if control is not None:
         await _check_remote_sizes(control, target, files)
-        arrived = await asyncio.to_thread(checksums, dest, target.path, rels)
+        arrived = await asyncio.to_thread(checksums, dest, target.path, rels if options.verify else [])
         if all(arrived.get(rel) for rel in rels):
             verified, method = _judge(theirs, {rel: arrived[rel] for rel in rels}, "source server",
                                       lambda rel: control.remove(f"{target.path}/{rel}"))
@@ -251,5 +257,7 @@ async def third_party(source: GridUrl, listing: list[Entry], dest: GridUrl, plan
             method = "sizes of every file checked (the destination could not compute sha256)"
         if not direct:
             await asyncio.to_thread(control.rename, target.path, dest.path)
+    if not options.verify:
+        verified, method = False, NOT_COMPARED
     return Result(total, time.monotonic() - began, opts.streams * opts.concurrency, digest, verified, method,
                   peer_host=source.host, bytes_fetched=total, notes=[_shape(opts, files)])

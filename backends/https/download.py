@@ -139,7 +139,7 @@ class Download:
         algorithms = ("sha256", "md5") if self.options.checksum and self.options.checksum.algorithm == "md5" else (
             "sha256",)
         self.hasher = FollowingHasher(self.part.part, algorithms)
-        if self.options.checksum is None and self.sidecar is None:
+        if self.options.checksum is None and self.sidecar is None and self.options.verify:
             self.sidecar = asyncio.ensure_future(find_sidecar(self.session, info.url))
 
     async def _whole(self) -> None:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import Sink, TransferOptions
+from ..base import NOT_COMPARED, Sink, TransferOptions
 from ..chunks import ChunkMap, total
 from ..errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..hashing import FollowingHasher, hash_file
@@ -41,7 +41,7 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
     """``remote`` (absolute path, described by ``entry``) → local ``dest``, verified, atomically named."""
     control = session.control
     remote_sum = asyncio.ensure_future(asyncio.to_thread(control.sha256, remote)) \
-        if entry.size > 0 and control.can_exec() else None
+        if entry.size > 0 and control.can_exec() and options.verify else None
     part = PartFile(dest)
     try:
         done = part.open(Identity(source_id, entry.size, None, str(entry.mtime)))
@@ -70,7 +70,8 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
         if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
             raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
         server = await remote_sum if remote_sum else None
-        verified, method = _compare(digests["sha256"], server, remote, part)
+        verified, method = _compare(digests["sha256"], server, remote, part) if options.verify \
+            else (False, NOT_COMPARED)
         part.finish(entry.size)
         os.chmod(dest, entry.mode & 0o777)
         os.utime(dest, (entry.mtime, entry.mtime))
@@ -169,7 +170,9 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         if sink:
             sink.stage("verifying")
         digest = (await local_sum)["sha256"]
-        if verified_ranges and resumed == 0 and size > 0:
+        if not options.verify:
+            verified, method = False, NOT_COMPARED
+        elif verified_ranges and resumed == 0 and size > 0:
             verified, method = True, "sha256 of every range, read back and computed by the server, matched"
         else:
             server = await asyncio.to_thread(control.sha256, part)

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import Sink, TransferOptions
+from ..base import NOT_COMPARED, Sink, TransferOptions
 from ..errors import Corrupt, LocalError, TransferError
 from ..hashing import manifest_digest
 from ..partfile import os_error
@@ -133,7 +133,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         return moved
 
     # the server hashes the small files while it sends them (they are in its page cache by then)
-    server_sums = asyncio.ensure_future(asyncio.to_thread(control.sha256_many, root, [e.rel for e in small]))
+    server_sums = asyncio.ensure_future(asyncio.to_thread(control.sha256_many, root, [e.rel for e in small]
+                                                          if options.verify else []))
     small_task = _small_downloads(session, root, dest, small, totals, sink)
     try:
         small_hashes, moved_large = await asyncio.gather(small_task, large_files())
@@ -141,7 +142,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         server_sums.cancel()
         raise
     hashes.update(small_hashes)
-    verified, method = _check_small(small_hashes, [e.rel for e in small], await server_sums)
+    verified, method = _check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
+        else (False, NOT_COMPARED)
     methods.add(method)
     all_verified = verified and all(m.startswith("sha256") for m in methods)
     summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
@@ -344,8 +346,11 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
         _small_uploads(session, root, remote_root, small, folders, totals, sink), large_files())
     hashes.update(small_hashes)
     rels = [rel for rel, _ in small]
-    server = await asyncio.to_thread(control.sha256_many, remote_root, rels)
-    verified, method = _check_small(small_hashes, rels, server)
+    if options.verify:
+        server = await asyncio.to_thread(control.sha256_many, remote_root, rels)
+        verified, method = _check_small(small_hashes, rels, server)
+    else:
+        verified, method = False, NOT_COMPARED
     methods.add(method)
     summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
         "; ".join(sorted(methods))

@@ -5,8 +5,9 @@ Needs root and ``../shared/tools/wanem``; globus-url-copy and globus-gridftp-ser
 An anonymous globus-gridftp-server runs on host b; host a fetches a 1 GiB file:
 
 * bare ``globus-url-copy -p P`` for P in 1, 2, 4, 8, 16, 32 (the sweep: which P is best);
-* Ferry ``--streams 8`` next to bare ``-p 8`` in alternating rounds (Ferry's overhead with
-  the same options: process start, stat, staging, verification);
+* Ferry's overhead with the same options, in alternating rounds: Ferry ``--streams 8
+  --no-verify`` next to bare ``-p 8``, and Ferry ``--streams 8`` (verified: the server's
+  sha256 and Ferry's) next to bare ``-p 8 -verify-checksum -checksum-alg SHA256``;
 * Ferry ``--streams auto`` with a fresh data folder (no benchmark log yet).
 
 Then Ferry against bare globus-url-copy on the unshaped loopback. Figures are size / wall
@@ -65,24 +66,26 @@ class Client:
         self.out.mkdir()
         return self.out / "big.bin"
 
-    def bare(self, streams: int) -> float:
+    def bare(self, streams: int, verify: bool = False) -> float:
         dest = self._fresh()
-        spent, _ = timed([*self.ns, "globus-url-copy", "-p", str(streams), self.url, f"file://{dest}"])
+        check = ["-verify-checksum", "-checksum-alg", "SHA256"] if verify else []
+        spent, _ = timed([*self.ns, "globus-url-copy", "-p", str(streams), *check, self.url, f"file://{dest}"])
         return mbps(self.size, spent)
 
-    def ferry(self, streams: str) -> tuple[float, int]:
+    def ferry(self, streams: str, verify: bool = True) -> tuple[float, int]:
         dest = self._fresh()
         home = tempfile.mkdtemp(prefix="ferryhome", dir=self.work)
         env = dict(os.environ, LABFERRY_HOME=home)
         spent, out = timed([*self.ns, sys.executable, "-m", "app", "copy", self.url, str(dest), "--streams", streams,
-                            "--json", "-q"], env)
+                            "--json", "-q", *([] if verify else ["--no-verify"])], env)
         result = json.loads(out.strip().splitlines()[-1])
-        assert result["verified"], result
+        assert result["verified"] == verify, result
         return mbps(self.size, spent), int(result["streams"])
 
 
 def measure(name: str, client: Client, rounds: int, sweep: bool) -> dict:
-    result: dict = {"path": name, "sweep": {}, "ferry8": [], "bare8": [], "auto": [], "auto_streams": []}
+    result: dict = {"path": name, "sweep": {}, "ferry8": [], "bare8": [], "ferry8v": [], "bare8v": [], "auto": [],
+                    "auto_streams": []}
     if sweep:
         for p in SWEEP:
             rate = client.bare(p)
@@ -91,15 +94,19 @@ def measure(name: str, client: Client, rounds: int, sweep: bool) -> dict:
     same = 8 if sweep else 2
     result["same"] = same
     for r in range(rounds):
-        rate, _ = client.ferry(str(same))
+        rate, _ = client.ferry(str(same), verify=False)
         result["ferry8"].append(rate)
         bare = client.bare(same)
         result["bare8"].append(bare)
+        rate_v, _ = client.ferry(str(same))
+        result["ferry8v"].append(rate_v)
+        bare_v = client.bare(same, verify=True)
+        result["bare8v"].append(bare_v)
         auto, streams = client.ferry("auto")
         result["auto"].append(auto)
         result["auto_streams"].append(streams)
-        print(f"  {name} round {r + 1}: ferry -p{same} {rate:6.0f}  bare -p{same} {bare:6.0f}  "
-              f"ferry auto {auto:6.0f} ({streams} streams)", flush=True)
+        print(f"  {name} round {r + 1}: -p{same} ferry/bare {rate:4.0f}/{bare:4.0f}, verified {rate_v:4.0f}/"
+              f"{bare_v:4.0f}; ferry auto {auto:4.0f} ({streams} streams)", flush=True)
     if sweep and same in result["sweep"]:
         result["bare8"].append(result["sweep"][same])
     return result
@@ -152,14 +159,20 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
     ]
     for p in paths:
         lines.append(f"| {p['path']} | " + " | ".join(f"{p['sweep'].get(s, float('nan')):.0f}" for s in SWEEP) + " |")
-    lines += ["", "| path | Ferry, same `-p` | bare, same `-p` | Ferry overhead | Ferry `auto` (streams) | best bare "
-              "| auto / best |", "|---|---|---|---|---|---|---|"]
-    for p in [*paths, *([loop] if loop else [])]:
-        f8, b8, auto = med(p["ferry8"]), med(p["bare8"]), med(p["auto"])
-        best = max(p["sweep"].values()) if p["sweep"] else b8
-        streams = sorted(set(p["auto_streams"]))
+    lines += ["", "Same options (Mbit/s; overhead = Ferry's extra wall time):", "",
+              "| path | Ferry `--no-verify` | bare | overhead | Ferry (verified) | bare `-verify-checksum` | overhead |",
+              "|---|---|---|---|---|---|---|"]
+    every = [*paths, *([loop] if loop else [])]
+    for p in every:
+        f8, b8, f8v, b8v = med(p["ferry8"]), med(p["bare8"]), med(p["ferry8v"]), med(p["bare8v"])
         lines.append(f"| {p['path']} (-p {p['same']}) | {f8:.0f} | {b8:.0f} | {(b8 / f8 - 1) * 100:+.1f} % | "
-                     f"{auto:.0f} ({', '.join(map(str, streams))}) | {best:.0f} | {auto / best:.2f}× |")
+                     f"{f8v:.0f} | {b8v:.0f} | {(b8v / f8v - 1) * 100:+.1f} % |")
+    lines += ["", "`--streams auto` (fresh data folder, verified) against the best bare `-p` of the sweep (unverified):",
+              "", "| path | Ferry `auto` | streams chosen | best bare | auto / best |", "|---|---|---|---|---|"]
+    for p in every:
+        auto, best = med(p["auto"]), (max(p["sweep"].values()) if p["sweep"] else med(p["bare8"]))
+        streams = ", ".join(map(str, sorted(set(p["auto_streams"]))))
+        lines.append(f"| {p['path']} | {auto:.0f} | {streams} | {best:.0f} | {auto / best:.2f}× |")
     lines += ["", "Reproduce:", "", "```", command, "```", ""]
     return "\n".join(lines)
 

@@ -181,3 +181,11 @@ def test_unavailable_tool_is_reported_with_the_install_command(gridftp, grid_big
                     env=dict(os.environ, PATH=env_path, LABFERRY_HOME=str(ferry_home)))
     assert_clean_failure(proc, 2, words=("globus-url-copy", "not installed", "apt install globus-gass-copy-progs"))
     assert not (tmp_path / "big.bin").exists()
+
+
+def test_no_verify_still_records_the_sha256(gridftp, grid_big, tmp_path, ferry_home):
+    proc = labferry("copy", gridftp.url(grid_big.path), str(tmp_path), "--no-verify", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["sha256"] == grid_big.sha256 == sha256_of(tmp_path / "big.bin")
+    assert out["verified"] is False and "turned off" in out["verify_method"]

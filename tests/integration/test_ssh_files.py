@@ -48,6 +48,15 @@ def test_upload_big_file_is_exact_on_the_server(sshd, tmp_path, ferry_home, stre
     assert not (target / "upload.bin.part").exists()
 
 
+def test_no_verify_skips_the_server_hash(sshd, remote_big, tmp_path, ferry_home):
+    proc = labferry("copy", sshd.url(str(remote_big.path)), str(tmp_path), *sshd.args(), "--no-verify", "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["sha256"] == remote_big.sha256 and out["verified"] is False
+    assert "turned off" in out["verify_method"]
+
+
 def test_scp_scheme_drives_the_openssh_client(sshd, remote_big, tmp_path, ferry_home):
     proc = labferry("copy", sshd.url(str(remote_big.path), scheme="scp"), str(tmp_path / "x.bin"), *sshd.args(),
                     "--streams", "4", "--json", env_home=ferry_home)
