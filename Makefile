@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: run test lint bench-https screenshots clean system-deps
+.PHONY: run test lint bench-https screenshots clean system-deps bundle bundle-test report-screenshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,5 +33,18 @@ bench-https: $(STAMP)
 screenshots: $(STAMP)
 	xvfb-run -a -s "-screen 0 1400x900x24" $(BIN)/python tests/screenshots.py
 
+report-screenshot: $(STAMP)
+	$(BIN)/python tests/report_screenshot.py
+
+# a one-folder app in dist/labferry/ (PyInstaller; see docs/installers.md)
+bundle: $(STAMP)
+	$(BIN)/python -m pip install --quiet 'pyinstaller>=6.10'
+	$(BIN)/pyinstaller --noconfirm --clean --log-level WARN --distpath dist --workpath build/pyinstaller \
+		installers/labferry.spec
+
+# builds the bundle, then runs it from outside the venv (version, a real copy, the GUI offscreen)
+bundle-test: bundle
+	$(BIN)/python installers/bundle_test.py --write docs/benchmarks.md
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -14,7 +14,7 @@ import sys
 from app import __version__
 from backends import errors
 
-from . import copy, listing, sites
+from . import copy, listing, report, sites
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -39,16 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     copy.add_parser(sub)
     gui = sub.add_parser("gui", help="open the desktop app")
-    gui.set_defaults(handler=lambda args: _gui())
+    gui.add_argument("--quit-after", type=float, metavar="SECONDS",
+                     help="close again after SECONDS once the window is shown (start-up checks of a bundle)")
+    gui.set_defaults(handler=lambda args: _gui(args.quit_after))
     listing.add_parsers(sub)
     sites.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 
-def _gui() -> int:
+def _gui(quit_after: float | None = None) -> int:
     from app.ui.app import main as gui_main
 
-    return gui_main([])
+    return gui_main([], quit_after=quit_after)
 
 
 def setup_logging() -> None:

@@ -8,6 +8,7 @@ what happened.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 
 from backends.base import Result, TransferRequest
 from backends.errors import TransferError, Unreachable
+from backends.hosttcp import host_tcp
 from backends.urls import host_of as peer_host
 
 from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
@@ -144,6 +146,8 @@ class JobRunner:
             seconds=result.seconds, throughput_mbps=job.result["throughput_mbps"], streams=result.streams,
             retries=self.retries, restarts=result.restarts, sha256=result.sha256, verified=int(result.verified),
             verify_method=result.verify_method, peer_host=result.peer_host, started=self.started,
+            rtt_ms=result.rtt_ms, notes=json.dumps(result.notes) if result.notes else None,
+            tcp=json.dumps(host_tcp().to_dict()),
         )
         if moved > 0 and result.seconds > 0:
             store.benchmarks.add(
@@ -157,5 +161,5 @@ class JobRunner:
             job_id=job.id, source=job.source, dest=job.dest, backend=job.backend, outcome=outcome,
             bytes=job.bytes_done, seconds=time.time() - self.started, retries=self.retries,
             error=str(error) if error else None, error_kind=error.kind if error else None,
-            peer_host=peer_host(job.source), started=self.started,
+            peer_host=peer_host(job.source), started=self.started, tcp=json.dumps(host_tcp().to_dict()),
         )

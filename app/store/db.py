@@ -90,6 +90,13 @@ MIGRATIONS: list[str] = [
         value TEXT NOT NULL
     );
     """,
+    # 3: what a report for IT needs per transfer: the round trip, the backend's notes (streams and TCP buffer
+    # chosen, restarts) and this host's TCP settings at the time (JSON)
+    """
+    ALTER TABLE history ADD COLUMN rtt_ms REAL;
+    ALTER TABLE history ADD COLUMN notes TEXT;
+    ALTER TABLE history ADD COLUMN tcp TEXT
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,6 +23,7 @@ class HistoryFilter:
     since: float | None = None
     until: float | None = None
     peer_host: str | None = None
+    ids: tuple[int, ...] | None = None  # exactly these rows (a selection in the History view)
 
     def where(self) -> tuple[str, list]:
         clauses, args = [], []
@@ -40,6 +41,9 @@ class HistoryFilter:
         if self.until is not None:
             clauses.append("finished < ?")
             args.append(self.until)
+        if self.ids is not None:
+            clauses.append(f"id IN ({', '.join('?' for _ in self.ids) or 'NULL'})")
+            args += list(self.ids)
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
 
@@ -66,6 +70,11 @@ class HistoryTable:
             (*args, limit, offset),
         )
         return [dict(r) for r in rows]
+
+    def full_rows(self, filt: HistoryFilter | None = None) -> list[dict]:
+        """Every column (the report's raw material), oldest first."""
+        where, args = (filt or HistoryFilter()).where()
+        return [dict(r) for r in self.conn.execute(f"SELECT * FROM history{where} ORDER BY finished", args)]
 
     def count(self, filt: HistoryFilter | None = None) -> int:
         where, args = (filt or HistoryFilter()).where()

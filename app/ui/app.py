@@ -65,9 +65,13 @@ def build(argv: list[str] | None = None):
     return app, engine, window
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, quit_after: float | None = None) -> int:
     app, engine, window = build(argv)
     window.show()
+    if quit_after is not None:
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(int(quit_after * 1000), window.quit_for_real)
 
     def finish() -> None:
         if not window.isVisible() and (window._really_quit or window.tray is None):

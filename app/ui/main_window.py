@@ -7,32 +7,26 @@ answer comes back as a signal), so no click ever waits on the network.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
+from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
-    QHBoxLayout,
     QHeaderView,
     QInputDialog,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QMessageBox,
     QSplitter,
     QTableView,
     QTabWidget,
     QToolBar,
-    QVBoxLayout,
-    QWidget,
 )
 
 from app.engine import JobState, JobView
 from app.sites import Site, SiteBook
-from app.store import HistoryFilter, Store
+from app.store import Store
 from app.units import format_rate, parse_rate
 from backends.base import TransferOptions
 from backends.errors import TransferError
@@ -42,14 +36,15 @@ from .browser import RemoteBrowser
 from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
+from .history_tab import HistoryTab
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
+from .reporting import ReportExporter
 
 log = logging.getLogger(__name__)
-PERIODS = {"any time": 0, "last 24 hours": 1, "last 7 days": 7, "last 30 days": 30, "last year": 365}
 
 
-class MainWindow(QMainWindow):
+class MainWindow(HistoryTab, QMainWindow):
     def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
         super().__init__()
         self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
@@ -91,6 +86,10 @@ class MainWindow(QMainWindow):
         self.queue_view.setAcceptDrops(True)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
         self.history_model = HistoryModel(self.db_path, self)
+        self.reporter = ReportExporter(self.db_path, self)
+        self.reporter.finished.connect(self._report_written)
+        self.reporter.failed.connect(self._show_error)
+        self.last_report: str | None = None
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.queue_view, "Queue")
         self.tabs.addTab(self._history_tab(), "History")
@@ -110,42 +109,6 @@ class MainWindow(QMainWindow):
         self._toolbar()
         self.status = QLabel("", self)
         self.statusBar().addPermanentWidget(self.status)
-
-    def _history_tab(self) -> QWidget:
-        page = QWidget(self)
-        layout = QVBoxLayout(page)
-        bar = QHBoxLayout()
-        self.search = QLineEdit(page)
-        self.search.setPlaceholderText("Search source or destination…")
-        self.outcome = QComboBox(page)
-        self.outcome.addItems(["any outcome", "done", "failed", "cancelled"])
-        self.backend_filter = QComboBox(page)
-        self.backend_filter.addItems(["any backend", "https", "ssh"])
-        self.site_filter = QComboBox(page)
-        self.site_filter.addItem("any host")
-        self.period = QComboBox(page)
-        self.period.addItems(list(PERIODS))
-        self.history_count = QLabel(page)
-        for widget in (self.search, self.outcome, self.backend_filter, self.site_filter, self.period,
-                       self.history_count):
-            bar.addWidget(widget)
-        layout.addLayout(bar)
-        self.history_view = QTableView(page)
-        self.history_view.setModel(self.history_model)
-        self.history_view.setSortingEnabled(True)
-        self.history_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.history_view.verticalHeader().hide()
-        self.history_view.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        layout.addWidget(self.history_view)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(250)
-        self._search_timer.timeout.connect(self.apply_history_filter)
-        self.search.textChanged.connect(self._search_timer.start)
-        for combo in (self.outcome, self.backend_filter, self.site_filter, self.period):
-            combo.currentIndexChanged.connect(self.apply_history_filter)
-        self.history_model.modelReset.connect(self._history_counted)
-        return page
 
     def _toolbar(self) -> None:
         bar = QToolBar("Transfers", self)
@@ -363,37 +326,6 @@ class MainWindow(QMainWindow):
             apply_theme(self.settings["theme"])
 
     # -- history and benchmarks ----------------------------------------------------------------------
-    def apply_history_filter(self) -> None:
-        outcome = self.outcome.currentText()
-        backend = self.backend_filter.currentText()
-        host = self.site_filter.currentText()
-        days = PERIODS[self.period.currentText()]
-        self.history_model.refresh(HistoryFilter(
-            search=self.search.text().strip() or None,
-            outcome=None if outcome.startswith("any") else outcome,
-            backend=None if backend.startswith("any") else backend,
-            peer_host=None if host.startswith("any") else host,
-            since=time.time() - days * 86400 if days else None,
-        ))
-        self._refresh_hosts()
-
-    def _refresh_hosts(self) -> None:
-        """The host filter offers the hosts that appear in the history."""
-        with Store(self.db_path, readonly=True) as store:
-            hosts = [r[0] for r in store.conn.execute(
-                "SELECT DISTINCT peer_host FROM history WHERE peer_host IS NOT NULL ORDER BY 1 LIMIT 200")]
-        current = self.site_filter.currentText()
-        if [self.site_filter.itemText(i) for i in range(1, self.site_filter.count())] != hosts:
-            self.site_filter.blockSignals(True)
-            self.site_filter.clear()
-            self.site_filter.addItem("any host")
-            self.site_filter.addItems(hosts)
-            self.site_filter.setCurrentText(current)
-            self.site_filter.blockSignals(False)
-
-    def _history_counted(self) -> None:
-        self.history_count.setText(f"{self.history_model.total} transfers")
-
     def _benchmark_rows(self) -> list[dict]:
         with Store(self.db_path, readonly=True) as store:
             return store.benchmarks.recent(limit=2000)

@@ -22,8 +22,8 @@ autotuning already covers the path, forcing a buffer can only hurt. An explicit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from ..hosttcp import host_tcp
 from ..tuner import initial_streams
 
 #: below this many bytes per stream, more streams only add set-up cost
@@ -39,17 +39,10 @@ class Plan:
     why: str  # in words, for the job's notes
 
 
-def kernel_buffers(root: Path = Path("/proc/sys/net")) -> tuple[int | None, int | None]:
+def kernel_buffers() -> tuple[int | None, int | None]:
     """(largest buffer a program may set, largest buffer autotuning may grow to), receive side."""
-    def read(rel: str) -> list[int]:
-        try:
-            return [int(x) for x in (root / rel).read_text().split()]
-        except (OSError, ValueError):
-            return []
-
-    rmem_max = read("core/rmem_max")
-    tcp_rmem = read("ipv4/tcp_rmem")
-    return (rmem_max[0] if rmem_max else None, tcp_rmem[2] if len(tcp_rmem) == 3 else None)
+    tcp = host_tcp()
+    return tcp.rmem_max, tcp.autotune_max
 
 
 def choose_streams(streams, *, learned: int | None, rtt_s: float | None, size: int | None,

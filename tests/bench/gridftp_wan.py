@@ -160,14 +160,16 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
     for p in paths:
         lines.append(f"| {p['path']} | " + " | ".join(f"{p['sweep'].get(s, float('nan')):.0f}" for s in SWEEP) + " |")
     lines += ["", "Same options (Mbit/s; overhead = Ferry's extra wall time):", "",
-              "| path | Ferry `--no-verify` | bare | overhead | Ferry (verified) | bare `-verify-checksum` | overhead |",
+              "| path | Ferry `--no-verify` | bare | overhead | Ferry (verified) | bare `-verify-checksum` "
+              "| overhead |",
               "|---|---|---|---|---|---|---|"]
     every = [*paths, *([loop] if loop else [])]
     for p in every:
         f8, b8, f8v, b8v = med(p["ferry8"]), med(p["bare8"]), med(p["ferry8v"]), med(p["bare8v"])
         lines.append(f"| {p['path']} (-p {p['same']}) | {f8:.0f} | {b8:.0f} | {(b8 / f8 - 1) * 100:+.1f} % | "
                      f"{f8v:.0f} | {b8v:.0f} | {(b8v / f8v - 1) * 100:+.1f} % |")
-    lines += ["", "`--streams auto` (fresh data folder, verified) against the best bare `-p` of the sweep (unverified):",
+    lines += ["", "`--streams auto` (fresh data folder, verified) against the best bare `-p` of the sweep "
+              "(unverified):",
               "", "| path | Ferry `auto` | streams chosen | best bare | auto / best |", "|---|---|---|---|---|"]
     for p in every:
         auto, best = med(p["auto"]), (max(p["sweep"].values()) if p["sweep"] else med(p["bare8"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
+from PySide6.QtCore import QItemSelectionModel, QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication
 
@@ -192,3 +192,27 @@ def test_history_filters_by_host_and_date(qtbot, window):
     qtbot.waitUntil(lambda: window.history_model.total == 20, timeout=3_000)
     window.period.setCurrentText("last 7 days")
     qtbot.waitUntil(lambda: window.history_model.total == 3, timeout=3_000)  # days 1, 3, 5
+
+
+def test_report_of_the_selected_history_rows(qtbot, window, tmp_path):
+    with Store() as store:
+        ids = [store.history.add(source=f"https://dtn.example.org/f{i}.bin", dest=f"/d/f{i}.bin", backend="https",
+                                 outcome="done", bytes=1000 * (i + 1), seconds=1.0 + i, throughput_mbps=8.0 * i,
+                                 streams=i + 1, peer_host="dtn.example.org", finished=time.time() - i)
+               for i in range(5)]
+    window.tabs.setCurrentIndex(1)
+    window.apply_history_filter()
+    qtbot.waitUntil(lambda: window.history_model.total >= 5, timeout=3_000)
+    view = window.history_view
+    chosen = set()
+    for row in (0, 2):
+        view.selectionModel().select(window.history_model.index(row, 0), QItemSelectionModel.SelectionFlag.Select
+                                     | QItemSelectionModel.SelectionFlag.Rows)
+        chosen.add(window.history_model.row_at(row)["id"])
+    assert set(window.selected_history_ids()) == chosen and chosen <= set(ids)
+    with qtbot.waitSignal(window.reporter.finished, timeout=20_000) as done:
+        window.reporter.export(tmp_path / "selected", "csv", window.selected_history_ids())
+    assert done.args == [str(tmp_path / "selected.csv")]
+    rows = (tmp_path / "selected.csv").read_text().splitlines()[1:]
+    assert sorted(int(line.split(",")[0]) for line in rows) == sorted(chosen)
+    qtbot.waitUntil(lambda: window.last_report == str(tmp_path / "selected.csv"), timeout=3_000)

@@ -1,0 +1,62 @@
+"""``labferry report``: a transfer report for IT (HTML, PDF, CSV or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from backends.errors import BadRequest, LocalError
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("report", help="write a transfer report for IT (html, pdf, csv, json)")
+    r.add_argument("--since", metavar="DATE", help="first day (YYYY-MM-DD, local time) or YYYY-MM-DDTHH:MM")
+    r.add_argument("--until", metavar="DATE", help="last day included (same forms)")
+    r.add_argument("--site", metavar="NAME", help="only transfers with this site (or host)")
+    r.add_argument("--format", choices=("html", "pdf", "csv", "json"), help="default: from the file's extension")
+    r.add_argument("-o", "--output", required=True, metavar="FILE")
+    r.add_argument("--include-user-names", action="store_true",
+                   help="keep user names in addresses (removed by default: a report leaves the lab)")
+    r.set_defaults(handler=run_report)
+
+
+def parse_day(text: str, *, end: bool = False) -> float:
+    """A local date (whole day) or date and time, as a timestamp; ``end`` moves a bare day to its end."""
+    for form in ("%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            moment = dt.datetime.strptime(text, form)
+        except ValueError:
+            continue
+        if form == "%Y-%m-%d" and end:
+            moment += dt.timedelta(days=1)
+        return moment.timestamp()
+    raise BadRequest(f"'{text}' is not a date Ferry understands; write it as YYYY-MM-DD (or YYYY-MM-DDTHH:MM).")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from app.reports import gather, write_report
+    from app.store import Store
+
+    output = Path(args.output).expanduser()
+    fmt = args.format or output.suffix.lstrip(".").lower()
+    if fmt not in ("html", "pdf", "csv", "json"):
+        raise BadRequest("Say which format to write with --format html|pdf|csv|json, or name the file .html, .pdf, "
+                         ".csv or .json.")
+    if not output.parent.is_dir():
+        raise LocalError(f"The folder {output.parent} does not exist. Create it first, or choose another file.")
+    since = parse_day(args.since) if args.since else None
+    until = parse_day(args.until, end=True) if args.until else None
+    if since is not None and until is not None and until <= since:
+        raise BadRequest("--until is before --since; swap them.")
+    with Store(readonly=True) as store:
+        data = gather(store, since=since, until=until, site=args.site, include_users=args.include_user_names)
+    try:
+        write_report(data, fmt, output)
+    except OSError as exc:
+        raise LocalError(f"Could not write {output}: {exc.strerror}. Choose another file.") from None
+    totals = data.totals
+    print(f"labferry: wrote {output} ({fmt}: {totals['transfers']} transfers, {len(data.sites)} sites).",
+          file=sys.stderr)
+    return 0

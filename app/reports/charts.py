@@ -1,0 +1,107 @@
+"""Charts for reports, drawn with QPainter into PNG bytes (no plotting library, no display needed).
+
+The same PNGs go inline into the HTML (``data:`` URIs) and into the PDF (QTextDocument
+resources), so a report made on a headless HPC node looks like one made at a desk.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
+
+WIDTH, HEIGHT = 720, 300
+MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 64, 20, 34, 44
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"]
+
+
+def ensure_gui() -> None:
+    """QPainter needs a QGuiApplication for fonts; on a headless machine, the offscreen platform."""
+    if QGuiApplication.instance() is None:
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        QGuiApplication([])
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    step = 10 ** len(str(int(value))) / 10
+    for factor in (1, 2, 2.5, 5, 10):
+        if value <= step * factor:
+            return step * factor
+    return value
+
+
+def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
+          x_is_time: bool = False, lines: bool = False) -> bytes:
+    """A scatter (or line) chart of named series of (x, y) points, as PNG bytes."""
+    ensure_gui()
+    image = QImage(WIDTH, HEIGHT, QImage.Format.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    font = QFont()
+    font.setPixelSize(12)
+    painter.setFont(font)
+    plot = QRectF(MARGIN_L, MARGIN_T, WIDTH - MARGIN_L - MARGIN_R, HEIGHT - MARGIN_T - MARGIN_B)
+    points = [p for pts in series.values() for p in pts]
+    xs, ys = [p[0] for p in points] or [0.0, 1.0], [p[1] for p in points] or [1.0]
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+    y1 = _nice_max(max(ys) * 1.05)
+
+    def at(x: float, y: float) -> QPointF:
+        return QPointF(plot.left() + (x - x0) / (x1 - x0) * plot.width(), plot.bottom() - y / y1 * plot.height())
+
+    painter.setPen(QPen(QColor("#222222")))
+    bold = QFont(font)
+    bold.setBold(True)
+    painter.setFont(bold)
+    painter.drawText(QRectF(0, 4, WIDTH, 24), Qt.AlignmentFlag.AlignCenter, title)
+    painter.setFont(font)
+    grid = QPen(QColor("#e4e4e4"))
+    for i in range(5):
+        y = y1 * i / 4
+        pos = at(x0, y)
+        painter.setPen(grid)
+        painter.drawLine(QPointF(plot.left(), pos.y()), QPointF(plot.right(), pos.y()))
+        painter.setPen(QPen(QColor("#444444")))
+        painter.drawText(QRectF(0, pos.y() - 8, MARGIN_L - 6, 16), Qt.AlignmentFlag.AlignRight, f"{y:g}")
+    for i in range(5):
+        x = x0 + (x1 - x0) * i / 4
+        pos = at(x, 0)
+        label = time.strftime("%m-%d %H:%M", time.localtime(x)) if x_is_time else f"{x:.0f}"
+        painter.drawText(QRectF(pos.x() - 50, plot.bottom() + 4, 100, 16), Qt.AlignmentFlag.AlignCenter, label)
+    painter.drawText(QRectF(plot.left(), HEIGHT - 20, plot.width(), 18), Qt.AlignmentFlag.AlignCenter, x_label)
+    painter.save()
+    painter.translate(14, plot.center().y())
+    painter.rotate(-90)
+    painter.drawText(QRectF(-plot.height() / 2, -10, plot.height(), 20), Qt.AlignmentFlag.AlignCenter, y_label)
+    painter.restore()
+    painter.drawRect(plot)
+    for index, (name, pts) in enumerate(series.items()):
+        color = QColor(PALETTE[index % len(PALETTE)])
+        painter.setPen(QPen(color, 2))
+        painter.setBrush(color)
+        ordered = sorted(pts)
+        if lines and len(ordered) > 1:
+            for a, b in zip(ordered, ordered[1:], strict=False):
+                painter.drawLine(at(*a), at(*b))
+        for p in ordered:
+            painter.drawEllipse(at(*p), 3.5, 3.5)
+        painter.drawText(QRectF(plot.right() - 200, plot.top() + 4 + 16 * index, 192, 16),
+                         Qt.AlignmentFlag.AlignRight, name)
+    if not points:
+        painter.setPen(QPen(QColor("#888888")))
+        painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "no finished transfers in this period")
+    painter.end()
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    return bytes(data.data())

@@ -1,0 +1,168 @@
+"""A report as one self-contained HTML file (inline CSS, charts as ``data:`` PNGs).
+
+Every text that came from outside — file names, hosts, error messages — goes through
+``html.escape``, so a file called ``<script>…`` is shown, never run. The same markup,
+with images registered as resources instead of inlined, is what the PDF is printed from
+(QTextDocument understands this subset of HTML and CSS).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from html import escape
+
+from . import charts
+from .gather import ReportData, SiteSummary, Transfer
+
+CSS = """
+body { font-family: -apple-system, 'Segoe UI', 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #222;
+       margin: 24px; }
+h1 { font-size: 18pt; margin-bottom: 2px; } h2 { font-size: 14pt; margin-top: 24px; border-bottom: 1px solid #ccc; }
+h3 { font-size: 12pt; margin-top: 18px; }
+table { border-collapse: collapse; margin: 8px 0; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; } td.num { text-align: right; white-space: nowrap; }
+tr.failed td { background: #fdecea; } tr.cancelled td { background: #f5f5f5; }
+code, pre { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 9pt; }
+pre { background: #f6f6f6; border: 1px solid #ddd; padding: 8px; }
+.muted { color: #666; } .small { font-size: 8.5pt; }
+"""
+
+ImageRef = Callable[[str, bytes], str]
+
+
+def inline_image(_name: str, png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "—"
+
+
+def num(value: float | int | None, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def size(n: int | None) -> str:
+    if n is None:
+        return "—"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _tcp_used(tcp: dict | None) -> str:
+    if not tcp or not tcp.get("available"):
+        return "not recorded"
+    rmem = tcp.get("tcp_rmem") or []
+    autotune = f", autotuning up to {size(rmem[2])}" if len(rmem) == 3 else ""
+    return f"{tcp.get('congestion') or '?'}; rmem_max {size(tcp.get('rmem_max'))}{autotune}"
+
+
+def _transfer_row(t: Transfer) -> str:
+    verification = escape(t.verify_method or "—")
+    if t.sha256:
+        verification += f"<br><code class='small'>sha256 {escape(t.sha256)}</code>"
+    details = [escape(n) for n in t.notes]
+    details.append("TCP: " + escape(_tcp_used(t.tcp)))
+    if t.rtt_ms:
+        details.append(f"RTT {t.rtt_ms:.1f} ms")
+    error = escape(t.error) if t.error else ""
+    return (
+        f"<tr class='{escape(t.outcome)}' data-id='{t.id}'>"
+        f"<td class='num'>{t.id}</td><td>{when(t.started or t.finished)}</td>"
+        f"<td>{escape(t.source)}<br>→ {escape(t.dest)}</td><td>{escape(t.backend)}</td>"
+        f"<td class='num' data-f='streams'>{t.streams if t.streams is not None else '—'}</td>"
+        f"<td class='num' data-f='bytes'>{num(t.bytes)}</td>"
+        f"<td class='num' data-f='seconds'>{num(t.seconds, 2)}</td>"
+        f"<td class='num' data-f='throughput_mbps'>{num(t.throughput_mbps, 1)}</td>"
+        f"<td class='num' data-f='retries'>{t.retries}</td><td>{escape(t.outcome)}</td>"
+        f"<td>{verification}</td><td class='small'>{'<br>'.join(details)}</td><td>{error}</td></tr>"
+    )
+
+
+def _site_section(s: SiteSummary, image: ImageRef, index: int) -> str:
+    rows = [
+        ("Transfers", num(s.transfers)), ("Bytes moved", f"{num(s.bytes)} ({size(s.bytes)})"),
+        ("Best throughput", f"{num(s.best_mbps, 1)} Mbit/s"), ("Median throughput", f"{num(s.median_mbps, 1)} Mbit/s"),
+        ("Round-trip time (latest)", f"{num(s.rtt_ms, 1)} ms"),
+        ("Bandwidth-delay product", f"{size(s.bdp_bytes)} (latest RTT × best throughput)" if s.bdp_bytes else "—"),
+        ("Streams used (median)", num(s.streams_used)),
+        ("Streams recommended (benchmark log)", num(s.streams_recommended)),
+    ]
+    table = "".join(f"<tr><th>{escape(k)}</th><td data-k='{escape(k)}'>{escape(v)}</td></tr>" for k, v in rows)
+    if s.preflight:
+        pre = s.preflight
+        preflight = (f"<p>Latest preflight ({when(pre.get('time'))}): RTT {num(pre.get('rtt_ms'), 1)} ms, "
+                     f"recommended {num(pre.get('recommended_streams'))} streams.</p>")
+    else:
+        preflight = "<p class='muted'>No preflight measurement of this site yet; the figures above come from the " \
+                    "transfers themselves.</p>"
+    if s.sysctl:
+        lines = "\n".join(a["line"] for a in s.sysctl)
+        reasons = "".join(f"<li><code>{escape(a['line'])}</code>: {escape(a['reason'])}</li>" for a in s.sysctl)
+        tuning = (f"<p>This host's TCP settings are short of what this path needs. Lines for "
+                  f"<code>/etc/sysctl.d/90-ferry.conf</code>, then <code>sysctl --system</code>:</p>"
+                  f"<pre>{escape(lines)}</pre><ul class='small'>{reasons}</ul>")
+    else:
+        tuning = "<p>This host's TCP settings are enough for this path (or the path is not measured yet).</p>"
+    over_time = charts.chart({s.host: [(x, y) for x, y, _ in s.series]}, title=f"Throughput over time — {s.name}",
+                             x_label="time", y_label="Mbit/s", x_is_time=True, lines=True)
+    by_streams = charts.chart({s.host: [(n, y) for _, y, n in s.series]}, title=f"Throughput vs streams — {s.name}",
+                              x_label="parallel streams", y_label="Mbit/s")
+    return (f"<h3>{escape(s.name)} <span class='muted'>({escape(s.host)})</span></h3>"
+            f"<table class='site' data-host='{escape(s.host)}'>{table}</table>{preflight}{tuning}"
+            f"<p><img src='{image(f'time{index}.png', over_time)}' width='{charts.WIDTH}'></p>"
+            f"<p><img src='{image(f'streams{index}.png', by_streams)}' width='{charts.WIDTH}'></p>")
+
+
+def render(data: ReportData, image: ImageRef = inline_image) -> str:
+    period = f"{when(data.since) if data.since else 'the beginning'} to {when(data.until) if data.until else 'now'}"
+    totals = data.totals
+    tcp = data.host_tcp
+    if tcp.available:
+        host_rows = [("Congestion control", tcp.congestion or "?"), ("Queueing discipline", tcp.default_qdisc or "?"),
+                     ("net.core.rmem_max / wmem_max", f"{num(tcp.rmem_max)} / {num(tcp.wmem_max)}"),
+                     ("net.ipv4.tcp_rmem", " ".join(map(str, tcp.tcp_rmem))),
+                     ("net.ipv4.tcp_wmem", " ".join(map(str, tcp.tcp_wmem)))]
+    else:
+        host_rows = [("TCP settings", tcp.reason)]
+    host_table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in host_rows)
+    version_table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in data.versions.items())
+    transfers = "".join(_transfer_row(t) for t in data.transfers) or \
+        "<tr><td colspan='13' class='muted'>No transfers in this period.</td></tr>"
+    sites = "".join(_site_section(s, image, i) for i, s in enumerate(data.sites)) or \
+        "<p class='muted'>No transfers to a remote site in this period.</p>"
+    users = "User names are shown (the person who made this report agreed)." if data.include_users else \
+        "User names are removed from addresses; passwords and keys are never stored."
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Ferry transfer report</title><style>{CSS}</style></head>
+<body>
+<h1>Ferry transfer report</h1>
+<p class="muted">Made {when(data.generated)} by Ferry {escape(data.versions.get('ferry', '?'))} on
+{escape(data.versions.get('os', '?'))}. Period: {escape(period)}{escape(f'; site {data.site}' if data.site else '')}.
+{escape(users)}</p>
+<table class="totals"><tr><th>Transfers</th><th>Finished</th><th>Failed</th><th>Bytes moved</th></tr>
+<tr><td class="num" data-k="transfers">{totals['transfers']}</td><td class="num" data-k="done">{totals['done']}</td>
+<td class="num" data-k="failed">{totals['failed']}</td>
+<td class="num" data-k="bytes">{num(totals['bytes'])}</td></tr></table>
+<h2>Transfers</h2>
+<table class="transfers"><tr><th>#</th><th>Started</th><th>Route</th><th>Backend</th><th>Streams</th>
+<th>Bytes</th><th>Seconds</th><th>Mbit/s</th><th>Retries</th><th>Outcome</th><th>Verification</th>
+<th>Settings</th><th>Error</th></tr>
+{transfers}</table>
+<h2>Sites</h2>
+{sites}
+<h2>This computer</h2>
+<table class="host">{host_table}</table>
+<h2>Versions</h2>
+<table class="versions">{version_table}</table>
+</body></html>
+"""

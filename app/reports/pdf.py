@@ -1,0 +1,37 @@
+"""PDF reports printed by Qt itself (QTextDocument → QPdfWriter): no browser, no TeX."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import charts
+from .gather import ReportData
+from .html import render
+
+
+def write_pdf(data: ReportData, path: Path) -> None:
+    charts.ensure_gui()
+    from PySide6.QtCore import QMarginsF, QSizeF, QUrl
+    from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPdfWriter, QTextDocument
+
+    document = QTextDocument()
+    images: dict[str, bytes] = {}
+
+    def register(name: str, png: bytes) -> str:
+        images[name] = png
+        return name
+
+    markup = render(data, register)
+    for name, png in images.items():
+        document.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), QImage.fromData(png, "PNG"))
+    document.setHtml(markup)
+    writer = QPdfWriter(str(path))
+    writer.setTitle("Ferry transfer report")
+    writer.setCreator(f"Ferry {data.versions.get('ferry', '')}")
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Landscape,
+                                     QMarginsF(12, 12, 12, 12), QPageLayout.Unit.Millimeter))
+    writer.setResolution(120)
+    layout = writer.pageLayout()
+    paint = layout.paintRectPixels(writer.resolution())
+    document.setPageSize(QSizeF(paint.width(), paint.height()))
+    document.print_(writer)
