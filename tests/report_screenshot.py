@@ -28,13 +28,13 @@ def fill(store) -> None:
     sites = (("dtn.genome-center.example.org", "ssh",
               "sftp://dtn.genome-center.example.org/data/run{}/S{}_R1.fastq.gz", 48.0),
              ("files.ebi.example.org", "https", "https://files.ebi.example.org/pub/cohort/sample{}_{}.bam", 96.0))
-    for i in range(14):
+    for i in range(8):
         host, backend, pattern, rtt = sites[i % 2]
         streams = rng.choice((4, 8, 16, 32, 64))
         rate = min(940.0, 31.0 * streams ** 0.8 * (100 / rtt)) * rng.uniform(0.85, 1.0)
         size = rng.choice((12, 24, 48, 96)) * 2**30
-        started = now - (14 - i) * 43200
-        failed = i == 9
+        started = now - (8 - i) * 43200
+        failed = i == 5
         store.history.add(
             source=pattern.format(40 + i, i), dest=f"/scratch/cohort/{Path(pattern.format(40 + i, i)).name}",
             backend=backend, outcome="failed" if failed else "done", bytes=size // (7 if failed else 1),
@@ -67,7 +67,7 @@ def main() -> int:
     html = write_report(data, "html", work / "report.html")
     out = ROOT / "docs" / "screenshots" / "report.png"
     subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={out}", "--window-size=1400,2200", html.as_uri()], check=True,
+                    f"--screenshot={out}", "--window-size=1500,3400", html.as_uri()], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
     print(f"wrote {out}")
     return 0

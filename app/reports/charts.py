@@ -18,11 +18,17 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
 
 
 def ensure_gui() -> None:
-    """QPainter needs a QGuiApplication for fonts; on a headless machine, the offscreen platform."""
+    """QPainter needs an application object for fonts; on a headless machine, the offscreen platform.
+
+    A QApplication (not the lighter QGuiApplication), so that a process which opens windows
+    later (the GUI, its tests) finds the kind it needs: Qt allows only one per process.
+    """
     if QGuiApplication.instance() is None:
+        from PySide6.QtWidgets import QApplication
+
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        QGuiApplication([])
+        QApplication([])
 
 
 def _nice_max(value: float) -> float:

@@ -8,6 +8,7 @@ user agrees (``include_users``).
 
 from __future__ import annotations
 
+import importlib
 import json
 import platform
 import re
@@ -117,10 +118,13 @@ def _tool_version(argv: list[str]) -> str | None:
 def versions() -> dict[str, str]:
     found = {"ferry": __version__, "python": platform.python_version(), "os": platform.platform()}
     for dist in ("PySide6", "paramiko", "aiohttp", "pyqtgraph", "keyring", "libtorrent"):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
+        try:  # the module itself: in a bundle, importable is what counts (metadata may not be there)
+            found[dist] = str(importlib.import_module(dist).__version__)
+        except (ImportError, AttributeError):
+            try:
+                found[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
     for name, argv in (("openssh", ["ssh", "-V"]), ("globus-url-copy", ["globus-url-copy", "-version"])):
         if version := _tool_version(argv):
             found[name] = version

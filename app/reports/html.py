@@ -26,6 +26,8 @@ th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-al
 th { background: #f0f0f0; } td.num { text-align: right; white-space: nowrap; }
 tr.failed td { background: #fdecea; } tr.cancelled td { background: #f5f5f5; }
 code, pre { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 9pt; }
+table.transfers { width: 100%; } code.small { word-break: break-all; }
+table.transfers td { font-size: 9pt; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 8px; }
 .muted { color: #666; } .small { font-size: 8.5pt; }
 """

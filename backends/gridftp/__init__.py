@@ -108,15 +108,19 @@ class GridftpBackend:
             return await self._download(request, sink)
         return await self._upload(request, sink)
 
-    async def _source_entry(self, remote: GridUrl, control: Control | None, want_listing: bool
-                            ) -> tuple[Entry | None, list[Entry]]:
+    async def _source_entry(self, remote: GridUrl) -> tuple[Entry | None, list[Entry]]:
+        """The source's entry and, for a folder, its whole tree (None and [] where Ferry cannot look)."""
+        control = await asyncio.to_thread(open_control, remote)
         if control is None:
             return None, []
-        entry = await asyncio.to_thread(control.stat, remote.path)
-        if entry is None:
-            raise NotFound(f"There is no file or folder {remote.path} on {remote.where}. Check the path.")
-        listing = await asyncio.to_thread(control.walk, remote.path) if entry.is_dir and want_listing else []
-        return entry, listing
+        try:
+            entry = await asyncio.to_thread(control.stat, remote.path)
+            if entry is None:
+                raise NotFound(f"There is no file or folder {remote.path} on {remote.where}. Check the path.")
+            listing = await asyncio.to_thread(control.walk, remote.path) if entry.is_dir else []
+            return entry, listing
+        finally:
+            await asyncio.to_thread(control.close)
 
     async def _plan(self, remote: GridUrl, options: TransferOptions, size: int | None, sink: Sink):
         rtt = await connect_time(remote.host, remote.port)
@@ -126,7 +130,7 @@ class GridftpBackend:
         remote = GridUrl.parse(request.source)
         dest = Path(request.dest)
         rtt_probe = asyncio.ensure_future(connect_time(remote.host, remote.port))
-        if remote.scheme == "ftp" and not trailing_slash(request.source):
+        if _speaks_control(remote) and not trailing_slash(request.source):
             # most downloads are one file: start it while the control connection looks it up
             looked_up = asyncio.ensure_future(asyncio.to_thread(_lookup, remote))
             rtt = await _short_wait(rtt_probe) if needs_rtt(request.options) else None
@@ -141,19 +145,16 @@ class GridftpBackend:
                 return _finish(result, plan, measured)
             except files.IsFolder:
                 pass
-        control = await asyncio.to_thread(open_control, remote)
-        try:
-            entry, listing = await self._source_entry(remote, control, True)
-        finally:
-            if control is not None:
-                await asyncio.to_thread(control.close)
+        entry, listing = await self._source_entry(remote)
         rtt = await rtt_probe
         if entry is not None and not entry.is_dir:
             raise BadRequest(f"{remote.path} on {remote.where} is a file; remove the '/' at the end of the address.")
         size = sum(e.size for e in listing if not e.is_dir)
         plan = make_plan(request.options, rtt_s=rtt, size=size)
-        if entry is None:
-            result = await self._download_blind(remote, dest, plan, request.options, sink, folder=True)
+        if entry is None:  # gsiftp:// or sshftp://: only the address says whether it is a folder
+            plan = make_plan(request.options, rtt_s=rtt, size=None)
+            result = await self._download_blind(remote, dest, plan, request.options, sink,
+                                                folder=trailing_slash(request.source))
         else:
             result = await folders.download(remote, listing, dest, plan, request.options, sink)
         return _finish(result, plan, rtt)
@@ -238,12 +239,7 @@ class GridftpBackend:
 
     async def _third_party(self, request: TransferRequest, sink: Sink) -> Result:
         source = GridUrl.parse(request.source)
-        source_control = await asyncio.to_thread(open_control, source)
-        try:
-            entry, listing = await self._source_entry(source, source_control, True)
-        finally:
-            if source_control is not None:
-                await asyncio.to_thread(source_control.close)
+        entry, listing = await self._source_entry(source)
         is_dir = entry.is_dir if entry else trailing_slash(request.source)
         name = source.name or "copy"
         dest, control, exists = await self._destination(request.dest, name, request.options, is_dir)
@@ -289,6 +285,11 @@ async def _short_wait(probe: asyncio.Future) -> float | None:
         return await asyncio.wait_for(asyncio.shield(probe), SHORT_PATH_S)
     except asyncio.TimeoutError:
         return LONG_PATH_GUESS_S
+
+
+def _speaks_control(remote: GridUrl) -> bool:
+    """Whether Ferry can use the control channel itself (ftp://; gsiftp/sshftp need GSI or SSH there)."""
+    return remote.scheme == "ftp"
 
 
 def _lookup(remote: GridUrl) -> Entry | None:

@@ -111,17 +111,11 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
     except OSError as exc:
         raise os_error(exc, dest, "create the folder") from exc
     rels = [e.rel for e in files]
-    wanted = rels if options.verify else []
-    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, remote, remote.path, wanted))
+    source_sums = _server_sums(remote, rels, options)
     opts = folder_options(plan, options, len(files), sync)
     copy = Copy(remote.text(folder=True), local_url(target, folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=remote.path)
-    try:
-        await copy.run()
-    except BaseException:
-        source_sums.cancel()
-        raise
-    sink.stage("verifying")
+    await _copy_alongside(copy, source_sums, sink)
     await asyncio.to_thread(_check_sizes, target, files)
     hashes = await asyncio.to_thread(hash_tree, target, rels)
     verified, method = _judge(await _settled(source_sums), hashes, "server", lambda rel: (target / rel).unlink())
@@ -135,6 +129,21 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
         verified, method = False, NOT_COMPARED
     return Result(total, time.monotonic() - began, opts.streams * opts.concurrency, manifest_digest(hashes),
                   verified, method, peer_host=remote.host, bytes_fetched=total, notes=[_shape(opts, files)])
+
+
+def _server_sums(url: GridUrl, rels: list[str], options: TransferOptions) -> asyncio.Future:
+    """The source server hashes every file (over several connections) while the copy runs."""
+    return asyncio.ensure_future(asyncio.to_thread(checksums, url, url.path, rels if options.verify else []))
+
+
+async def _copy_alongside(copy: Copy, background: asyncio.Future, sink: Sink) -> None:
+    """Run the copy while ``background`` (checksums or hashes) works; stop it too if the copy fails."""
+    try:
+        await copy.run()
+    except BaseException:
+        background.cancel()
+        raise
+    sink.stage("verifying")
 
 
 async def _settled(future: asyncio.Future) -> dict[str, str | None]:
@@ -194,12 +203,7 @@ async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOpt
     hashes = asyncio.ensure_future(asyncio.to_thread(hash_tree, source, rels))
     copy = Copy(local_url(source, folder=True), target.text(folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=str(source.absolute()))
-    try:
-        await copy.run()
-    except BaseException:
-        hashes.cancel()
-        raise
-    sink.stage("verifying")
+    await _copy_alongside(copy, hashes, sink)
     ours = await hashes
     verified, method = False, "sizes not checked (this server offers no listing to Ferry)"
     if control is not None:
@@ -234,16 +238,10 @@ async def third_party(source: GridUrl, listing: list[Entry], dest: GridUrl, plan
         sync = 1
     opts = folder_options(plan, options, len(files), sync)
     rels = [e.rel for e in files]
-    wanted = rels if options.verify else []
-    source_sums = asyncio.ensure_future(asyncio.to_thread(checksums, source, source.path, wanted))
+    source_sums = _server_sums(source, rels, options)
     copy = Copy(source.text(folder=True), target.text(folder=True), opts, sink, total,
                 sizes={e.rel: e.size for e in files}, source_root=source.path)
-    try:
-        await copy.run()
-    except BaseException:
-        source_sums.cancel()
-        raise
-    sink.stage("verifying")
+    await _copy_alongside(copy, source_sums, sink)
     theirs = await _settled(source_sums)
     verified, method, digest = False, "sizes not checked (the servers offer no listing to Ferry)", None
     if control is not None:

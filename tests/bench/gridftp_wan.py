@@ -177,8 +177,9 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
         streams = ", ".join(map(str, sorted(set(p["auto_streams"]))))
         lines.append(f"| {p['path']} | {auto:.0f} | {streams} | {best:.0f} | {auto / best:.2f}× |")
     lines += ["", "Where Ferry's extra time goes (traced on the 50 ms path, 1 GiB): ~0.25 s to start Python, the "
-              "engine and the store (a GUI pays it once, not per job); one round trip to measure the path when "
-              "`auto` has no benchmark-log entry yet; globus-url-copy itself starts 7 ms after that and the "
+              "engine and the store (a GUI pays it once, not per job); at most 20 ms waiting for the handshake "
+              "that tells a LAN from a long path (`auto` without a benchmark-log entry); globus-url-copy itself "
+              "starts 7 ms after that and the "
               "copy runs within noise of the bare command (±0.2 s between runs); 5 ms after it to check and "
               "rename. Verification is the server's `CKSM SHA256` and Ferry's hash behind the writes, about "
               "1.2 s of CPU per GiB that overlaps the copy; bare `-verify-checksum` does the same work after the "

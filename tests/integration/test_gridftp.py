@@ -189,3 +189,37 @@ def test_no_verify_still_records_the_sha256(gridftp, grid_big, tmp_path, ferry_h
     out = result_of(proc)
     assert out["sha256"] == grid_big.sha256 == sha256_of(tmp_path / "big.bin")
     assert out["verified"] is False and "turned off" in out["verify_method"]
+
+
+def test_servers_ferry_cannot_talk_to_directly_still_work(gridftp, grid_big, tmp_path, monkeypatch):
+    """gsiftp:// and sshftp:// control channels need GSI or SSH, which only the Globus tools speak: Ferry then
+    cannot stat, list or hash, and relies on globus-url-copy alone. Shown here on the real server by taking
+    Ferry's own control channel away."""
+    import asyncio
+
+    import backends.gridftp as gridftp_backend
+    from backends.base import TransferOptions, TransferRequest
+
+    monkeypatch.setattr(gridftp_backend, "open_control", lambda url: None)
+    monkeypatch.setattr(gridftp_backend, "_speaks_control", lambda url: False)
+    folder = gridftp.data / "blind"
+    folder.mkdir()
+    digests = make_tree(folder, seed=500)
+    for path in [folder, *folder.rglob("*")]:
+        gridftp.give(path)
+
+    class Sink:
+        def progress(self, *args): pass
+        def note(self, message): pass
+        def stage(self, stage): pass
+
+    backend = gridftp_backend.GridftpBackend()
+    one = asyncio.run(backend._download(TransferRequest(gridftp.url(grid_big.path), str(tmp_path / "big.bin"),
+                                                        TransferOptions(streams=2)), Sink()))
+    assert sha256_of(tmp_path / "big.bin") == grid_big.sha256 == one.sha256 and one.verified
+    assert "-verify-checksum" in one.verify_method
+    tree = asyncio.run(backend._download(TransferRequest(gridftp.url(folder, folder=True), str(tmp_path / "blind"),
+                                                         TransferOptions(streams=4)), Sink()))
+    assert tree_digests(tmp_path / "blind") == digests and tree.bytes == sum(
+        (folder / rel).stat().st_size for rel in digests)
+    assert not (tmp_path / "blind.part").exists()
