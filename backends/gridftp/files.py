@@ -96,12 +96,10 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
     part = part_path(dest)
     try:
         part.unlink(missing_ok=True)  # globus-url-copy cannot resume a local partial file: start clean
-        part.touch()
     except OSError as exc:
         raise os_error(exc, dest, "create") from exc
-    hasher = FollowingHasher(part)
+    follower = Follower(part)
     server_sum = asyncio.ensure_future(_server_sum(remote, remote.path, options))
-    follow = asyncio.ensure_future(_follow(part, hasher))
     copy = Copy(remote.text(), local_url(part), guc_options(plan, options), sink, None)
     running = asyncio.ensure_future(copy.run())
     try:
@@ -113,13 +111,12 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
             raise IsFolder(entry)
         copy.total = entry.size
         await running
-        follow.cancel()
         sink.stage("verifying")
         size = os.stat(part).st_size
         if size != entry.size:
             raise Corrupt(f"The copy has {size} bytes but the server's file has {entry.size}. "
                           "Ferry will not keep it; run the transfer again.")
-        digest = (await asyncio.to_thread(hasher.finish, size))["sha256"]
+        digest = await follower.finish(size)
         expected = await server_sum
         if expected is None and options.verify:
             expected = await _server_sum(remote, remote.path)  # its connection may have died with a restart
@@ -134,25 +131,54 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
             os.utime(part, (entry.mtime, entry.mtime))
         os.replace(part, dest)
     except BaseException:
-        for task in (running, follow, server_sum, looked_up):
+        for task in (running, server_sum, looked_up):
             task.cancel()
         await asyncio.gather(running, return_exceptions=True)
-        hasher.stop()
+        follower.stop()
         part.unlink(missing_ok=True)
         raise
     return Result(entry.size, time.monotonic() - began, plan.streams, digest, verified, method,
                   peer_host=remote.host, bytes_fetched=entry.size)
 
 
-async def _follow(path: Path, hasher: FollowingHasher) -> None:
-    """Feed the hasher whatever prefix of the file is already filled in."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        while True:
-            await asyncio.sleep(FOLLOW_EVERY)
-            hasher.advance(max(0, written_prefix(fd) - MARGIN))
-    finally:
-        os.close(fd)
+class Follower:
+    """Hashes the part file right behind globus-url-copy's writes, from the moment it appears.
+
+    Ferry must not create the file first: an existing destination makes globus-url-copy
+    0.3–0.4 s slower on a 1 GiB copy (measured at 50 ms, -p 8), so the follower waits for it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.hasher: FollowingHasher | None = None
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        fd = -1
+        try:
+            while True:
+                await asyncio.sleep(FOLLOW_EVERY)
+                if self.hasher is None:
+                    if not self.path.exists():
+                        continue
+                    self.hasher = FollowingHasher(self.path)
+                    fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                self.hasher.advance(max(0, written_prefix(fd) - MARGIN))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    async def finish(self, size: int) -> str:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        if self.hasher is None:
+            self.hasher = FollowingHasher(self.path)
+        return (await asyncio.to_thread(self.hasher.finish, size))["sha256"]
+
+    def stop(self) -> None:
+        self.task.cancel()
+        if self.hasher is not None:
+            self.hasher.stop()
 
 
 async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
