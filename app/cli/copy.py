@@ -208,6 +208,7 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
             "bytes_fetched": result.get("bytes_fetched"),
             "resumed_from": result.get("resumed_from", 0),
             "rtt_ms": result.get("rtt_ms"),
+            "notes": result.get("notes", []),
             "error": view.error,
             "error_kind": view.error_kind,
             "finished": time.time(),

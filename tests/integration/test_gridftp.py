@@ -223,3 +223,14 @@ def test_servers_ferry_cannot_talk_to_directly_still_work(gridftp, grid_big, tmp
     assert tree_digests(tmp_path / "blind") == digests and tree.bytes == sum(
         (folder / rel).stat().st_size for rel in digests)
     assert not (tmp_path / "blind.part").exists()
+
+
+def test_auto_streams_come_from_the_benchmark_log(gridftp, grid_big, tmp_path, ferry_home):
+    first = labferry("copy", gridftp.url(grid_big.path), str(tmp_path / "a.bin"), "--streams", "3", "--json",
+                     env_home=ferry_home)
+    assert first.returncode == 0, first.stderr
+    again = labferry("copy", gridftp.url(grid_big.path), str(tmp_path / "b.bin"), "--streams", "auto", "--json",
+                     env_home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    out = result_of(again)
+    assert out["streams"] == 3 and any("best recent result" in note for note in out["notes"])
