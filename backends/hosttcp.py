@@ -136,17 +136,17 @@ def advise(tcp: HostTcp, rtt_ms: float, rate_mbps: float, streams: int = 1, loss
                 f"net.core.{key} = {max(want, getattr(tcp, key) or 0)}",
                 f"programs that set their own buffer (GridFTP -tcp-bs, iperf -w) are capped at {key}; the path's "
                 f"bandwidth-delay product is {bdp_mib:.1f} MiB ({rate_mbps:.0f} Mbit/s × {rtt_ms:.0f} ms)"))
-    if (tcp.autotune_max or 0) < want:
-        low = tcp.tcp_rmem[:2] if len(tcp.tcp_rmem) == 3 else (4096, 131072)
-        needs.advice.append(Advice(
-            f"net.ipv4.tcp_rmem = {low[0]} {low[1]} {want}",
-            f"autotuning may grow a receive window only to {(tcp.autotune_max or 0) // 1024} KiB; one stream then "
-            f"stops at {tcp.max_rate_mbps(rtt_ms) or 0:.0f} Mbit/s on this path"))
-    if (tcp.send_max or 0) < want:
-        low = tcp.tcp_wmem[:2] if len(tcp.tcp_wmem) == 3 else (4096, 16384)
-        needs.advice.append(Advice(
-            f"net.ipv4.tcp_wmem = {low[0]} {low[1]} {want}",
-            "the send buffer must also hold a full window of unacknowledged data when this host uploads"))
+    autotuning = (
+        ("tcp_rmem", tcp.tcp_rmem, (4096, 131072), f"autotuning may grow a receive window only to "
+         f"{(tcp.autotune_max or 0) // 1024} KiB; one stream then stops at {tcp.max_rate_mbps(rtt_ms) or 0:.0f} "
+         "Mbit/s on this path"),
+        ("tcp_wmem", tcp.tcp_wmem, (4096, 16384), "the send buffer must also hold a full window of unacknowledged "
+         "data when this host uploads"),
+    )
+    for key, current, defaults, reason in autotuning:
+        if (current[2] if len(current) == 3 else 0) < want:
+            low = current[:2] if len(current) == 3 else defaults
+            needs.advice.append(Advice(f"net.ipv4.{key} = {low[0]} {low[1]} {want}", reason))
     if lossy and tcp.congestion not in ("bbr",) and "bbr" in (tcp.congestion_choices or ("bbr",)):
         needs.advice.append(Advice(
             "net.ipv4.tcp_congestion_control = bbr",

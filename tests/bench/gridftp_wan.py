@@ -19,7 +19,6 @@ loopback, where this VM's disk and CPU make runs vary by 2× and the figures mea
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,14 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.https_wan import make_file  # noqa: E402
-from tests.bench.report import replace_section  # noqa: E402
+from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
 from tests.servers.gridftp import GridftpServer  # noqa: E402
 
-WANEM = ROOT.parent / "shared" / "tools" / "wanem"
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 81), ("100ms-1e-3", 100, 1000, 1e-3, 82)]
 SWEEP = (1, 2, 4, 8, 16, 32)
-MiB = 1024 * 1024
 
 
 def timed(argv: list[str], env: dict | None = None, timeout: float = 1800) -> tuple[float, str]:
@@ -190,22 +186,11 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--size-mib", type=int, default=1024)
-    parser.add_argument("--paths", default="all")
-    parser.add_argument("--loopback", action="store_true")
-    parser.add_argument("--write", metavar="MARKDOWN")
-    parser.add_argument("--work", default="/tmp/ferry-bench-gridftp")
-    args = parser.parse_args()
-    if os.geteuid() != 0 or not WANEM.exists():
-        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+    args = wan_arguments(__doc__, "/tmp/ferry-bench-gridftp", "--loopback").parse_args()
+    prepared = prepare_wan(args)
+    if prepared is None:
         return 2
-    work = Path(args.work)
-    (work / "data").mkdir(parents=True, exist_ok=True)
-    os.chmod(work, 0o755)
-    size = args.size_mib * MiB
-    make_file(work / "data" / "big.bin", size)
+    work, size = prepared
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "app"), str(ROOT / "backends")],
                    check=True, stdout=subprocess.DEVNULL)  # as a regular install does
     chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
 from pathlib import Path
+
+WANEM = Path(__file__).resolve().parents[3] / "shared" / "tools" / "wanem"
+MiB = 1024 * 1024
 
 
 def replace_section(target: Path | str, heading: str, text: str) -> None:
@@ -14,3 +20,30 @@ def replace_section(target: Path | str, heading: str, text: str) -> None:
         end = old.find("\n## ", start + len(heading))
         old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
     target.write_text(old.rstrip() + "\n\n" + text.rstrip() + "\n")
+
+
+def wan_arguments(doc: str, work: str, loopback_flag: str) -> argparse.ArgumentParser:
+    """The options every WAN benchmark takes (``loopback_flag``: ``--loopback`` or ``--no-loopback``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--paths", default="all")
+    parser.add_argument(loopback_flag, action="store_true")
+    parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--work", default=work)
+    return parser
+
+
+def prepare_wan(args: argparse.Namespace) -> tuple[Path, int] | None:
+    """Root and wanem present? Then the work folder with the 1 GiB test file in data/; else None (said why)."""
+    from tests.bench.https_wan import make_file
+
+    if os.geteuid() != 0 or not WANEM.exists():
+        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+        return None
+    work = Path(args.work)
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)
+    size = args.size_mib * MiB
+    make_file(work / "data" / "big.bin", size)
+    return work, size

@@ -13,7 +13,6 @@ time of the whole command.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -28,13 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.https_wan import make_file  # noqa: E402
-from tests.bench.report import replace_section  # noqa: E402
+from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
-WANEM = ROOT.parent / "shared" / "tools" / "wanem"
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 71), ("100ms-1e-3", 100, 1000, 1e-3, 72)]
-MiB = 1024 * 1024
 
 
 def timed(argv: list[str], env: dict | None = None, timeout: float = 1800) -> tuple[float, int, str]:
@@ -178,22 +174,11 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--size-mib", type=int, default=1024)
-    parser.add_argument("--paths", default="all")
-    parser.add_argument("--no-loopback", action="store_true")
-    parser.add_argument("--write", metavar="MARKDOWN")
-    parser.add_argument("--work", default="/tmp/ferry-bench-ssh")
-    args = parser.parse_args()
-    if os.geteuid() != 0 or not WANEM.exists():
-        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+    args = wan_arguments(__doc__, "/tmp/ferry-bench-ssh", "--no-loopback").parse_args()
+    prepared = prepare_wan(args)
+    if prepared is None:
         return 2
-    work = Path(args.work)
-    (work / "data").mkdir(parents=True, exist_ok=True)
-    os.chmod(work, 0o755)
-    size = args.size_mib * MiB
-    make_file(work / "data" / "big.bin", size)
+    work, size = prepared
     chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]
     paths = [run_path(*p, work=work, size=size, rounds=args.rounds, small=p[1] == 50) for p in chosen]
     loop = None
