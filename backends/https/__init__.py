@@ -20,14 +20,8 @@ from ..chunks import ChunkMap
 from ..errors import BadRequest
 from ..partfile import PartFile, check_destination
 
-# aiohttp and the working modules load on first use (``_modules``), so a CLI run for
-# another protocol does not pay ~0.2 s importing them
-
-
-def _modules():
-    from . import download, fetch, identity, remote, session
-
-    return download, fetch, identity, remote, session
+# aiohttp and the working modules are imported inside the methods that use them, so a CLI
+# run for another protocol does not pay ~0.2 s importing them
 
 
 class HttpsBackend:
@@ -39,7 +33,9 @@ class HttpsBackend:
         return Availability(True)
 
     def check(self, request: TransferRequest) -> None:
-        _modules()[4].validate_url(request.source)
+        from .session import validate_url
+
+        validate_url(request.source)
         if "://" in request.dest:
             raise BadRequest("HTTPS downloads go to a local file; copying from a web server straight to another "
                              "server is not supported. Copy to here first.")
@@ -50,26 +46,36 @@ class HttpsBackend:
         PartFile(request.dest).discard()
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
-        _modules()[4].validate_url(url)
-        async with _modules()[4].open_session(options.ca_file, options.insecure) as session:
-            info, _ = await _modules()[3].head(session, url)
+        from .remote import head
+        from .session import open_session, validate_url
+
+        validate_url(url)
+        async with open_session(options.ca_file, options.insecure) as session:
+            info, _ = await head(session, url)
         return info
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
+        from .download import Download
+        from .session import open_session
+
         self.check(request)
-        async with _modules()[4].open_session(request.options.ca_file, request.options.insecure) as session:
-            return await _modules()[0].Download(session, request, sink).run()
+        async with open_session(request.options.ca_file, request.options.insecure) as session:
+            return await Download(session, request, sink).run()
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         """``streams`` streams reading the file for ``seconds``, data discarded (preflight)."""
-        _modules()[4].validate_url(url)
-        async with _modules()[4].open_session(options.ca_file, options.insecure) as session:
-            info, latency = await _modules()[3].head(session, url)
+        from .fetch import RangedFetch
+        from .identity import Validators
+        from .remote import head
+        from .session import open_session, validate_url
+
+        validate_url(url)
+        async with open_session(options.ca_file, options.insecure) as session:
+            info, latency = await head(session, url)
             if not info.size or not info.accepts_ranges:
                 streams = 1
-            fetch = _modules()[1].RangedFetch(
-                session, info.url, ChunkMap(info.size or 0), part=None, sink=None,
-                validators=_modules()[2].Validators.of(info),
+            fetch = RangedFetch(
+                session, info.url, ChunkMap(info.size or 0), part=None, sink=None, validators=Validators.of(info),
                 streams=streams, max_streams=streams, rtt_s=latency / 3, deadline=time.monotonic() + seconds,
             )
             began = time.monotonic()

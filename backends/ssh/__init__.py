@@ -24,12 +24,8 @@ if TYPE_CHECKING:
     from .session import SshSession
 
 
-def _modules():
-    """The working modules, imported on first use: paramiko and the rest load only for SSH jobs,
-    so a CLI run for another protocol does not pay for them."""
-    from . import files, session, tree
-
-    return files, session, tree
+# The working modules (.files, .session, .tree: paramiko and the rest) are imported inside the
+# methods that use them, so a CLI run for another protocol does not pay for them.
 
 
 def _is_remote(location: str) -> bool:
@@ -59,7 +55,9 @@ class SshBackend:
             raise BadRequest("One side of an SSH transfer must be an sftp:// or scp:// address.")
         if _is_remote(local):
             raise BadRequest("Copying between two SSH servers directly is not supported yet; copy to here first.")
-        parse_target(remote, _modules()[1].ssh_options(request.options))
+        from .session import ssh_options
+
+        parse_target(remote, ssh_options(request.options))
         path = Path(local)
         if _is_remote(request.source):
             if not path.parent.is_dir():
@@ -72,7 +70,9 @@ class SshBackend:
             PartFile(request.dest).discard()
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
-        session = await _modules()[1].SshSession.open(url, options)
+        from .session import SshSession
+
+        session = await SshSession.open(url, options)
         try:
             path = await asyncio.to_thread(session.control.absolute, session.target.path)
             entry = await asyncio.to_thread(session.control.stat, path)
@@ -84,7 +84,9 @@ class SshBackend:
 
     async def listdir(self, url: str, options: TransferOptions) -> list:
         """The entries of a remote folder (for the GUI's browser): ``Entry`` with the name in ``rel``."""
-        session = await _modules()[1].SshSession.open(url, options)
+        from .session import SshSession
+
+        session = await SshSession.open(url, options)
         try:
             path = await asyncio.to_thread(session.control.absolute, session.target.path)
             return await asyncio.to_thread(session.control.listdir, path)
@@ -96,7 +98,9 @@ class SshBackend:
         began = time.monotonic()
         download = _is_remote(request.source)
         url = request.source if download else request.dest
-        session = await _modules()[1].SshSession.open(url, request.options, request.ask_trust)
+        from .session import SshSession
+
+        session = await SshSession.open(url, request.options, request.ask_trust)
         notes: list[str] = []
         if session.control.accepted_key:
             notes.append(f"Trusted the new host key of {session.target.host}: {session.control.accepted_key}.")
@@ -121,10 +125,13 @@ class SshBackend:
             raise NotFound(f"There is no file or folder {remote} on {session.target.host}. Check the path.")
         dest = Path(request.dest)
         if entry.is_dir:
-            return await _modules()[2].download_tree(session, remote, dest, request.options, sink)
+            from .tree import download_tree
+
+            return await download_tree(session, remote, dest, request.options, sink)
         check_destination(dest, request.options.overwrite)
-        files = _modules()[0]
-        return await files.download_file(session, entry, remote, dest, request.options, sink, _source_id(request))
+        from .files import download_file
+
+        return await download_file(session, entry, remote, dest, request.options, sink, _source_id(request))
 
     async def _upload(self, session: SshSession, request: TransferRequest, sink: Sink):
         control = session.control
@@ -135,13 +142,17 @@ class SshBackend:
             remote = remote_join(remote, local.name)
             existing = await asyncio.to_thread(control.stat, remote)
         if local.is_dir():
-            return await _modules()[2].upload_tree(session, local, remote, request.options, sink, _records())
+            from .tree import upload_tree
+
+            return await upload_tree(session, local, remote, request.options, sink, _records())
         if existing is not None and not request.options.overwrite and request.options.sync is None:
             raise LocalError(f"{remote} already exists on {session.target.host}. Pass --overwrite to replace it.")
         parent = remote.rsplit("/", 1)[0] or "/"
         if await asyncio.to_thread(control.stat, parent) is None:
             raise NotFound(f"The folder {parent} does not exist on {session.target.host}. Create it first.")
-        return await _modules()[0].upload_file(session, local, remote, request.options, sink, _records())
+        from .files import upload_file
+
+        return await upload_file(session, local, remote, request.options, sink, _records())
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         raise TransferError("Measuring SSH paths is not available yet.")
