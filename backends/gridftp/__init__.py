@@ -122,7 +122,7 @@ class GridftpBackend:
         finally:
             await asyncio.to_thread(control.close)
 
-    async def _plan(self, remote: GridUrl, options: TransferOptions, size: int | None, sink: Sink):
+    async def _plan(self, remote: GridUrl, options: TransferOptions, size: int | None):
         rtt = await connect_time(remote.host, remote.port)
         return make_plan(options, rtt_s=rtt, size=size), rtt
 
@@ -149,10 +149,10 @@ class GridftpBackend:
         rtt = await rtt_probe
         if entry is not None and not entry.is_dir:
             raise BadRequest(f"{remote.path} on {remote.where} is a file; remove the '/' at the end of the address.")
-        size = sum(e.size for e in listing if not e.is_dir)
+        # gsiftp:// or sshftp:// (no entry): the size is unknown, and only the address says whether it is a folder
+        size = sum(e.size for e in listing if not e.is_dir) if entry is not None else None
         plan = make_plan(request.options, rtt_s=rtt, size=size)
-        if entry is None:  # gsiftp:// or sshftp://: only the address says whether it is a folder
-            plan = make_plan(request.options, rtt_s=rtt, size=None)
+        if entry is None:
             result = await self._download_blind(remote, dest, plan, request.options, sink,
                                                 folder=trailing_slash(request.source))
         else:
@@ -227,7 +227,7 @@ class GridftpBackend:
         remote, control, exists = await self._destination(request.dest, source.name, request.options, is_dir)
         try:
             size = None if is_dir else source.stat().st_size
-            plan, rtt = await self._plan(remote, request.options, size, sink)
+            plan, rtt = await self._plan(remote, request.options, size)
             if is_dir:
                 result = await folders.upload(source, remote, plan, request.options, sink, control, exists)
             else:
@@ -245,7 +245,7 @@ class GridftpBackend:
         dest, control, exists = await self._destination(request.dest, name, request.options, is_dir)
         try:
             size = sum(e.size for e in listing if not e.is_dir) if is_dir else (entry.size if entry else None)
-            plan, rtt = await self._plan(source, request.options, size, sink)
+            plan, rtt = await self._plan(source, request.options, size)
             if is_dir:
                 result = await folders.third_party(source, listing, dest, plan, request.options, sink, control,
                                                    exists)

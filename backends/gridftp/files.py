@@ -62,10 +62,15 @@ async def _server_sum(url: GridUrl, path: str, options: TransferOptions | None =
         return None
 
 
-def _compare(expected: str | None, got: str, what: str, options: TransferOptions) -> tuple[bool, str]:
+def _check_given(got: str, options: TransferOptions) -> None:
+    """The user's ``--checksum sha256:…``, when given, must match."""
     if options.checksum and options.checksum.algorithm == "sha256" and options.checksum.hexdigest.lower() != got:
         raise Corrupt(f"The copy's sha256 ({got[:12]}…) differs from the one you gave "
                       f"({options.checksum.hexdigest[:12]}…). The source may have changed; check it.")
+
+
+def _compare(expected: str | None, got: str, what: str, options: TransferOptions) -> tuple[bool, str]:
+    _check_given(got, options)
     if expected is None:
         given = options.checksum is not None and options.checksum.algorithm == "sha256"
         return given, "sha256 matched the checksum given" if given else "sha256 computed; size checked"
@@ -255,8 +260,7 @@ async def _finish_remote(control: Control | None, staged: GridUrl, final: GridUr
                       f"{digest[:12]}…); Ferry removed it. Run the transfer again.")
     else:
         verified, method = True, f"sha256 computed by the destination server matched the {what} one"
-    if options.checksum and options.checksum.algorithm == "sha256" and options.checksum.hexdigest.lower() != digest:
-        raise Corrupt("The file's sha256 differs from the one you gave. Check the source.")
+    _check_given(digest, options)
     if staged.path != final.path:
         await asyncio.to_thread(control.rename, staged.path, final.path)
     if mtime:

@@ -131,13 +131,11 @@ def explain(stderr: str, *, source: str, dest: str) -> TransferError:
     """globus-url-copy's error text as one sentence that says what to do."""
     text = stderr.lower()
     detail = stderr.strip()
+    host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
+    where = host.group(1) if host else "The server"
     if "name or service not known" in text or "getaddrinfo" in text:
-        host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
-        return Unreachable(f"The server {host.group(1) if host else ''} could not be found. "
-                           "Check the address for typos.".replace("server  could", "server could"), detail=detail)
+        return Unreachable(f"{where} could not be found. Check the address for typos.", detail=detail)
     if "connection refused" in text:
-        host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
-        where = host.group(1) if host else "the server"
         return Unreachable(f"{where} refused the connection. Check that the GridFTP server is running and that "
                            "the port is right.", detail=detail)
     if "no space left" in text:
