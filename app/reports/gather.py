@@ -16,7 +16,7 @@ import shutil
 import statistics
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 
 from app import __version__
@@ -145,7 +145,7 @@ def _transfer(row: dict, include_users: bool) -> Transfer:
 
 
 def _site_names(store: Store) -> dict[str, str]:
-    return {row["host"]: row["name"] for row in store.conn.execute("SELECT name, host FROM sites ORDER BY name")}
+    return {site["host"]: site["name"] for site in store.sites.all()}
 
 
 def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp: HostTcp) -> SiteSummary:
@@ -173,13 +173,16 @@ def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp:
 
 
 def gather(store: Store, *, since: float | None = None, until: float | None = None, site: str | None = None,
-           ids: tuple[int, ...] | None = None, include_users: bool = False) -> ReportData:
+           ids: tuple[int, ...] | None = None, filt: HistoryFilter | None = None,
+           include_users: bool = False) -> ReportData:
+    """``filt`` is a History view's filter (search, backend, outcome…); the other limits narrow it."""
     names = _site_names(store)
-    host = None
+    narrow = {"since": since, "until": until, "ids": ids}
+    filt = replace(filt or HistoryFilter(), **{k: v for k, v in narrow.items() if v is not None})
     if site:
-        row = store.conn.execute("SELECT host FROM sites WHERE name = ?", (site,)).fetchone()
-        host = row["host"] if row else site  # a host name works too
-    rows = store.history.full_rows(HistoryFilter(since=since, until=until, peer_host=host, ids=ids))
+        profile = store.sites.get(site)
+        filt = replace(filt, peer_host=profile["host"] if profile else site)  # a host name works too
+    rows = store.history.full_rows(filt)
     transfers = [_transfer(r, include_users) for r in rows]
     tcp = host_tcp()
     by_host: dict[str, list[Transfer]] = {}

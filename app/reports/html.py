@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from html import escape
 
+from app.units import format_bytes
+
 from . import charts
 from .gather import ReportData, SiteSummary, Transfer
 
@@ -50,14 +52,7 @@ def num(value: float | int | None, digits: int = 0) -> str:
 
 
 def size(n: int | None) -> str:
-    if n is None:
-        return "—"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    return format_bytes(n) if n is not None else "—"
 
 
 def _tcp_used(tcp: dict | None) -> str:

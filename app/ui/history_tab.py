@@ -100,12 +100,13 @@ class HistoryTab:
         rows = {index.row() for index in self.history_view.selectionModel().selectedRows()}
         return tuple(r["id"] for r in (self.history_model.row_at(i) for i in sorted(rows)) if r)
 
-    def export_report(self) -> None:
+    def report_filter(self) -> HistoryFilter:
+        """The selected rows; with none selected, every row the filters match (not only those fetched yet)."""
         ids = self.selected_history_ids()
-        if not ids:
-            ids = tuple(r["id"] for r in (self.history_model.row_at(i) for i in range(self.history_model.rowCount()))
-                        if r)
-        self.reporter.ask_and_export(ids)
+        return HistoryFilter(ids=ids) if ids else self.history_model.filter
+
+    def export_report(self) -> None:
+        self.reporter.ask_and_export(self.report_filter())
 
     def _report_written(self, path: str) -> None:
         self.status.setText(f"Report written to {path}")

@@ -13,6 +13,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from app.store import HistoryFilter
+
 FILTERS = {"HTML report (*.html)": "html", "PDF report (*.pdf)": "pdf", "CSV for spreadsheets (*.csv)": "csv",
            "JSON for scripts (*.json)": "json"}
 
@@ -27,28 +29,28 @@ class ReportExporter(QObject):
         self.parent_widget = parent
         self.thread: threading.Thread | None = None
 
-    def ask_and_export(self, ids: tuple[int, ...] | None) -> None:
-        """Ask where to save, then write in the background; ``ids`` None means the whole history."""
+    def ask_and_export(self, filt: HistoryFilter) -> None:
+        """Ask where to save, then write the rows ``filt`` selects in the background."""
         path, chosen = QFileDialog.getSaveFileName(self.parent_widget, "Save a transfer report",
                                                    str(Path.home() / "ferry-report.html"), ";;".join(FILTERS))
         if path:
-            self.export(Path(path), FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html", ids)
+            self.export(Path(path), FILTERS.get(chosen) or Path(path).suffix.lstrip(".") or "html", filt)
 
-    def export(self, path: Path, fmt: str, ids: tuple[int, ...] | None) -> None:
+    def export(self, path: Path, fmt: str, filt: HistoryFilter) -> None:
         if fmt not in FILTERS.values():
             fmt = "html"
         if not path.suffix:
             path = path.with_suffix("." + fmt)
-        self.thread = threading.Thread(target=self._work, args=(path, fmt, ids), name="ferry-report", daemon=True)
+        self.thread = threading.Thread(target=self._work, args=(path, fmt, filt), name="ferry-report", daemon=True)
         self.thread.start()
 
-    def _work(self, path: Path, fmt: str, ids: tuple[int, ...] | None) -> None:
+    def _work(self, path: Path, fmt: str, filt: HistoryFilter) -> None:
         from app.reports import gather, write_report
         from app.store import Store
 
         try:
             with Store(self.db_path, readonly=True) as store:
-                data = gather(store, ids=ids)
+                data = gather(store, filt=filt)
             write_report(data, fmt, path)
         except OSError as exc:
             self.failed.emit(f"Could not write the report to {path}: {exc.strerror}. Choose another folder.")
