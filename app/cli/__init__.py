@@ -14,7 +14,7 @@ import sys
 from app import __version__
 from backends import errors
 
-from . import copy, listing, report, sites
+from . import copy, listing, preflight, report, sites
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parsers(sub)
     sites.add_parser(sub)
     report.add_parser(sub)
+    preflight.add_parsers(sub)
     return parser
 
 

@@ -37,6 +37,14 @@ def add_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
     p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
                    help="skip files already at DEST with the same size and time (or checksum); for folders")
+    add_ssh_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    p.set_defaults(handler=run)
+
+
+def add_ssh_arguments(p: argparse.ArgumentParser) -> None:
+    """The SSH login options every command that reaches a server takes (copy, preflight, compare)."""
     ssh = p.add_argument_group("SSH (sftp:// and scp://)")
     ssh.add_argument("--identity", metavar="FILE", help="private key to log in with (default: agent, ~/.ssh keys)")
     ssh.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
@@ -46,9 +54,6 @@ def add_parser(sub) -> None:
                      help="SSH logins at once (default 8; sshd's MaxStartups drops connections past 10)")
     ssh.add_argument("--ssh-none-cipher", action="store_true",
                      help="with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
-    p.set_defaults(handler=run)
 
 
 def parse_streams(text: str) -> int | str:
@@ -61,7 +66,7 @@ def parse_streams(text: str) -> int | str:
 
 def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
     streams = args.streams or (site.streams if site else "auto")
-    extra = (site.backend_options() if site else {}) | _backend_options(args)
+    extra = (site.backend_options() if site else {}) | backend_options(args)
     return TransferOptions(
         streams=parse_streams(streams),
         checksum=parse_checksum(args.checksum) if args.checksum else None,
@@ -75,7 +80,7 @@ def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
     )
 
 
-def _backend_options(args: argparse.Namespace) -> dict:
+def backend_options(args: argparse.Namespace) -> dict:
     extra = {
         "identity": args.identity,
         "known_hosts": args.known_hosts,

@@ -28,7 +28,7 @@ from .runner import JobRunner, RetryPolicy
 log = logging.getLogger(__name__)
 # engine verbs a GUI may request without waiting, and the coroutines that do them
 _VERBS = {"submit": "_submit", "pause": "_pause", "resume": "_resume", "cancel": "_cancel", "remove": "_remove",
-          "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir"}
+          "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir", "preflight": "_preflight"}
 
 
 class Engine:
@@ -199,6 +199,18 @@ class Engine:
         if not hasattr(backend, "listdir"):
             raise TransferError(f"{backend.name} sites cannot be browsed; type the path instead.")
         return await backend.listdir(url, options)
+
+    async def _preflight(self, target: str, options: TransferOptions, quick: bool = False, on_progress=None) -> dict:
+        """Measure ``target`` (a URL or ``site:NAME[/path]``) and record the advice; its ``--json`` object.
+
+        ``on_progress`` is called on this thread (the wizard's emits a signal, nothing more).
+        """
+        from app.preflight import resolve_target, run_preflight
+
+        url, site, options = resolve_target(self.store, target, options)
+        analysis = await run_preflight(self.store, self.registry, url, options, site=site, quick=quick,
+                                       on_progress=on_progress)
+        return analysis.to_dict()
 
     async def _stat(self, url: str, options: TransferOptions):
         backend = self.registry.for_url(url)

@@ -113,8 +113,15 @@ class JobRunner:
     def _options(self):
         options = self.job.options
         if options.streams == "auto" and not options.initial_streams:
-            host = peer_host(self.source)
-            best = self.engine.store.benchmarks.best_streams(host, self.job.backend) if host else None
+            # a fresh preflight of this host first, then the fastest recent transfer there
+            from app.preflight import fresh_streams
+
+            host = peer_host(self.source) or peer_host(self.job.dest)
+            store = self.engine.store
+            best = None
+            if host:
+                best = fresh_streams(store, host, self.job.backend) or store.benchmarks.best_streams(
+                    host, self.job.backend)
             if best:
                 options = replace(options, initial_streams=best)
         return options

@@ -111,3 +111,15 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
     image.save(buffer, "PNG")
     buffer.close()
     return bytes(data.data())
+
+
+def compare_chart(comparison: dict) -> bytes:
+    """A protocol comparison (``Comparison.to_dict()``): Mbit/s per round, one line per protocol."""
+    efficiency = {row["url"]: row["efficiency"] for row in comparison["table"]}
+    series: dict[str, list[tuple[float, float]]] = {}
+    for run in comparison["runs"]:
+        if run["error"]:
+            continue
+        name = f"{run['backend']} (efficiency {efficiency.get(run['url'], 0) * 100:.0f} %)"
+        series.setdefault(name, []).append((float(run["round"]), run["mbps"]))
+    return chart(series, title=f"Protocols to {comparison['host']}", x_label="round", y_label="Mbit/s", lines=True)

@@ -10,6 +10,7 @@ from .benchmarks import BenchmarkLog
 from .db import connect
 from .history import HistoryFilter, HistoryTable
 from .jobs import JobsTable
+from .preflights import PreflightLog
 from .sites import SettingsTable, SitesTable
 
 __all__ = ["Store", "HistoryFilter"]
@@ -26,6 +27,7 @@ class Store:
         self.jobs = JobsTable(self.conn)
         self.history = HistoryTable(self.conn)
         self.benchmarks = BenchmarkLog(self.conn)
+        self.preflights = PreflightLog(self.conn)
         self.sites = SitesTable(self.conn)
         self.settings = SettingsTable(self.conn)
 

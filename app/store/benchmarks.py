@@ -52,3 +52,22 @@ class BenchmarkLog:
         now = time.time()
         best = max(rows, key=lambda r: r["throughput_mbps"] * (0.98 ** ((now - r["started"]) / 86400)))
         return int(best["streams"]) if best["streams"] else None
+
+    def meaningful(self, peer_host: str, backend: str | None = None, max_age_days: float = 90,
+                   limit: int = 200) -> list[dict]:
+        """Recent transfers to this host large enough to say something about the path (newest first)."""
+        clauses = ["peer_host = ?", "bytes >= ?", "started >= ?"]
+        args: list = [peer_host, MEANINGFUL_BYTES, time.time() - max_age_days * 86400]
+        if backend:
+            clauses.append("backend = ?")
+            args.append(backend)
+        rows = self.conn.execute(
+            f"SELECT * FROM benchmarks WHERE {' AND '.join(clauses)} ORDER BY started DESC LIMIT ?", (*args, limit))
+        return [dict(r) for r in rows]
+
+    def best_by_backend(self, peer_host: str, max_age_days: float = 90) -> dict[str, float]:
+        """backend → its best meaningful throughput to this host (Mbit/s): which protocol to suggest."""
+        best: dict[str, float] = {}
+        for row in self.meaningful(peer_host, max_age_days=max_age_days):
+            best[row["backend"]] = max(best.get(row["backend"], 0.0), row["throughput_mbps"])
+        return best

@@ -97,6 +97,23 @@ MIGRATIONS: list[str] = [
     ALTER TABLE history ADD COLUMN notes TEXT;
     ALTER TABLE history ADD COLUMN tcp TEXT
     """,
+    # 4: preflight measurements and protocol comparisons (the result as JSON; the columns are what lookups need)
+    """
+    CREATE TABLE preflights (
+        id                  INTEGER PRIMARY KEY,
+        kind                TEXT NOT NULL DEFAULT 'preflight',
+        site                TEXT,
+        peer_host           TEXT NOT NULL,
+        backend             TEXT NOT NULL,
+        url                 TEXT NOT NULL,
+        rtt_ms              REAL,
+        bdp_bytes           INTEGER,
+        recommended_streams INTEGER,
+        result              TEXT NOT NULL,
+        started             REAL NOT NULL
+    );
+    CREATE INDEX preflights_peer ON preflights(peer_host, backend, started)
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

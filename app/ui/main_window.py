@@ -126,6 +126,7 @@ class MainWindow(HistoryTab, QMainWindow):
             ("down", "Move down", None, lambda: self._move(1)),
             ("clear", "Clear finished", None, self.clear_finished),
             ("site", "Add site", None, lambda: self.edit_site(None)),
+            ("preflight", "Preflight…", None, self.open_preflight),
             ("settings", "Settings", None, self.edit_settings),
         ):
             action = QAction(label, self)
@@ -281,6 +282,14 @@ class MainWindow(HistoryTab, QMainWindow):
             if ok:
                 self.upload_to_site(name, files)
         event.acceptProposedAction()
+
+    def open_preflight(self) -> None:
+        """The preflight wizard (modeless: transfers go on while it measures)."""
+        from .preflight_wizard import PreflightWizard
+
+        self.preflight_wizard = PreflightWizard(self.bridge, self.db_path, self._sites(), self)
+        self.preflight_wizard.site_changed.connect(lambda _: self.refresh_sites())
+        self.preflight_wizard.show()
 
     # -- sites and settings ----------------------------------------------------------------------
     def _sites(self) -> list[Site]:

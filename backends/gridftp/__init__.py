@@ -25,7 +25,7 @@ from ..registry import scheme_of
 from . import files, folders, guc
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
-from .tuning import needs_rtt
+from .tuning import choose_buffer, needs_rtt
 from .tuning import plan as make_plan
 from .urls import SCHEMES, GridUrl, local_url, trailing_slash
 
@@ -257,20 +257,36 @@ class GridftpBackend:
         result.notes.insert(0, f"Third-party transfer: {source.where} sent straight to {dest.where}.")
         return _finish(result, plan, rtt)
 
+    def buffer_advice(self, streams: int, rtt_s: float, bottleneck_bps: float) -> tuple[int | None, str]:
+        """The ``-tcp-bs`` a preflight recommends for this path (None: leave it to autotuning), and why."""
+        return choose_buffer(streams, rtt_s, bottleneck_bps=bottleneck_bps or None)
+
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        """Read ``url`` for ``seconds`` with ``streams`` parallel streams into /dev/null (``-t``)."""
+        """Read ``url`` for ``seconds`` with ``streams`` parallel streams into /dev/null (``-t``).
+
+        With no file named (``ftp://host/``), the server reads ``/dev/zero``: the classic GridFTP
+        memory-to-memory test, which needs no test file and no disk on either side.
+        """
         remote = GridUrl.parse(url)
+        if remote.named_folder:
+            remote = remote.child("dev/zero")
         rtt = await connect_time(remote.host, remote.port)
-        opts = guc.Options(streams=streams, seconds=seconds)
+        # globus-url-copy reports every ~2 s, each report with the rate over its interval ("inst"): the last
+        # one is past slow start, which the run's average is not
+        opts = guc.Options(streams=streams, seconds=max(seconds, PROBE_MIN_S))
         seen = [0]
         progress = guc.Progress(lambda n: seen.__setitem__(0, n))
         began = time.monotonic()
         status, err = await guc.run(guc.argv(opts, remote.text(), "file:///dev/null", tool()), progress)
-        spent = time.monotonic() - began
         if status != 0 and not seen[0]:
             raise guc.explain(err, source=url, dest="/dev/null")
-        return ProbeResult(streams, seen[0], min(spent, seconds) if seen[0] else spent, rtt * 1000 if rtt else None)
+        if progress.last_inst:
+            return ProbeResult(streams, int(progress.last_inst), 1.0, rtt * 1000 if rtt else None)
+        return ProbeResult(streams, seen[0], time.monotonic() - began, rtt * 1000 if rtt else None)
 
+
+#: the shortest probe worth running: globus-url-copy's -t counts whole seconds and -vb reports every ~2 s
+PROBE_MIN_S = 5
 
 #: a handshake slower than this means a long path: start without waiting for the rest of it
 SHORT_PATH_S = 0.02

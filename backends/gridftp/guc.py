@@ -25,6 +25,7 @@ from ..procs import CHILD
 
 TOOL = "globus-url-copy"
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
+_INST = re.compile(rb"([\d.]+) MB/sec inst")
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Progress:
         self._buffer = b""
         self._after_dest = False
         self.last_bytes = 0
+        self.last_inst: float | None = None  # bytes/s over the last report's interval
 
     def feed(self, data: bytes) -> None:
         self._buffer += data
@@ -80,6 +82,8 @@ class Progress:
     def _line(self, line: bytes) -> None:
         if m := _BYTES.match(line):
             self.last_bytes = int(m.group(1))
+            if inst := _INST.search(line):
+                self.last_inst = float(inst.group(1)) * 1024 * 1024  # globus-url-copy's MB is MiB
             self.on_bytes(self.last_bytes)
         elif line.startswith(b"Source:"):
             if self.on_source:

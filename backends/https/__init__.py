@@ -12,13 +12,19 @@ published next to the file.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..chunks import ChunkMap
 from ..errors import BadRequest
+from ..netprobe import RateSampler
 from ..partfile import PartFile, check_destination
+from ..urls import redact
+
+#: a file smaller than this ends a preflight probe before TCP has left slow start
+MIN_PROBE_BYTES = 64 * 1024 * 1024
 
 # aiohttp and the working modules are imported inside the methods that use them, so a CLI
 # run for another protocol does not pay ~0.2 s importing them
@@ -72,13 +78,19 @@ class HttpsBackend:
         validate_url(url)
         async with open_session(options.ca_file, options.insecure) as session:
             info, latency = await head(session, url)
+            if info.size is not None and info.size < MIN_PROBE_BYTES:
+                raise BadRequest(f"{redact(url)} is only {info.size // 1024} KiB: too small to measure a path "
+                                 "with. Name a file of 1 GB or more.")
             if not info.size or not info.accepts_ranges:
-                streams = 1
+                from .whole import probe_whole
+
+                moved, spent = await probe_whole(session, info.url, seconds)
+                return ProbeResult(1, moved, spent, latency / 3 * 1000)
             fetch = RangedFetch(
                 session, info.url, ChunkMap(info.size or 0), part=None, sink=None, validators=Validators.of(info),
                 streams=streams, max_streams=streams, rtt_s=latency / 3, deadline=time.monotonic() + seconds,
             )
-            began = time.monotonic()
-            await fetch.run()
-            spent = time.monotonic() - (fetch.first_byte_at or began)
-            return ProbeResult(streams, fetch.fetched, spent, (fetch.rtt_s or latency / 3) * 1000)
+            sampler = RateSampler(lambda: fetch.fetched)
+            await sampler.follow(asyncio.ensure_future(fetch.run()))
+            moved, spent = sampler.steady()
+            return ProbeResult(streams, moved, spent, (fetch.rtt_s or latency / 3) * 1000)

@@ -54,3 +54,24 @@ async def fetch_whole(
     if validators.size is not None and written != validators.size:
         raise Transient(f"The server sent {written} of {validators.size} bytes and closed; Ferry will retry.")
     return written
+
+
+async def probe_whole(session: aiohttp.ClientSession, url: str, seconds: float) -> tuple[int, float]:
+    """Read one plain GET for ``seconds`` and drop the data (a preflight on a server without ranges)."""
+    moved, first, stop_at = 0, None, 0.0
+    try:
+        async with session.get(url) as resp:
+            if resp.status != 200:
+                raise status_error(resp.status, url, resp.reason or "")
+            async for data in resp.content.iter_any():
+                now = time.monotonic()
+                if first is None:
+                    first, stop_at = now, now + seconds
+                moved += len(data)
+                if now >= stop_at:
+                    break
+    except TransferError:
+        raise
+    except Exception as exc:
+        raise map_error(exc, url, started=moved > 0) from exc
+    return moved, (time.monotonic() - first) if first is not None else 0.0

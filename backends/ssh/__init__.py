@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..errors import BadRequest, LocalError, NotFound, TransferError
+from ..errors import BadRequest, LocalError, NotFound
 from ..partfile import PartFile, check_destination
 from ..registry import scheme_of
 from .target import SCHEMES, parse_target, remote_join
@@ -155,7 +155,10 @@ class SshBackend:
         return await upload_file(session, local, remote, request.options, sink, _records())
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        raise TransferError("Measuring SSH paths is not available yet.")
+        """``streams`` OpenSSH connections reading the file (or zeros) for ``seconds`` (preflight)."""
+        from .probe import probe
+
+        return await probe(url, streams, seconds, options)
 
 
 def _source_id(request: TransferRequest) -> str:

@@ -109,7 +109,12 @@ class Control:
         except TimeoutError:
             raise Unreachable(f"{where} did not answer within {CONNECT_TIMEOUT:.0f} s. Check the address and any "
                               "firewall.") from None
-        except (paramiko.SSHException, OSError) as exc:
+        except paramiko.SSHException as exc:
+            if "no authentication methods" in str(exc).lower():  # no key, no agent, no password to offer
+                raise AuthError(f"Ferry has no key or password to log in to {t.host} as {t.user}. Give --identity, "
+                                "load a key into ssh-agent, or keep the password in the site profile.") from None
+            raise Transient(f"The SSH connection to {where} failed ({exc}).") from None
+        except OSError as exc:
             raise Transient(f"The SSH connection to {where} failed ({exc}).") from None
         self.client = client
         self.accepted_key = policy.accepted

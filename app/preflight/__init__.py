@@ -1,0 +1,92 @@
+"""The preflight: measure a path, recommend how to use it, remember the answer.
+
+``run_preflight`` is the one entry point for the CLI (``labferry preflight``) and the
+GUI's wizard (through the engine's ``preflight`` verb): it measures with the site's
+backend (``measure``), reasons about the figures (``recommend``, pure), and records the
+result in the store, where ``--streams auto``, the wizard and reports find it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from backends.base import TransferOptions
+from backends.errors import AuthError, BadRequest
+from backends.hosttcp import host_tcp
+from backends.urls import redact
+
+from .measure import Progress, endpoint, measure
+from .recommend import Analysis, analyse
+
+__all__ = ["Analysis", "Progress", "run_preflight", "resolve_target", "max_age_days", "fresh_streams"]
+
+#: Settings key: days after which a measurement is redone before it is trusted
+MAX_AGE_KEY = "preflight_max_age_days"
+
+
+def max_age_days(store) -> float:
+    from app.store.preflights import DEFAULT_MAX_AGE_DAYS
+
+    try:
+        return float(store.settings.get(MAX_AGE_KEY) or DEFAULT_MAX_AGE_DAYS)
+    except ValueError:
+        return DEFAULT_MAX_AGE_DAYS
+
+
+def resolve_target(store, target: str, options: TransferOptions) -> tuple[str, str | None, TransferOptions]:
+    """``site:NAME[/path]`` or a URL → (URL with any secret, site name, options with the site's settings)."""
+    if not target.startswith("site:"):
+        return target, None, options
+    from app.sites import SiteBook
+
+    book = SiteBook(store)
+    url, site = book.expand(target)
+    path = target[5:].partition("/")[2]
+    if site.protocol in ("https", "http") and not path:
+        raise BadRequest(f"Name a large file on {site.name} to measure with (HTTPS needs one): "
+                         f"site:{site.name}/path/to/a-file-of-1-GB-or-more.")
+    extra = site.backend_options() | options.backend_options
+    return url, site.name, replace(options, ca_file=options.ca_file or extra.pop("ca_file", None),
+                                   backend_options=extra)
+
+
+def _needs_secret(store, site: str | None, url: str) -> bool:
+    if not site:
+        return False
+    from urllib.parse import urlsplit
+
+    profile = store.sites.get(site)
+    return bool(profile and profile["user"] and not profile["key_file"] and urlsplit(url).password is None
+                and profile["protocol"] in ("sftp", "scp"))
+
+
+async def run_preflight(store, registry, url: str, options: TransferOptions, *, site: str | None = None,
+                        quick: bool = False, on_progress: Callable[[Progress], None] | None = None) -> Analysis:
+    backend = registry.for_url(url)
+    host, _ = endpoint(url)
+    try:
+        measured = await measure(backend, url, options, quick=quick, on_progress=on_progress,
+                                 max_streams=options.max_streams)
+    except AuthError as exc:
+        if _needs_secret(store, site, url):
+            raise AuthError(f"The site {site} needs a password (or key passphrase) that Ferry does not have yet: "
+                            f"add it with `labferry sites add {site} … --ask-secret` or in the site's profile, then "
+                            "measure again.") from exc
+        raise
+    advice_rule = getattr(backend, "buffer_advice", None)
+    analysis = analyse(
+        url=redact(url), backend=backend.name, host=host, rtt=measured.rtt, sweep=measured.sweep, tcp=host_tcp(),
+        log_rows=store.benchmarks.meaningful(host, backend.name), per_backend=store.benchmarks.best_by_backend(host),
+        tcp_bs_rule=advice_rule,
+    )
+    analysis.seconds = measured.seconds
+    analysis.notes = measured.notes + analysis.notes
+    store.preflights.add(analysis.to_dict(), site=site)
+    return analysis
+
+
+def fresh_streams(store, host: str, backend: str) -> int | None:
+    """The stream count a recent preflight recommended for this host and backend (``--streams auto``)."""
+    result = store.preflights.latest(host, backend, max_age_days=max_age_days(store))
+    return int(result["recommended_streams"]) if result and result.get("recommended_streams") else None

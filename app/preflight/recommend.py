@@ -1,0 +1,233 @@
+"""From a measured path to advice: streams, TCP buffer, host settings, protocol.
+
+Pure functions over numbers (a sweep of stream counts and rates, round-trip samples,
+benchmark-log rows, this host's TCP settings), so they are unit-tested on recorded
+sweeps. The reasoning, in short:
+
+* one TCP stream moves at most its window / RTT, and on a lossy path at most
+  MSS / (RTT·√p)·C (Mathis et al.); streams add up until the bottleneck is full;
+* so the sweep's best aggregate estimates the bottleneck, the single stream bounds
+  the loss rate, and the stream count to use is the **knee**: the fewest streams
+  that already reach nearly the best rate (more streams cost logins, memory and
+  fairness to others on the path, and buy nothing);
+* the transfers Ferry actually made to that host (the benchmark log) outrank a
+  short probe when they clearly did better with another count: recent ones weigh
+  more, since paths change.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+
+from backends.hosttcp import Advice, HostTcp, advise
+
+#: the knee: the fewest streams reaching this share of the best swept rate
+KNEE_SHARE = 0.93
+#: a doubling that adds less than this share of the rate so far has flattened the curve
+FLAT_GAIN = 0.08
+#: Mathis et al.'s constant for periodic loss with delayed ACKs off: sqrt(3/2)
+MATHIS_C = math.sqrt(1.5)
+#: the segment size assumed when the path's MSS is unknown (Ethernet MTU 1500 with timestamps)
+DEFAULT_MSS = 1448
+#: a benchmark-log row's throughput counts half after this many days (paths and their loads change)
+HALF_LIFE_DAYS = 30.0
+#: real transfers must beat the sweep's choice by this much to override it
+LOG_MARGIN = 1.05
+
+
+@dataclass
+class SweepPoint:
+    streams: int
+    mbps: float
+    bytes: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class RttStats:
+    samples_ms: list[float]
+
+    @property
+    def min_ms(self) -> float | None:
+        return min(self.samples_ms) if self.samples_ms else None
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.samples_ms) if self.samples_ms else None
+
+    @property
+    def jitter_ms(self) -> float | None:
+        """Mean difference between consecutive samples (RFC 3550's idea, unsmoothed)."""
+        s = self.samples_ms
+        if len(s) < 2:
+            return 0.0 if s else None
+        return sum(abs(a - b) for a, b in zip(s, s[1:], strict=False)) / (len(s) - 1)
+
+    def to_dict(self) -> dict:
+        return {"samples_ms": [round(x, 2) for x in self.samples_ms], "min_ms": _r(self.min_ms),
+                "median_ms": _r(self.median_ms), "jitter_ms": _r(self.jitter_ms)}
+
+
+def _r(x: float | None, digits: int = 2) -> float | None:
+    return round(x, digits) if x is not None else None
+
+
+def flattened(sweep: list[SweepPoint]) -> bool:
+    """Whether the last doubling stopped paying (the sweep may end there)."""
+    if len(sweep) < 2:
+        return False
+    before, last = sweep[-2], sweep[-1]
+    return last.mbps < before.mbps * (1 + FLAT_GAIN)
+
+
+def knee(sweep: list[SweepPoint], share: float = KNEE_SHARE) -> int:
+    """The fewest streams whose rate reaches ``share`` of the best in the sweep."""
+    if not sweep:
+        return 1
+    best = max(p.mbps for p in sweep)
+    return min(p.streams for p in sweep if p.mbps >= share * best)
+
+
+def mathis_loss(single_mbps: float, rtt_ms: float, mss: int = DEFAULT_MSS) -> float | None:
+    """The loss rate at which one stream would run at ``single_mbps`` (an upper bound on the real rate)."""
+    if single_mbps <= 0 or rtt_ms <= 0:
+        return None
+    rate_bytes = single_mbps * 1e6 / 8
+    return (MATHIS_C * mss / (rtt_ms / 1000 * rate_bytes)) ** 2
+
+
+def weighted_by_streams(rows: list[dict], now: float | None = None) -> dict[int, float]:
+    """Benchmark-log rows → stream count → mean Mbit/s, each row discounted by its age (half-life)."""
+    now = now or time.time()
+    values: dict[int, list[float]] = {}
+    for row in rows:
+        if not row.get("streams"):
+            continue
+        age_days = max(0.0, (now - row["started"]) / 86400)
+        values.setdefault(int(row["streams"]), []).append(row["throughput_mbps"] * 0.5 ** (age_days / HALF_LIFE_DAYS))
+    return {n: sum(v) / len(v) for n, v in values.items()}
+
+
+@dataclass
+class Recommendation:
+    streams: int
+    why: str
+    tcp_bs: int | None = None  # GridFTP's -tcp-bs, when forcing a buffer beats autotuning
+    tcp_bs_why: str = ""
+    backend: str | None = None
+    backend_why: str = ""
+
+
+@dataclass
+class Analysis:
+    """Everything the CLI prints and the wizard shows; ``to_dict`` is the ``--json`` object."""
+
+    url: str
+    backend: str
+    host: str
+    rtt: RttStats
+    sweep: list[SweepPoint]
+    bottleneck_mbps: float
+    loss_estimate: float | None
+    loss_note: str
+    bdp_bytes: int
+    recommendation: Recommendation
+    tcp: HostTcp
+    advice: list[Advice]
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    measured_at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict:
+        rec = self.recommendation
+        return {
+            "url": self.url, "backend": self.backend, "host": self.host,
+            "measured_at": self.measured_at, "seconds": round(self.seconds, 2),
+            "rtt_ms": _r(self.rtt.min_ms), "rtt": self.rtt.to_dict(),
+            "sweep": {str(p.streams): round(p.mbps, 1) for p in self.sweep},
+            "bottleneck_mbps": round(self.bottleneck_mbps, 1),
+            "loss_estimate": self.loss_estimate, "loss_note": self.loss_note,
+            "bdp_bytes": self.bdp_bytes,
+            "recommended_streams": rec.streams, "streams_why": rec.why,
+            "recommended_backend": rec.backend, "backend_why": rec.backend_why,
+            "gridftp_tcp_bs": rec.tcp_bs, "tcp_bs_why": rec.tcp_bs_why,
+            "sysctl": [a.line for a in self.advice],
+            "sysctl_reasons": [asdict(a) for a in self.advice],
+            "host_tcp": self.tcp.to_dict(),
+            "notes": list(self.notes),
+        }
+
+
+def _streams(n: int) -> str:
+    return f"{n} stream" + ("s" if n != 1 else "")
+
+
+def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | None = None) -> tuple[int, str]:
+    """The sweep's knee, unless real transfers to this host clearly did better with another count."""
+    k = knee(sweep)
+    best = max(sweep, key=lambda p: p.mbps) if sweep else None
+    why = (f"{_streams(k)} reached {next(p.mbps for p in sweep if p.streams == k):.0f} Mbit/s, within "
+           f"{100 - KNEE_SHARE * 100:.0f} % of the best measured ({best.mbps:.0f} Mbit/s with {best.streams})"
+           if best else "nothing was measured; one stream")
+    learned = weighted_by_streams(log_rows, now)
+    if learned:
+        top = max(learned, key=learned.get)
+        baseline = learned.get(k) or next((p.mbps for p in sweep if p.streams == k), 0.0)
+        if top != k and learned[top] >= LOG_MARGIN * baseline:
+            return top, (f"{_streams(top)}: earlier transfers to this host averaged {learned[top]:.0f} Mbit/s with "
+                         f"that count (recent ones weigh more), better than the {baseline:.0f} Mbit/s expected with "
+                         f"{k}")
+    return k, why
+
+
+def loss_reading(single_mbps: float, rtt_ms: float, bottleneck_mbps: float, tcp: HostTcp) -> tuple[float | None, str]:
+    """The Mathis loss bound from one stream, and what it means in words."""
+    if single_mbps <= 0:
+        return None, "one stream moved nothing; no loss estimate"
+    if rtt_ms < 1:
+        return None, "the path is too short (under 1 ms) for loss to limit a stream; no loss estimate"
+    buffer_cap = tcp.max_rate_mbps(rtt_ms) if tcp.available else None
+    if single_mbps >= 0.8 * bottleneck_mbps:
+        return None, ("one stream alone nearly filled the path, so loss is too low to estimate (or the path is "
+                      "short): parallel streams add little here")
+    if buffer_cap and single_mbps >= 0.8 * buffer_cap:
+        return None, (f"one stream was held by this host's TCP buffers ({buffer_cap:.0f} Mbit/s at this round "
+                      "trip), not by loss: raise the buffers (below) before blaming the network")
+    p = mathis_loss(single_mbps, rtt_ms)
+    return p, (f"one stream at {single_mbps:.0f} Mbit/s over {rtt_ms:.0f} ms means a loss rate up to about "
+               f"{p:.0e} (Mathis bound): loss, not bandwidth, limits single streams on this path")
+
+
+def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, float]) -> tuple[str, str]:
+    """The protocol likely fastest to this host: measured comparisons first, else the one just measured."""
+    if per_backend:
+        top = max(per_backend, key=per_backend.get)
+        ranked = ", ".join(f"{b} {v:.0f}" for b, v in sorted(per_backend.items(), key=lambda kv: -kv[1]))
+        return top, f"fastest in Ferry's transfers and comparisons to this host (Mbit/s: {ranked})"
+    return backend, (f"{backend} reached {bottleneck_mbps:.0f} Mbit/s here; no other protocol has been measured to "
+                     "this host yet (run a comparison to rank them)")
+
+
+def analyse(*, url: str, backend: str, host: str, rtt: RttStats, sweep: list[SweepPoint], tcp: HostTcp,
+            log_rows: list[dict] | None = None, per_backend: dict[str, float] | None = None,
+            tcp_bs_rule=None, now: float | None = None) -> Analysis:
+    """The whole recommendation. ``tcp_bs_rule(streams, rtt_s, bottleneck_bps)`` → (bytes|None, why), GridFTP's."""
+    rtt_ms = rtt.min_ms or 0.0
+    bottleneck = max((p.mbps for p in sweep), default=0.0)
+    single = next((p.mbps for p in sweep if p.streams == 1), 0.0)
+    loss, loss_note = loss_reading(single, rtt_ms, bottleneck, tcp) if sweep else (None, "nothing was measured")
+    streams, why = choose_streams(sweep, log_rows or [], now)
+    top, top_why = choose_backend(backend, bottleneck, per_backend or {})
+    rec = Recommendation(streams, why, backend=top, backend_why=top_why)
+    if tcp_bs_rule is not None and rtt_ms:
+        rec.tcp_bs, rec.tcp_bs_why = tcp_bs_rule(streams, rtt_ms / 1000, bottleneck * 1e6)
+    # the host should carry the path's BDP in one stream (an scp or single HTTPS stream); cubic suffers with loss
+    needs = advise(tcp, rtt_ms, bottleneck, streams, lossy=loss is not None and loss > 1e-5)
+    notes = []
+    if len(sweep) >= 2 and not flattened(sweep) and sweep[-1].streams >= 64:
+        notes.append("The rate still grew at 64 streams: the path is very lossy or long; Ferry's maximum is 64.")
+    return Analysis(url, backend, host, rtt, sweep, bottleneck, loss, loss_note, needs.bdp_bytes, rec, tcp,
+                    needs.advice, notes=notes)

@@ -1,0 +1,173 @@
+"""The preflight's reasoning on recorded sweeps (figures measured with wanem and globus-url-copy)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from app.preflight.measure import measure, step_seconds
+from app.preflight.recommend import (
+    RttStats,
+    SweepPoint,
+    analyse,
+    choose_streams,
+    knee,
+    loss_reading,
+    mathis_loss,
+    weighted_by_streams,
+)
+from app.store import Store
+from backends.base import ProbeResult, TransferOptions
+from backends.hosttcp import HostTcp
+
+
+def sweep_of(figures: dict[int, float]) -> list[SweepPoint]:
+    return [SweepPoint(n, v) for n, v in figures.items()]
+
+
+# bare globus-url-copy -p sweeps, 1 GiB, docs/benchmarks.md
+SWEEP_50MS = sweep_of({1: 224, 2: 403, 4: 884, 8: 869, 16: 885, 32: 866})
+SWEEP_100MS = sweep_of({1: 33, 2: 74, 4: 150, 8: 310, 16: 619, 32: 769})
+SWEEP_LOOPBACK = sweep_of({1: 5840, 2: 4371, 4: 4445})
+
+SMALL_BUFFERS = HostTcp(True, "linux", "cubic", ("reno", "cubic", "bbr"), "pfifo_fast", 212992, 212992,
+                        (4096, 131072, 6291456), (4096, 16384, 4194304), 0)
+TUNED = HostTcp(True, "linux", "bbr", ("reno", "cubic", "bbr"), "fq", 268435456, 268435456,
+                (4096, 131072, 268435456), (4096, 16384, 268435456), 1)
+
+
+def test_the_knee_is_the_fewest_streams_near_the_best_not_the_most():
+    assert knee(SWEEP_50MS) == 4  # 884 of 885: more streams buy nothing
+    assert knee(SWEEP_100MS) == 32  # 619 is 80 % of 769: not yet
+    assert knee(SWEEP_LOOPBACK) == 1
+    assert knee([]) == 1
+
+
+def test_mathis_bound_matches_the_formula_and_falls_with_rate():
+    # 31 Mbit/s over 100 ms (curl in DEVELOPERS.md): (1.2247 * 1448 / (0.1 * 3.875e6)) ** 2
+    assert mathis_loss(31, 100) == pytest.approx((1.2247 * 1448 / (0.1 * 31e6 / 8)) ** 2, rel=1e-3)
+    assert mathis_loss(31, 100) > mathis_loss(187, 50) > 0
+    assert mathis_loss(0, 50) is None
+
+
+def test_loss_is_not_blamed_when_one_stream_fills_the_path_or_buffers_hold_it():
+    assert loss_reading(5840, 0.3, 5840, TUNED)[0] is None
+    p, why = loss_reading(33, 100, 769, TUNED)
+    assert p is not None and p > 1e-5 and "loss" in why
+    # 6 MiB of autotuning at 100 ms holds one stream to ~500 Mbit/s: the buffers, not the network
+    p, why = loss_reading(480, 100, 950, SMALL_BUFFERS)
+    assert p is None and "buffers" in why
+
+
+def test_recent_transfers_outrank_the_probe_but_old_ones_fade():
+    now = time.time()
+    recent = [{"streams": 64, "throughput_mbps": 900, "started": now - 3600},
+              {"streams": 64, "throughput_mbps": 880, "started": now - 7200}]
+    streams, why = choose_streams(SWEEP_100MS, recent, now)  # the probe's knee: 32 at 769
+    assert streams == 64 and "earlier transfers" in why
+    old = [{"streams": 64, "throughput_mbps": 950, "started": now - 120 * 86400}]
+    assert weighted_by_streams(old, now)[64] < 100  # four half-lives
+    assert choose_streams(SWEEP_100MS, old, now)[0] == 32
+    # the log does not override the sweep with a count that did no better
+    same = [{"streams": 8, "throughput_mbps": 870, "started": now}, {"streams": 4, "throughput_mbps": 880,
+                                                                        "started": now}]
+    assert choose_streams(SWEEP_50MS, same, now)[0] == 4
+
+
+def test_analysis_gives_bdp_sysctl_lines_and_the_gridftp_buffer():
+    rtt = RttStats([100.4, 100.1, 100.9, 100.2])
+    seen = {}
+
+    def rule(streams, rtt_s, bottleneck_bps):
+        seen.update(streams=streams, rtt_s=rtt_s, bps=bottleneck_bps)
+        return 4 * 1024 * 1024, "4 MiB per stream"
+
+    a = analyse(url="ftp://dtn.example.org/", backend="gridftp", host="dtn.example.org", rtt=rtt,
+                sweep=SWEEP_100MS, tcp=SMALL_BUFFERS, tcp_bs_rule=rule)
+    d = a.to_dict()
+    assert d["rtt_ms"] == 100.1 and d["rtt"]["median_ms"] == pytest.approx(100.3)
+    assert d["bdp_bytes"] == int(769e6 / 8 * 0.1001)
+    assert d["recommended_streams"] == 32 and d["sweep"] == {"1": 33, "2": 74, "4": 150, "8": 310, "16": 619,
+                                                             "32": 769}
+    lines = "\n".join(d["sysctl"])
+    assert "net.core.rmem_max" in lines and "net.ipv4.tcp_rmem" in lines and "tcp_congestion_control = bbr" in lines
+    assert all(item["reason"] for item in d["sysctl_reasons"])
+    assert d["gridftp_tcp_bs"] == 4 * 1024 * 1024 and seen == {"streams": 32, "rtt_s": pytest.approx(0.1001),
+                                                               "bps": 769e6}
+    assert d["loss_estimate"] and d["recommended_backend"] == "gridftp"
+    tuned = analyse(url="x", backend="https", host="h", rtt=rtt, sweep=SWEEP_100MS, tcp=TUNED).to_dict()
+    assert tuned["sysctl"] == []
+
+
+def test_protocol_advice_comes_from_measured_transfers():
+    a = analyse(url="x", backend="ssh", host="h", rtt=RttStats([50]), sweep=SWEEP_50MS, tcp=TUNED,
+                per_backend={"ssh": 300.0, "gridftp": 850.0, "https": 820.0})
+    assert a.recommendation.backend == "gridftp" and "gridftp 850" in a.recommendation.backend_why
+
+
+class RecordedBackend:
+    """Plays back a recorded sweep through the probe interface (the sweep's control logic under test)."""
+
+    name = "recorded"
+
+    def __init__(self, figures: dict[int, float], ranges: bool = True) -> None:
+        self.figures, self.ranges, self.asked = figures, ranges, []
+
+    async def probe(self, url, streams, seconds, options):
+        self.asked.append(streams)
+        n = streams if self.ranges else 1
+        return ProbeResult(n, int(self.figures[n] * 1e6 / 8 * seconds), seconds, 0.2)
+
+
+def run_measure(backend, **kw):
+    async def go():
+        from aiohttp import web
+
+        app = web.Application()
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            return await measure(backend, f"https://127.0.0.1:{port}/big.bin", TransferOptions(), quick=True, **kw)
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(go())
+
+
+def test_the_sweep_stops_when_two_doublings_stop_paying():
+    backend = RecordedBackend({1: 224, 2: 403, 4: 884, 8: 869, 16: 885, 32: 866, 64: 860})
+    m = run_measure(backend)
+    assert backend.asked == [1, 2, 4, 8, 16] and len(m.rtt.samples_ms) >= 3
+    backend = RecordedBackend({1: 33, 2: 74, 4: 150, 8: 310, 16: 619, 32: 769, 64: 850})
+    run_measure(backend, max_streams=64)
+    assert backend.asked == [1, 2, 4, 8, 16, 32, 64]
+
+
+def test_a_server_without_ranges_ends_the_sweep_with_a_note():
+    backend = RecordedBackend({1: 300}, ranges=False)
+    m = run_measure(backend)
+    assert backend.asked == [1, 2] and [p.streams for p in m.sweep] == [1]
+    assert "range requests" in m.notes[0]
+
+
+def test_steps_grow_with_the_round_trip_within_bounds():
+    assert step_seconds(0.3, False) == 1.2 and step_seconds(100, False) == 1.8
+    assert step_seconds(50, True) <= 1.0
+
+
+def test_preflights_are_kept_and_expire(ferry_home):
+    from app.preflight import fresh_streams
+
+    with Store() as store:
+        store.preflights.add({"host": "dtn", "backend": "https", "url": "https://u:secret@dtn/x",
+                              "recommended_streams": 16, "measured_at": time.time() - 3 * 86400})
+        assert fresh_streams(store, "dtn", "https") == 16
+        assert "secret" not in store.conn.execute("SELECT url FROM preflights").fetchone()[0]
+        store.settings.set("preflight_max_age_days", "2")
+        assert fresh_streams(store, "dtn", "https") is None  # older than the setting: measure again
+        assert fresh_streams(store, "dtn", "ssh") is None
