@@ -35,8 +35,9 @@ def add_parsers(sub) -> None:
     p.add_argument("target", metavar="URL|site:NAME[/path]")
     p.add_argument("--quick", action="store_true", help="shorter steps (about 6 s; rougher figures)")
     p.add_argument("--max-streams", type=int, default=64, metavar="N", help="sweep no further than N streams")
-    p.add_argument("--if-older", type=float, metavar="DAYS",
-                   help="reuse the last measurement of this host if it is younger than DAYS")
+    p.add_argument("--if-older", type=float, nargs="?", const=0.0, metavar="DAYS",
+                   help="measure only if the last measurement of this host is older than DAYS (alone: the "
+                        "Settings' re-measure age, 7 days by default); else show that one")
     p.add_argument("--apply", action="store_true",
                    help="save the recommended streams (and GridFTP TCP buffer) in the site's profile")
     _common(p)
@@ -77,11 +78,14 @@ def run_preflight(args: argparse.Namespace) -> int:
     with Store() as store:
         url, site, options = resolve_target(store, args.target, _options(args, max_streams=args.max_streams))
         if args.if_older is not None:
+            from app.preflight import max_age_days
+
+            age = args.if_older or max_age_days(store)
             backend = registry.for_url(url)
-            cached = store.preflights.latest(endpoint(url)[0], backend.name, max_age_days=args.if_older)
+            cached = store.preflights.latest(endpoint(url)[0], backend.name, max_age_days=age)
             if cached:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(cached["measured_at"]))
-                _say(f"labferry: reusing the measurement of {when} (younger than {args.if_older:g} days).")
+                _say(f"labferry: reusing the measurement of {when} (younger than {age:g} days).")
                 return _show(cached, args.json)
         analysis = asyncio.run(measure_and_advise(
             store, registry, url, options, site=site, quick=args.quick,

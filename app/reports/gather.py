@@ -160,16 +160,29 @@ def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp:
     rtt = rtts[-1] if rtts else None
     best = max(rates) if rates else None
     bdp = int(best * 1e6 / 8 * rtt / 1000) if best and rtt else None
+    preflight = store.preflights.latest(host)
     sysctl = []
     if best and rtt:
-        lossy = any(t.streams and t.streams > 1 for t in done)
+        if preflight and preflight.get("loss_estimate") is not None:
+            lossy = preflight["loss_estimate"] > 1e-5  # measured: one stream's rate against the Mathis bound
+        else:
+            lossy = any(t.streams and t.streams > 1 for t in done)  # no preflight: several streams paid off
         sysctl = [{"line": a.line, "reason": a.reason} for a in advise(tcp, rtt, best, lossy=lossy).advice]
     return SiteSummary(
         name, host, len(transfers), sum(t.bytes for t in done), best,
         statistics.median(rates) if rates else None, int(statistics.median(streams)) if streams else None,
-        recommended, rtt, bdp, sysctl, None,
+        recommended, rtt, bdp, sysctl, _preflight_summary(preflight),
         [(t.started or t.finished, t.throughput_mbps, t.streams or 1) for t in done],
     )
+
+
+def _preflight_summary(result: dict | None) -> dict | None:
+    """What a report shows of the latest preflight (the full result stays in the store)."""
+    if not result:
+        return None
+    keys = ("measured_at", "backend", "rtt_ms", "bottleneck_mbps", "bdp_bytes", "loss_estimate", "loss_note",
+            "recommended_streams", "streams_why", "recommended_backend", "sweep")
+    return {k: result.get(k) for k in keys}
 
 
 def gather(store: Store, *, since: float | None = None, until: float | None = None, site: str | None = None,

@@ -97,8 +97,12 @@ def _site_section(s: SiteSummary, image: ImageRef, index: int) -> str:
     table = "".join(f"<tr><th>{escape(k)}</th><td data-k='{escape(k)}'>{escape(v)}</td></tr>" for k, v in rows)
     if s.preflight:
         pre = s.preflight
-        preflight = (f"<p>Latest preflight ({when(pre.get('time'))}): RTT {num(pre.get('rtt_ms'), 1)} ms, "
-                     f"recommended {num(pre.get('recommended_streams'))} streams.</p>")
+        sweep = ", ".join(f"{n}: {v:.0f}" for n, v in (pre.get("sweep") or {}).items())
+        preflight = (f"<p>Latest preflight ({when(pre.get('measured_at'))}, {escape(str(pre.get('backend')))}): "
+                     f"RTT {num(pre.get('rtt_ms'), 1)} ms, bottleneck about {num(pre.get('bottleneck_mbps'))} "
+                     f"Mbit/s, sweep (streams: Mbit/s) {escape(sweep)}. Recommended "
+                     f"{num(pre.get('recommended_streams'))} streams ({escape(pre.get('streams_why') or '')}); "
+                     f"{escape(pre.get('loss_note') or '')}.</p>")
     else:
         preflight = "<p class='muted'>No preflight measurement of this site yet; the figures above come from the " \
                     "transfers themselves.</p>"

@@ -202,7 +202,8 @@ class SiteDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    KEYS = ("download_folder", "max_jobs", "default_streams", "limit_rate", "verify", "notifications", "theme")
+    KEYS = ("download_folder", "max_jobs", "default_streams", "limit_rate", "verify", "notifications", "theme",
+            "preflight_max_age_days")
 
     def __init__(self, values: dict, data_folder: Path, parent=None) -> None:
         super().__init__(parent)
@@ -232,7 +233,14 @@ class SettingsDialog(QDialog):
         form.addRow("Bandwidth cap", self.limit_rate)
         form.addRow("", self.verify)
         form.addRow("", self.notifications)
+        self.preflight_age = QSpinBox(self)
+        self.preflight_age.setRange(1, 365)
+        self.preflight_age.setSuffix(" days")
+        self.preflight_age.setValue(int(float(values.get("preflight_max_age_days", 7))))
+        self.preflight_age.setToolTip("Streams learned by a preflight are used this long; an older measurement is "
+                                      "redone before it is trusted again.")
         form.addRow("Theme", self.theme)
+        form.addRow("Re-measure paths after", self.preflight_age)
         where = QLabel(f"{data_folder} (set LABFERRY_HOME to move it)", self)
         where.setWordWrap(True)
         form.addRow("Ferry's data", where)
@@ -250,6 +258,7 @@ class SettingsDialog(QDialog):
             "verify": self.verify.isChecked(),
             "notifications": self.notifications.isChecked(),
             "theme": self.theme.currentText(),
+            "preflight_max_age_days": self.preflight_age.value(),
         }
 
     def _accept(self) -> None:

@@ -34,6 +34,12 @@ from backends.base import TransferOptions
 OTHER = "Another address…"
 
 
+def nice_top(value: float) -> float:
+    """The axis maximum: 1, 2, 2.5 or 5 times a power of ten, at or above ``value``."""
+    power = 10 ** math.floor(math.log10(value))
+    return next(power * f for f in (1, 2, 2.5, 5, 10) if power * f >= value)
+
+
 class SweepPlot(QWidget):
     """Mbit/s against streams (log scale), one point per sweep step, drawn as they come."""
 
@@ -58,7 +64,7 @@ class SweepPlot(QWidget):
         painter.fillRect(self.rect(), self.palette().base())
         painter.setPen(QPen(self.palette().text().color()))
         painter.drawRect(area)
-        top = max([m for _, m in self.points] + [100.0]) * 1.1
+        top = nice_top(max([m for _, m in self.points] + [100.0]) * 1.05)
 
         def at(streams: int, mbps: float) -> QPointF:
             x = area.left() + math.log2(streams) / 6 * area.width()
@@ -69,7 +75,7 @@ class SweepPlot(QWidget):
             painter.drawText(QRectF(x - 15, area.bottom() + 4, 30, 14), Qt.AlignmentFlag.AlignCenter, str(n))
         for i in range(5):
             y = top * i / 4
-            painter.drawText(QRectF(0, at(1, y).y() - 7, 44, 14), Qt.AlignmentFlag.AlignRight, f"{y:.0f}")
+            painter.drawText(QRectF(0, at(1, y).y() - 7, 44, 14), Qt.AlignmentFlag.AlignRight, f"{y:g}")
         painter.drawText(QRectF(area.left(), self.height() - 16, area.width(), 14), Qt.AlignmentFlag.AlignCenter,
                          "streams → Mbit/s")
         color = QColor("#1f77b4")

@@ -86,11 +86,21 @@ class HttpsBackend:
 
                 moved, spent = await probe_whole(session, info.url, seconds)
                 return ProbeResult(1, moved, spent, latency / 3 * 1000)
-            fetch = RangedFetch(
-                session, info.url, ChunkMap(info.size or 0), part=None, sink=None, validators=Validators.of(info),
-                streams=streams, max_streams=streams, rtt_s=latency / 3, deadline=time.monotonic() + seconds,
-            )
-            sampler = RateSampler(lambda: fetch.fetched)
-            await sampler.follow(asyncio.ensure_future(fetch.run()))
+            deadline = time.monotonic() + seconds
+            done_before, fetch = 0, None
+
+            async def read_until_deadline() -> None:
+                nonlocal done_before, fetch
+                while time.monotonic() < deadline:  # a file read before the deadline is read again
+                    if fetch is not None:
+                        done_before += fetch.fetched
+                    fetch = RangedFetch(
+                        session, info.url, ChunkMap(info.size), part=None, sink=None, validators=Validators.of(info),
+                        streams=streams, max_streams=streams, rtt_s=latency / 3, deadline=deadline,
+                    )
+                    await fetch.run()
+
+            sampler = RateSampler(lambda: done_before + (fetch.fetched if fetch else 0))
+            await sampler.follow(asyncio.ensure_future(read_until_deadline()))
             moved, spent = sampler.steady()
-            return ProbeResult(streams, moved, spent, (fetch.rtt_s or latency / 3) * 1000)
+            return ProbeResult(streams, moved, spent, ((fetch and fetch.rtt_s) or latency / 3) * 1000)

@@ -43,6 +43,13 @@ def test_https_preflight_measures_recommends_and_is_remembered(nginx, big_file, 
                      env_home=ferry_home)
     assert again.returncode == 0 and "reusing" in again.stderr and last_json(again) == out
     assert len(stored(ferry_home)) == 1
+    # older than the Settings' age (7 days by default): measured again
+    conn = sqlite3.connect(ferry_home / "ferry.sqlite3")
+    with conn:
+        conn.execute("UPDATE preflights SET started = started - 8 * 86400")
+    redo = labferry("preflight", nginx.url("big.bin"), "--ca-file", nginx.ca_file, "--json", "--quick", "--if-older",
+                    env_home=ferry_home)
+    assert redo.returncode == 0 and "reusing" not in redo.stderr and len(stored(ferry_home)) == 2
 
 
 def test_ssh_preflight_reads_zeros_without_a_test_file_and_applies_to_the_site(sshd, ferry_home):

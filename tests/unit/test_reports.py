@@ -168,3 +168,19 @@ def test_cli_report_and_bad_input(store, tmp_path, monkeypatch):
                              env={"LABFERRY_HOME": str(env_home), "PATH": "/usr/bin:/bin"})
         assert bad.returncode == 2 or bad.returncode == 5, bad.stderr
         assert words in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_latest_preflight_of_a_site_is_in_the_report(store, tmp_path):
+    host = store.history.full_rows()[0]["peer_host"]
+    store.preflights.add({"host": host, "backend": "https", "url": f"https://{host}/big.bin", "rtt_ms": 48.2,
+                          "bottleneck_mbps": 910.0, "bdp_bytes": 5_480_000, "loss_estimate": 3e-4,
+                          "loss_note": "loss limits single streams", "recommended_streams": 16,
+                          "streams_why": "16 streams reached 900 Mbit/s", "sweep": {"1": 190.0, "16": 900.0},
+                          "measured_at": time.time() - 60})
+    data = gather(store)
+    site = next(s for s in data.sites if s.host == host)
+    assert site.preflight["recommended_streams"] == 16 and site.preflight["sweep"] == {"1": 190.0, "16": 900.0}
+    text = write_report(data, "html", tmp_path / "r.html").read_text()
+    assert "Latest preflight" in text and "16 streams reached 900 Mbit/s" in text and "1: 190, 16: 900" in text
+    out = json.loads(write_report(data, "json", tmp_path / "r.json").read_text())
+    assert next(s for s in out["sites"] if s["host"] == host)["preflight"]["rtt_ms"] == 48.2
