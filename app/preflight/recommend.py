@@ -6,8 +6,8 @@ sweeps. The reasoning, in short:
 
 * one TCP stream moves at most its window / RTT, and on a lossy path at most
   MSS / (RTT·√p)·C (Mathis et al.); streams add up until the bottleneck is full;
-* so the sweep's best aggregate estimates the bottleneck, the single stream bounds
-  the loss rate, and the stream count to use is the **knee**: the fewest streams
+* so the sweep's best aggregate estimates the bottleneck, the single stream gives a
+  rough loss rate, and the stream count to use is the **knee**: the fewest streams
   that already reach nearly the best rate (more streams cost logins, memory and
   fairness to others on the path, and buy nothing);
 * the transfers Ferry actually made to that host (the benchmark log) outrank a
@@ -92,7 +92,8 @@ def knee(sweep: list[SweepPoint], share: float = KNEE_SHARE) -> int:
 
 
 def mathis_loss(single_mbps: float, rtt_ms: float, mss: int = DEFAULT_MSS) -> float | None:
-    """The loss rate at which one stream would run at ``single_mbps`` (an upper bound on the real rate)."""
+    """The loss rate at which one Reno stream would run at ``single_mbps`` (a rough estimate: cubic and BBR
+    reach more at the same loss, so the real loss rate is likely higher)."""
     if single_mbps <= 0 or rtt_ms <= 0:
         return None
     rate_bytes = single_mbps * 1e6 / 8
@@ -197,8 +198,9 @@ def loss_reading(single_mbps: float, rtt_ms: float, bottleneck_mbps: float, tcp:
         return None, (f"one stream was held by this host's TCP buffers ({buffer_cap:.0f} Mbit/s at this round "
                       "trip), not by loss: raise the buffers (below) before blaming the network")
     p = mathis_loss(single_mbps, rtt_ms)
-    return p, (f"one stream at {single_mbps:.0f} Mbit/s over {rtt_ms:.0f} ms means a loss rate up to about "
-               f"{p:.0e} (Mathis bound): loss, not bandwidth, limits single streams on this path")
+    return p, (f"one stream at {single_mbps:.0f} Mbit/s over {rtt_ms:.0f} ms fits a loss rate of about {p:.0e} "
+               "(Mathis model for Reno; cubic and BBR hold more at the same loss, so the real rate may be higher): "
+               "loss, not bandwidth, limits single streams on this path")
 
 
 def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, float]) -> tuple[str, str]:

@@ -12,14 +12,11 @@ published next to the file.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..chunks import ChunkMap
 from ..errors import BadRequest
-from ..netprobe import RateSampler
+from ..netprobe import sweep_down
 from ..partfile import PartFile, check_destination
 from ..urls import redact
 
@@ -69,9 +66,16 @@ class HttpsBackend:
             return await Download(session, request, sink).run()
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        """``streams`` streams reading the file for ``seconds``, data discarded (preflight)."""
-        from .fetch import RangedFetch
-        from .identity import Validators
+        """``streams`` streams reading the file for ``seconds``, data discarded (one step of a sweep)."""
+        return (await self.sweep(url, [streams], seconds, options))[0]
+
+    async def sweep(self, url: str, counts: list[int], seconds: float, options: TransferOptions,
+                    on_level=None) -> list[ProbeResult]:
+        """The preflight's sweep, from the most streams down (``netprobe.sweep_down``), data discarded.
+
+        A server without ranges gets one plain GET: the result then has one stream, whatever was asked.
+        """
+        from .probe import RangeStreams
         from .remote import head
         from .session import open_session, validate_url
 
@@ -81,26 +85,17 @@ class HttpsBackend:
             if info.size is not None and info.size < MIN_PROBE_BYTES:
                 raise BadRequest(f"{redact(url)} is only {info.size // 1024} KiB: too small to measure a path "
                                  "with. Name a file of 1 GB or more.")
+            rtt_ms = latency / 3 * 1000  # a HEAD on a new TLS connection: about three round trips
             if not info.size or not info.accepts_ranges:
                 from .whole import probe_whole
 
                 moved, spent = await probe_whole(session, info.url, seconds)
-                return ProbeResult(1, moved, spent, latency / 3 * 1000)
-            deadline = time.monotonic() + seconds
-            done_before, fetch = 0, None
+                return [ProbeResult(1, moved, spent, rtt_ms)]
 
-            async def read_until_deadline() -> None:
-                nonlocal done_before, fetch
-                while time.monotonic() < deadline:  # a file read before the deadline is read again
-                    if fetch is not None:
-                        done_before += fetch.fetched
-                    fetch = RangedFetch(
-                        session, info.url, ChunkMap(info.size), part=None, sink=None, validators=Validators.of(info),
-                        streams=streams, max_streams=streams, rtt_s=latency / 3, deadline=deadline,
-                    )
-                    await fetch.run()
+            def level(count: int, moved: int, spent: float) -> None:
+                if on_level:
+                    on_level(ProbeResult(count, moved, spent, rtt_ms))
 
-            sampler = RateSampler(lambda: done_before + (fetch.fetched if fetch else 0))
-            await sampler.follow(asyncio.ensure_future(read_until_deadline()))
-            moved, spent = sampler.steady()
-            return ProbeResult(streams, moved, spent, ((fetch and fetch.rtt_s) or latency / 3) * 1000)
+            pool = RangeStreams(session, info.url, info.size)
+            levels = await sweep_down(pool, counts, seconds, level)
+            return [ProbeResult(n, moved, spent, rtt_ms) for n, moved, spent in levels]

@@ -155,10 +155,15 @@ class SshBackend:
         return await upload_file(session, local, remote, request.options, sink, _records())
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        """``streams`` OpenSSH connections reading the file (or zeros) for ``seconds`` (preflight)."""
-        from .probe import probe
+        """``streams`` OpenSSH connections reading the file (or zeros) for ``seconds`` (one sweep step)."""
+        return (await self.sweep(url, [streams], seconds, options))[0]
 
-        return await probe(url, streams, seconds, options)
+    async def sweep(self, url: str, counts: list[int], seconds: float, options: TransferOptions,
+                    on_level=None) -> list[ProbeResult]:
+        """The preflight's sweep from the most streams down, over OpenSSH (``probe.py``)."""
+        from .probe import sweep
+
+        return await sweep(url, counts, seconds, options, on_level)
 
 
 def _source_id(request: TransferRequest) -> str:

@@ -49,7 +49,8 @@ def ferry(ns: list[str], home: Path, *args: str, timeout: float = 1800) -> tuple
     return spent, json.loads(proc.stdout.strip().splitlines()[-1]), proc.stdout
 
 
-def bench_path(name, rtt, rate, loss, net, work: Path, rounds: int, preflight_only: bool = False) -> dict:
+def bench_path(name, rtt, rate, loss, net, work: Path, rounds: int, preflight_only: bool = False,
+               preflights: int = 2) -> dict:
     link = f"pf{net}"
     subprocess.run([str(WANEM), "down", link], capture_output=True)
     subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
@@ -63,12 +64,12 @@ def bench_path(name, rtt, rate, loss, net, work: Path, rounds: int, preflight_on
     url, ca = server.url("big.bin"), str(certs["ca"])
     out = work / "out" / "big.bin"
     try:
-        preflights = []
-        for _ in range(rounds):
+        results = []
+        for _ in range(preflights):
             home = Path(tempfile.mkdtemp(prefix="pfhome", dir=work))
             wall, result, _ = ferry(ns, home, "preflight", url, "--ca-file", ca, "--json", timeout=120)
             if result:
-                preflights.append({"wall": wall, **result})
+                results.append({"wall": wall, **result})
                 print(f"  {name} preflight {wall:.1f} s: sweep {result['sweep']} → {result['recommended_streams']}"
                       f" streams", flush=True)
         sweep: dict[int, list[float]] = {n: [] for n in COUNTS}
@@ -85,8 +86,8 @@ def bench_path(name, rtt, rate, loss, net, work: Path, rounds: int, preflight_on
                           f" ({wall:.1f} s)", flush=True)
         for stale in out.parent.glob("big.bin*"):
             stale.unlink()
-        return {"path": name, "rtt": rtt, "rate": rate, "loss": loss, "preflights": preflights,
-                "sweep": {n: statistics.median(v) for n, v in sweep.items() if v}}
+        return {"path": name, "rtt": rtt, "rate": rate, "loss": loss, "preflights": results,
+                "sweep": {n: statistics.median(v) for n, v in sweep.items() if v}}  # JSON turns the keys into strings
     finally:
         server.stop()
         subprocess.run([str(WANEM), "down", link], capture_output=True)
@@ -99,7 +100,8 @@ def render(paths: list[dict], size: int, rounds: int, command: str) -> str:
         f"Measured {time.strftime('%Y-%m-%d')} with `wanem` (1000 Mbit/s links), nginx over TLS on host b, Ferry on"
         f" host a. Per path: `labferry preflight URL` (wall time of the whole command), then real {size // MiB} MiB"
         f" HTTPS downloads with each stream count (median of {rounds} round(s); the transfer's own rate, a fresh"
-        " data folder each). **Share** = the real transfer with the recommended count / the best count's.",
+        " data folder each). **Share** = the real transfer with the recommended count / the best count's. One row"
+        " per preflight run; the targets: share ≥ 90 %, preflight ≤ 20 s.",
         "",
         "| path | preflight: time, its sweep (streams: Mbit/s) | recommended | real sweep 1/2/4/8/16/32/64 (Mbit/s)"
         " | best | share |",
@@ -128,6 +130,9 @@ def main() -> int:
     parser = wan_arguments(__doc__, "/tmp/ferry-bench", "--no-loopback")
     parser.set_defaults(rounds=1)
     parser.add_argument("--preflight-only", action="store_true", help="only the preflights (a quick check)")
+    parser.add_argument("--preflights", type=int, default=2, help="preflight runs per path")
+    parser.add_argument("--merge", metavar="JSON", help="an earlier run's results (work/preflight.json): paths not "
+                                                         "measured now are taken from it")
     args = parser.parse_args()
     if not shutil.which("nginx"):
         print("nginx is not installed", file=sys.stderr)
@@ -139,7 +144,14 @@ def main() -> int:
     (work / "out").mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "app"), str(ROOT / "backends")])
     chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]
-    paths = [bench_path(*p, work=work, rounds=args.rounds, preflight_only=args.preflight_only) for p in chosen]
+    paths = [bench_path(*p, work=work, rounds=args.rounds, preflight_only=args.preflight_only,
+                        preflights=args.preflights) for p in chosen]
+    if args.merge:
+        fresh = {p["path"] for p in paths}
+        earlier = [p | {"sweep": {int(n): v for n, v in p["sweep"].items()}}
+                   for p in json.loads(Path(args.merge).read_text()) if p["path"] not in fresh]
+        order = [p[0] for p in PATHS]
+        paths = sorted(paths + earlier, key=lambda p: order.index(p["path"]))
     command = "sudo .venv/bin/python tests/bench/preflight_wan.py " + " ".join(sys.argv[1:])
     text = render(paths, size, args.rounds, command.strip())
     print(text)

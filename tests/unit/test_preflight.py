@@ -156,7 +156,7 @@ def test_a_server_without_ranges_ends_the_sweep_with_a_note():
 
 
 def test_steps_grow_with_the_round_trip_within_bounds():
-    assert step_seconds(0.3, False) == 1.2 and step_seconds(100, False) == 1.8
+    assert step_seconds(0.3, False) == 1.2 and step_seconds(100, False) == 2.0
     assert step_seconds(50, True) <= 1.0
 
 
@@ -171,3 +171,44 @@ def test_preflights_are_kept_and_expire(ferry_home):
         store.settings.set("preflight_max_age_days", "2")
         assert fresh_streams(store, "dtn", "https") is None  # older than the setting: measure again
         assert fresh_streams(store, "dtn", "ssh") is None
+
+
+class ModelPool:
+    """Streams whose aggregate rate follows a recorded real sweep (bytes grow with the clock)."""
+
+    def __init__(self, rates: dict[int, float]) -> None:
+        self.rates, self.running, self.total, self.at = rates, 0, 0.0, time.monotonic()
+        self.calls: list[tuple[str, int]] = []
+
+    def _advance(self) -> None:
+        now = time.monotonic()
+        self.total += self.rates.get(self.running, 0.0) * 1e6 / 8 * (now - self.at)
+        self.at = now
+
+    async def start(self, count: int) -> None:
+        self._advance()
+        self.running += count
+        self.calls.append(("start", count))
+
+    async def stop(self, count: int) -> None:
+        self._advance()
+        self.running -= count
+        self.calls.append(("stop", count))
+
+    def moved(self) -> int:
+        self._advance()
+        return int(self.total)
+
+
+def test_sweep_down_loads_the_path_first_then_drops_streams_level_by_level():
+    from backends.netprobe import sweep_down
+
+    real = {1: 27, 2: 53, 4: 110, 8: 388, 16: 656, 32: 872, 64: 917}  # 100 ms/1e-3, 1 GiB transfers
+    pool, seen = ModelPool(real), []
+    levels = asyncio.run(sweep_down(pool, [1, 2, 4, 8, 16, 32, 64], 0.25, lambda n, b, s: seen.append(n)))
+    assert pool.calls[0] == ("start", 64) and pool.calls[-1] == ("stop", 1) and pool.running == 0
+    assert [n for n, _, _ in levels] == seen == [64, 32, 16, 8, 4, 2, 1]
+    measured = {n: b * 8 / s / 1e6 for n, b, s in levels}
+    for n, rate in real.items():
+        assert measured[n] == pytest.approx(rate, rel=0.15)
+    assert knee(sweep_of(measured)) == 32
