@@ -12,6 +12,7 @@ Entry points are loaded lazily (the first lookup), so start-up stays cheap.
 from __future__ import annotations
 
 import logging
+import re
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from urllib.parse import urlsplit
 
@@ -74,7 +75,18 @@ class Registry:
             raise BadRequest(f"There is no backend called '{name}'. Known: {known}.") from None
 
     def for_route(self, source: str, dest: str) -> Backend:
-        """The backend for a transfer: the source's scheme (downloads) or the destination's (uploads)."""
+        """The backend for a transfer: the source's scheme (downloads) or the destination's (uploads).
+
+        With no scheme on either side, a backend may claim the route by its ``claims(source, dest)``
+        (a local .torrent file is BitTorrent's).
+        """
+        if not scheme_of(source) and not scheme_of(dest):
+            for everything in (False, True):
+                self._load(everything)
+                for backend in self._backends.values():
+                    claims = getattr(backend, "claims", None)
+                    if claims and claims(source, dest):
+                        return backend
         if scheme_of(source) or not scheme_of(dest):
             return self.for_url(source)
         return self.for_url(dest)
@@ -98,10 +110,18 @@ class Registry:
 
 
 def scheme_of(url: str) -> str:
-    """The lower-case scheme of ``url``, or "" when it has none (a local path)."""
+    """The lower-case scheme of ``url``, or "" when it has none (a local path).
+
+    Besides ``scheme://`` addresses, opaque ones with a query right after the colon, as in
+    ``magnet:?xt=…`` (a local file name with a colon stays a file name).
+    """
     if "://" not in url:
-        return ""
+        m = _OPAQUE.match(url)
+        return m.group(1).lower() if m else ""
     return urlsplit(url).scheme.lower()
+
+
+_OPAQUE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):\?")
 
 
 registry = Registry()

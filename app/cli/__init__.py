@@ -14,7 +14,7 @@ import sys
 from app import __version__
 from backends import errors
 
-from . import copy, listing, preflight, report, sites
+from . import copy, listing, preflight, report, sites, torrent
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     sites.add_parser(sub)
     report.add_parser(sub)
     preflight.add_parsers(sub)
+    torrent.add_parsers(sub)
     return parser
 
 

@@ -38,6 +38,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
                    help="skip files already at DEST with the same size and time (or checksum); for folders")
     add_ssh_arguments(p)
+    from .torrent import add_torrent_arguments
+
+    add_torrent_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(handler=run)
@@ -81,7 +84,9 @@ def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
 
 
 def backend_options(args: argparse.Namespace) -> dict:
-    extra = {
+    from .torrent import torrent_options
+
+    extra = torrent_options(args) | {
         "identity": args.identity,
         "known_hosts": args.known_hosts,
         "accept_new_host_key": args.accept_new_host_key or None,

@@ -19,6 +19,8 @@ def resolve_destination(source: str, dest: str | os.PathLike) -> str:
     text = os.fspath(dest)
     if "://" in text:
         return text
+    if source.startswith("magnet:") or source.lower().endswith(".torrent"):
+        return str(Path(text).expanduser().absolute())  # a torrent names its own files: DEST is their folder
     path = Path(text).expanduser()
     if path.is_dir() or text.endswith(("/", os.sep)):
         name = remote_name(source) or remote_name(source.rstrip("/"))

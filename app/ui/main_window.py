@@ -267,11 +267,18 @@ class MainWindow(HistoryTab, QMainWindow):
         urls = mime.urls() if mime.hasUrls() else []
         remote = [u.toString() for u in urls if not u.isLocalFile()]
         if not urls and mime.hasText():
-            remote = [line.strip() for line in mime.text().splitlines() if "://" in line]
+            remote = [line.strip() for line in mime.text().splitlines() if "://" in line or line.startswith("magnet:")]
         files = local_paths(urls)
+        torrents = [f for f in files if f.lower().endswith(".torrent")]
+        files = [f for f in files if f not in torrents]
         folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
         for url in remote:
-            self.submit(url, folder)
+            if url.startswith("magnet:"):
+                torrents.append(url)
+            else:
+                self.submit(url, folder)
+        for torrent in torrents:
+            self.fetch_torrent(torrent, folder)
         if files:
             sites = [s.name for s in self._sites()]
             if not sites:
@@ -282,6 +289,16 @@ class MainWindow(HistoryTab, QMainWindow):
             if ok:
                 self.upload_to_site(name, files)
         event.acceptProposedAction()
+
+    def fetch_torrent(self, torrent: str, folder: str, peer: str | None = None) -> None:
+        """A .torrent or magnet link: ask which peer holds it (blank: its web seeds, trackers and the DHT)."""
+        if peer is None:
+            peer, ok = QInputDialog.getText(self, "Fetch with BitTorrent", "Peer to fetch from (host:port), or leave "
+                                            "blank to use the torrent's web seeds, trackers and the DHT:")
+            if not ok:
+                return
+        extra = {"peers": [peer.strip()]} if peer.strip() else {"discovery": True}
+        self.submit(torrent, folder, backend_options=extra)
 
     def open_preflight(self) -> None:
         """The preflight wizard (modeless: transfers go on while it measures)."""

@@ -218,3 +218,31 @@ def test_report_of_the_selected_history_rows(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: window.last_report == str(tmp_path / "selected.csv"), timeout=3_000)
     view.clearSelection()  # nothing selected: every row the filters match, not just the page fetched so far
     assert window.report_filter() == window.history_model.filter
+
+
+def test_a_dropped_torrent_is_fetched_from_the_named_peer(qtbot, window, tmp_path):
+    import signal
+
+    from tests.integration.conftest import labferry, popen_labferry, sha256_of
+    from tests.servers.nginx import free_port
+
+    data = tmp_path / "share"
+    data.mkdir()
+    write_random(data / "ref.fa", 24 * MiB, seed=7)
+    torrent = tmp_path / "ref.torrent"
+    assert labferry("torrent", "create", str(data / "ref.fa"), "-o", str(torrent), env_home=tmp_path).returncode == 0
+    port = free_port()
+    seed = popen_labferry("seed", str(torrent), "--data", str(data / "ref.fa"), "--listen", f"127.0.0.1:{port}",
+                          "--connections", "2", env_home=tmp_path / "seed-home")
+    try:
+        time.sleep(1.0)
+        window.fetch_torrent(str(torrent), str(tmp_path / "in"), peer=f"127.0.0.1:{port}")
+        qtbot.waitUntil(lambda: (j := job(window, "ref.torrent")) is not None and j.state.terminal, timeout=60_000)
+        assert job(window, "ref.torrent").state == JobState.DONE, job(window, "ref.torrent").error
+    finally:
+        seed.send_signal(signal.SIGINT)
+        seed.wait(15)
+    assert sha256_of(tmp_path / "in" / "ref.fa") == sha256_of(data / "ref.fa")
+    with Store() as store:
+        row = store.history.full_rows()[0]
+    assert row["backend"] == "torrent" and row["sha256"] == sha256_of(data / "ref.fa")

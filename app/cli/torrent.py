@@ -1,0 +1,152 @@
+"""``labferry torrent create`` and ``labferry seed``; copy's BitTorrent options live here too."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from app.units import format_bytes, format_rate, parse_rate
+from backends.base import TransferOptions
+from backends.errors import BadRequest, LocalError
+
+
+def add_torrent_arguments(p: argparse.ArgumentParser) -> None:
+    """Options for fetching (copy) and seeding."""
+    bt = p.add_argument_group("BitTorrent (.torrent files and magnet: links)")
+    bt.add_argument("--peer", action="append", metavar="HOST:PORT",
+                    help="a peer to dial directly (repeat for several); no tracker or DHT needed")
+    bt.add_argument("--connections", type=int, metavar="K",
+                    help="TCP connections per named peer: ports PORT … PORT+K-1 (a seed's extra sessions; default 8)")
+    bt.add_argument("--listen", metavar="ADDR:PORT", help="where to accept other peers (default: any, a free port)")
+    bt.add_argument("--web-seed", action="append", metavar="URL", help="an http(s) server holding the same data")
+    bt.add_argument("--discovery", action="store_true", help="also use trackers, DHT and local discovery")
+    bt.add_argument("--encryption", choices=("required", "preferred", "off"),
+                    help="peer connection encryption (default required: plaintext peers are refused)")
+    bt.add_argument("--stall-timeout", type=float, metavar="SECONDS",
+                    help="give up when no data arrives for this long (default 60)")
+    bt.add_argument("--upload-limit", metavar="RATE", help="cap what this peer serves to others (50M, 400Mbit)")
+
+
+def torrent_options(args: argparse.Namespace) -> dict:
+    extra = {
+        "peers": getattr(args, "peer", None),
+        "connections": getattr(args, "connections", None),
+        "listen": getattr(args, "listen", None),
+        "web_seeds": getattr(args, "web_seed", None),
+        "discovery": getattr(args, "discovery", None) or None,
+        "encryption": getattr(args, "encryption", None),
+        "stall_seconds": getattr(args, "stall_timeout", None),
+        "upload_limit": parse_rate(args.upload_limit) if getattr(args, "upload_limit", None) else None,
+    }
+    return {k: v for k, v in extra.items() if v is not None}
+
+
+def add_parsers(sub) -> None:
+    t = sub.add_parser("torrent", help="make .torrent files for lab-to-lab swarms")
+    verbs = t.add_subparsers(dest="verb", metavar="VERB", required=True)
+    c = verbs.add_parser("create", help="make a .torrent for a file or folder (v1+v2 hybrid, SHA-256 pieces)")
+    c.add_argument("path", metavar="PATH")
+    c.add_argument("-o", "--output", metavar="FILE.torrent", help="default: PATH's name + .torrent, here")
+    c.add_argument("--web-seed", action="append", metavar="URL", help="an http(s) URL serving the same data")
+    c.add_argument("--tracker", action="append", metavar="URL")
+    public = c.add_mutually_exclusive_group()
+    public.add_argument("--private", action="store_true", default=True, help="(default) never on DHT or PEX")
+    public.add_argument("--public", action="store_false", dest="private", help="allow DHT and peer exchange")
+    c.add_argument("--v2-only", action="store_true", help="no SHA-1 pieces (only v2 clients can use it)")
+    c.set_defaults(handler=run_create)
+
+    s = sub.add_parser("seed", help="serve a torrent's data to other labs until stopped (Ctrl-C)")
+    s.add_argument("torrent", metavar="FILE.torrent")
+    s.add_argument("--data", required=True, metavar="PATH", help="the torrent's file or folder here")
+    s.add_argument("--listen", default="0.0.0.0:6881", metavar="ADDR:PORT",
+                   help="first listening port; --connections sessions take the next ones (default 0.0.0.0:6881)")
+    s.add_argument("--connections", type=int, default=8, metavar="K",
+                   help="sessions on consecutive ports, so each fetcher can open K connections (default 8)")
+    s.add_argument("--encryption", choices=("required", "preferred", "off"), default="required")
+    s.add_argument("--discovery", action="store_true", help="also announce to trackers, DHT and local discovery")
+    s.add_argument("--upload-limit", metavar="RATE", help="cap the upload rate (50M = 50 MiB/s, 400Mbit)")
+    s.set_defaults(handler=run_seed)
+
+
+def run_create(args: argparse.Namespace) -> int:
+    from backends.torrent.create import create
+
+    path = Path(args.path).expanduser()
+    out = Path(args.output or f"{path.resolve().name}.torrent").expanduser()
+    if not out.parent.is_dir():
+        raise LocalError(f"The folder {out.parent} does not exist. Create it first.")
+    began = time.monotonic()
+    shown = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if sys.stderr.isatty() and time.monotonic() - shown[0] > 0.2:
+            shown[0] = time.monotonic()
+            sys.stderr.write(f"\rhashing {100 * done / total:5.1f}%  ({done}/{total} pieces)")
+
+    data = create(path, web_seeds=tuple(args.web_seed or ()), private=args.private, v2_only=args.v2_only,
+                  trackers=tuple(args.tracker or ()), progress=progress)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 50 + "\r")
+    out.write_bytes(data)
+    import libtorrent as lt
+
+    info = lt.torrent_info(str(out))
+    print(f"Wrote {out} ({info.num_files()} file(s), {format_bytes(info.total_size())}, {info.num_pieces()} pieces, "
+          f"{'private' if args.private else 'public'}, {'v2' if args.v2_only else 'v1+v2 hybrid'}) in "
+          f"{time.monotonic() - began:.1f} s.")
+    print(lt.make_magnet_uri(info))
+    return 0
+
+
+def run_seed(args: argparse.Namespace) -> int:
+    from app.engine import Engine, JobState
+    from app.engine.events import NOTE
+
+    if not 1 <= args.connections <= 64:
+        raise BadRequest("--connections takes a number from 1 to 64.")
+    options = TransferOptions(streams=args.connections, backend_options={
+        "seed": True, "listen": args.listen, "connections": args.connections, "encryption": args.encryption,
+        "discovery": args.discovery or None,
+        "upload_limit": parse_rate(args.upload_limit) if args.upload_limit else None})
+    data = str(Path(args.data).expanduser().absolute())
+    engine = Engine(run_queue=False, max_jobs=1).start()
+    events, unsubscribe = engine.bus.queue()
+    view = None
+    try:
+        view = engine.submit(str(Path(args.torrent).expanduser().absolute()), data, options)
+        size = None
+        while not (view.state.terminal or view.state == JobState.PAUSED):
+            try:
+                event = events.get(timeout=1.0)
+            except Exception:
+                event = None
+            if event is not None and event.job.id == view.id:
+                view = event.job
+                if event.kind == NOTE and event.message:
+                    print(f"labferry: {event.message}", file=sys.stderr)
+            size = size or _size(args.torrent)
+            if sys.stderr.isatty():
+                ratio = view.bytes_done / size if size else 0
+                sys.stderr.write(f"\rserved {format_bytes(view.bytes_done)}  {format_rate(view.rate)}  peers "
+                                 f"{view.streams}  ratio {ratio:.2f}   ")
+        print(f"labferry: {view.error or 'seeding stopped.'}", file=sys.stderr)
+        return 1 if view.state == JobState.FAILED else 0
+    except KeyboardInterrupt:
+        if view is not None:
+            engine.cancel(view.id)
+        print("\nlabferry: stopped seeding.", file=sys.stderr)
+        return 0
+    finally:
+        unsubscribe()
+        engine.close()
+
+
+def _size(path: str) -> int | None:
+    import libtorrent as lt
+
+    try:
+        return lt.torrent_info(str(Path(path).expanduser())).total_size()
+    except RuntimeError:
+        return None

@@ -1,0 +1,120 @@
+"""BitTorrent (libtorrent): lab-to-lab swarms — fetch from named peers, seed, web seeds.
+
+``labferry copy FILE.torrent|magnet:… DEST [--peer HOST:PORT …]`` fetches into the folder
+DEST; ``labferry seed FILE.torrent --data PATH`` serves. Lab defaults and the tuning for
+fat pipes are in ``lab.py``; why a seed listens on several ports is explained there and in
+docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..errors import BadRequest, TransferError
+
+SCHEMES = ("magnet",)
+#: connections a fetcher opens to each named peer (ports PORT … PORT+K-1), unless told otherwise
+DEFAULT_CONNECTIONS = 8
+
+
+def _is_torrent(location: str) -> bool:
+    return location.startswith("magnet:") or location.lower().endswith(".torrent")
+
+
+class TorrentBackend:
+    name = "torrent"
+    schemes = SCHEMES
+    caps = Capabilities(streams=True, resume=True, download=True, folders=True, checksums=("sha256",))
+
+    def available(self) -> Availability:
+        try:
+            import libtorrent  # noqa: F401
+        except ImportError:
+            return Availability(False, "BitTorrent needs libtorrent's Python bindings: pip install libtorrent "
+                                       "(or apt install python3-libtorrent).")
+        return Availability(True)
+
+    def claims(self, source: str, dest: str) -> bool:
+        """A local .torrent file as the source is this backend's (the registry asks when no URL scheme says)."""
+        return _is_torrent(source)
+
+    def check(self, request: TransferRequest) -> None:
+        if not _is_torrent(request.source):
+            raise BadRequest("Give a .torrent file or a magnet: link to fetch with BitTorrent.")
+        if "://" in request.dest:
+            raise BadRequest("BitTorrent fetches to a local folder; give a folder as the destination.")
+        from .swarm import Peer, load_torrent
+
+        load_torrent(request.source)
+        for peer in request.options.backend_options.get("peers") or []:
+            Peer.parse(peer)
+        if request.source.startswith("magnet:") and not request.options.backend_options.get("peers") and \
+                not request.options.backend_options.get("discovery"):
+            raise BadRequest("A magnet link needs somewhere to get the torrent from: name a peer with --peer "
+                             "HOST:PORT, or allow DHT and trackers with --discovery.")
+
+    def discard(self, request: TransferRequest) -> None:
+        """A cancelled fetch leaves its pieces (the folder may hold other data); only the resume state goes."""
+        from .swarm import info_hash, load_torrent
+
+        try:
+            key = info_hash(load_torrent(request.source))
+        except TransferError:
+            return
+        (_state_dir() / f"{key}.fastresume").unlink(missing_ok=True)
+
+    async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
+        from .swarm import load_torrent
+
+        params = load_torrent(url)
+        size = params.ti.total_size() if params.ti is not None else None
+        return RemoteInfo(url, size, is_dir=params.ti is not None and params.ti.num_files() > 1)
+
+    async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
+        from .swarm import Peer, Swarm, load_torrent
+
+        self.check(request)
+        extra = request.options.backend_options
+        lab = _lab_options(extra, default_listen="0.0.0.0:0")
+        params = load_torrent(request.source)
+        if extra.get("seed"):
+            from .seed import seed
+
+            swarm = Swarm(lab, sessions=int(extra.get("connections") or DEFAULT_CONNECTIONS))
+            try:
+                port = lab.listen.rpartition(":")[2]
+                return await seed(params, Path(request.dest), swarm, sink, int(port) if port.isdigit() else 0)
+            finally:
+                await swarm.close()
+        from .fetch import fetch
+
+        for url in extra.get("web_seeds") or []:
+            params.url_seeds = [*params.url_seeds, url]
+        streams = request.options.streams
+        per_peer = int(extra.get("connections") or (streams if isinstance(streams, int) else DEFAULT_CONNECTIONS))
+        swarm = Swarm(lab)
+        try:
+            return await fetch(params, Path(request.dest), swarm, [Peer.parse(p) for p in extra.get("peers") or []],
+                               per_peer, _state_dir(), sink, float(extra.get("stall_seconds") or 60))
+        finally:
+            await swarm.close()
+
+    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
+        raise TransferError("A swarm cannot be measured like a server; run a preflight on one of its hosts instead.")
+
+
+def _lab_options(extra: dict, default_listen: str):
+    from .lab import LabOptions
+
+    return LabOptions(listen=extra.get("listen") or default_listen, discovery=bool(extra.get("discovery")),
+                      encryption=extra.get("encryption") or "required",
+                      upload_limit=int(extra.get("upload_limit") or 0))
+
+
+def _state_dir() -> Path:
+    from app.paths import data_dir  # the data folder is the application's; imported late on purpose
+
+    folder = data_dir() / "torrents"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,0 +1,121 @@
+"""Fetching a torrent: named peers first, a web seed alongside, resume across restarts, sha256 at the end.
+
+The session keeps libtorrent's resume data in Ferry's data folder (``torrents/HASH.fastresume``,
+saved every few seconds and replaced atomically), so a fetcher killed mid-way starts again
+from the pieces it had. Pieces are checked against the torrent's hashes as they arrive
+(SHA-256 Merkle trees for v2 and hybrid torrents); a piece that fails is fetched again,
+from another peer when there is one, and the job's notes say so. At the end Ferry computes
+the sha256 of what arrived, like every backend, for the history and the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import libtorrent as lt
+
+from ..base import Result, Sink
+from ..errors import LocalError, Transient, Unreachable
+from ..hashing import hash_file, manifest_digest
+from .swarm import Peer, Swarm, info_hash, write_atomically
+
+TICK = 0.2
+RESUME_EVERY = 3.0
+REDIAL_EVERY = 5.0
+#: with no peer and no progress for this long, the job fails (and the engine retries it)
+STALL_SECONDS = 60.0
+
+
+async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: list[Peer], per_peer: int,
+                resume_dir: Path, sink: Sink, stall_seconds: float = STALL_SECONDS) -> Result:
+    began = time.monotonic()
+    key = info_hash(params)
+    resume_file = resume_dir / f"{key}.fastresume"
+    resumed = 0
+    if resume_file.exists():
+        try:
+            saved = lt.read_resume_data(resume_file.read_bytes())
+            if params.ti is not None:
+                saved.ti = params.ti
+            params = saved
+        except RuntimeError:
+            resume_file.unlink(missing_ok=True)  # unreadable: start from the files' own contents
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LocalError(f"Could not create {dest}: {exc.strerror}. Choose another destination.") from None
+    swarm.add(params, dest)
+    handle = swarm.handles[0]
+    swarm.dial(peers, per_peer)
+    notes: list[str] = []
+    failed_pieces = 0
+    last_progress, last_done = time.monotonic(), -1
+    saved_at = redialed = time.monotonic()
+    first, peak = True, 0
+    while True:
+        await asyncio.sleep(TICK)
+        failed_pieces += _read_alerts(swarm, resume_file, notes, sink)
+        st = handle.status()
+        if first and st.has_metadata and st.state not in (lt.torrent_status.checking_files,
+                                                           lt.torrent_status.checking_resume_data):
+            resumed, first = st.total_wanted_done, False
+            if resumed:
+                sink.note(f"Resuming: {resumed} bytes were already here and match the torrent.")
+        sink.progress(st.total_wanted_done, st.total_wanted or None, st.num_peers)
+        peak = max(peak, st.num_peers)
+        if st.has_metadata and st.total_wanted and st.total_wanted_done >= st.total_wanted and st.is_finished:
+            break
+        now = time.monotonic()
+        if st.total_wanted_done != last_done:
+            last_done, last_progress = st.total_wanted_done, now
+        if now - saved_at >= RESUME_EVERY and st.has_metadata:
+            handle.save_resume_data(lt.torrent_handle.save_info_dict)
+            saved_at = now
+        if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
+            swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
+            redialed = now
+        if now - last_progress > stall_seconds:
+            who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
+            raise (Unreachable if not st.num_peers else Transient)(
+                f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
+                "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
+    sink.stage("verifying")
+    info = handle.torrent_file()
+    files = info.files()
+    root = Path(dest)
+    real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
+    names = [files.file_path(i) for i in real]
+    digests = await asyncio.to_thread(lambda: {n: hash_file(root / n)["sha256"] for n in names})
+    resume_file.unlink(missing_ok=True)
+    single = len(names) == 1 and "/" not in names[0].replace("\\", "/")
+    digest = digests[names[0]] if single else manifest_digest(
+        {n.split("/", 1)[1] if "/" in n else n: d for n, d in digests.items()})
+    method = (f"every piece checked against the torrent's {'SHA-256 (v2)' if info.info_hashes().has_v2() else 'SHA-1'}"
+              " piece hashes; sha256 of the result computed here")
+    if failed_pieces:
+        notes.append(f"{failed_pieces} piece(s) arrived damaged and were fetched again.")
+    shared = handle.status().all_time_upload
+    if shared:
+        notes.append(f"Shared {shared} bytes with other peers while fetching.")
+    total = sum(files.file_size(i) for i in real)
+    spent = time.monotonic() - began
+    return Result(total, spent, peak or 1, digest, True, method,
+                  peer_host=peers[0].host if peers else None, bytes_fetched=total - resumed, resumed_from=resumed,
+                  notes=notes)
+
+
+def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink) -> int:
+    failed = 0
+    for alert in swarm.alerts():
+        if isinstance(alert, lt.save_resume_data_alert):
+            resume_file.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(resume_file, lt.write_resume_data_buf(alert.params))
+        elif isinstance(alert, lt.hash_failed_alert):
+            failed += 1
+            sink.note(f"Piece {alert.piece_index} failed its hash check; fetching it again from another peer.")
+        elif isinstance(alert, (lt.file_error_alert, lt.torrent_error_alert)):
+            raise LocalError(f"Writing the torrent's files failed: {alert.message()}. Check the destination's "
+                             "space and permissions.")
+    return failed

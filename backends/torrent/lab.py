@@ -1,0 +1,88 @@
+"""libtorrent settings for labs on fat pipes, each with its reason.
+
+libtorrent's defaults serve home broadband: many slow, untrusted peers, NAT traversal,
+a few megabytes in flight. A lab swarm is the opposite: a handful of trusted hosts on
+0.1–10 Gbit/s paths with 10–100 ms of round trip, where one connection must carry
+hundreds of megabits. So:
+
+* **discovery off** (DHT, local service discovery, UPnP, NAT-PMP) unless asked: a lab
+  names its peers (``--peer host:port``) or runs a tracker; nothing announces the data to
+  the world. Torrents Ferry creates are private by default (BEP 27: no DHT/PEX for them).
+* **encryption required** on every peer connection (``pe_forced``, RC4 only): a peer
+  offering plaintext is refused. It hides the payload from casual inspection and stops
+  middleboxes that throttle BitTorrent by pattern; integrity comes from the piece hashes.
+* **TCP only**: uTP (BitTorrent's own congestion control over UDP) backs off at the
+  first queueing delay, which is right on a home line and wrong on a research path.
+* **deep send buffers and request queues**: a peer only sends what was requested, and
+  libtorrent refills a connection's send buffer only below its watermark; on a long
+  path a connection needs a bandwidth-delay product in flight (1 Gbit/s × 50 ms =
+  6 MB), so the watermark is 32 MiB and each peer keeps ~3 s of requests queued.
+* **no unchoke limit** and several connections per IP: every lab peer may download at
+  once, and one host may run several sessions (the seed's extra listening ports, below).
+* **disk**: more I/O threads and two hashing threads; the OS page cache does the caching.
+* **no rate limits** by default, IP overhead not counted against limits; a limit the user
+  sets applies to every peer, local ones too (libtorrent exempts the local network by default).
+
+One TCP connection between two peers is bound by the same window and loss limits as one
+scp stream (Mathis: MSS / (RTT·√p)). So a seed runs **several sessions on consecutive
+ports** over the same data (``--connections K``), and a fetcher told ``--peer host:PORT``
+dials ``PORT … PORT+K-1``: K connections between the two hosts, K windows — the parallel
+streams of GridFTP, in BitTorrent's terms. See docs/architecture.md for the measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libtorrent as lt
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LabOptions:
+    listen: str = "0.0.0.0:6881"  # ADDR:PORT (the first port; extra seed sessions take the next ones)
+    discovery: bool = False  # DHT, local service discovery, UPnP, NAT-PMP
+    encryption: str = "required"  # "required" | "preferred" | "off"
+    upload_limit: int = 0  # bytes/s, 0: none
+    download_limit: int = 0
+
+
+def settings(options: LabOptions, *, listen: str | None = None) -> dict:
+    enc = {"required": lt.enc_policy.pe_forced, "preferred": lt.enc_policy.pe_enabled,
+           "off": lt.enc_policy.pe_disabled}[options.encryption]
+    return {
+        "listen_interfaces": listen or options.listen,
+        "enable_dht": options.discovery,
+        "enable_lsd": options.discovery,
+        "enable_upnp": options.discovery,
+        "enable_natpmp": options.discovery,
+        "dht_bootstrap_nodes": "dht.libtorrent.org:25401" if options.discovery else "",
+        "out_enc_policy": enc,
+        "in_enc_policy": enc,
+        "allowed_enc_level": lt.enc_level.pe_rc4 if options.encryption == "required" else lt.enc_level.pe_both,
+        "prefer_rc4": options.encryption == "required",
+        "enable_outgoing_utp": False,
+        "enable_incoming_utp": False,
+        "send_buffer_watermark": 32 * MiB,
+        "send_buffer_low_watermark": 4 * MiB,
+        "send_buffer_watermark_factor": 150,
+        "request_queue_time": 3,
+        "max_out_request_queue": 4000,
+        "max_allowed_in_request_queue": 8000,
+        "max_queued_disk_bytes": 128 * MiB,
+        "unchoke_slots_limit": -1,
+        "connections_limit": 1000,
+        "allow_multiple_connections_per_ip": True,
+        "close_redundant_connections": False,
+        "aio_threads": 8,
+        "hashing_threads": 2,
+        "upload_rate_limit": options.upload_limit,
+        "download_rate_limit": options.download_limit,
+        "rate_limit_ip_overhead": False,
+        "ignore_limits_on_local_network": not (options.upload_limit or options.download_limit),
+        "mixed_mode_algorithm": lt.bandwidth_mixed_algo_t.prefer_tcp,
+        "user_agent": "labferry",
+        "alert_mask": lt.alert_category.error | lt.alert_category.status | lt.alert_category.storage
+        | lt.alert_category.peer,
+    }

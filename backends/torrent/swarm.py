@@ -1,0 +1,148 @@
+"""libtorrent sessions as Ferry uses them: open, add a torrent, dial named peers, read alerts, close.
+
+libtorrent runs its own threads; its calls return at once, so they are made straight from
+the engine's loop and the state is polled (five times a second) rather than waited on.
+Closing a session waits for its disk threads, so that runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import libtorrent as lt
+
+from ..errors import BadRequest, LocalError
+from .lab import LabOptions, settings
+
+_PEER = re.compile(r"^\[?([^\]\s]+?)\]?:(\d{1,5})$")
+
+
+@dataclass(frozen=True)
+class Peer:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Peer:
+        m = _PEER.match(text.strip())
+        if not m or not 0 < int(m.group(2)) < 65536:
+            raise BadRequest(f"'{text}' is not a peer address; write it as HOST:PORT (for example dtn.lab.org:6881).")
+        return cls(m.group(1), int(m.group(2)))
+
+
+def load_torrent(source: str) -> lt.add_torrent_params:
+    """A .torrent file or a magnet link as libtorrent's add parameters; bad input in one sentence."""
+    if source.startswith("magnet:"):
+        try:
+            params = lt.parse_magnet_uri(source)
+        except RuntimeError as exc:
+            raise BadRequest(f"That magnet link is not valid ({exc}). Copy it again from its source.") from None
+        if not params.info_hashes.has_v1() and not params.info_hashes.has_v2():
+            raise BadRequest("That magnet link names no torrent (no xt=urn:btih or urn:btmh). Copy it again.")
+        return params
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise LocalError(f"{path} does not exist. Check the path of the .torrent file.")
+    try:
+        info = lt.torrent_info(str(path))
+    except RuntimeError as exc:
+        raise BadRequest(f"{path.name} is not a valid .torrent file ({exc}). Ask its sender for a fresh copy.") \
+            from None
+    params = lt.add_torrent_params()
+    params.ti = info
+    return params
+
+
+def info_hash(params: lt.add_torrent_params) -> str:
+    hashes = params.ti.info_hashes() if params.ti is not None else params.info_hashes
+    return str(hashes.v2 if hashes.has_v2() else hashes.v1)
+
+
+class Swarm:
+    """One session (or several: a seed's extra listening ports) holding one torrent."""
+
+    def __init__(self, options: LabOptions, sessions: int = 1) -> None:
+        host, _, port = options.listen.rpartition(":")
+        if not port.isdigit():
+            raise BadRequest(f"'{options.listen}' is not a listening address; write it as ADDR:PORT.")
+        if options.upload_limit:
+            options = replace(options, upload_limit=max(1, options.upload_limit // sessions))  # shared by all
+        self.sessions = []
+        for index in range(sessions):
+            listen = f"{host}:{int(port) + index if int(port) else 0}"
+            self.sessions.append(lt.session(settings(options, listen=listen)))
+        self.handles: list[lt.torrent_handle] = []
+
+    def ports(self) -> list[int]:
+        return [s.listen_port() for s in self.sessions]
+
+    async def listening(self, first_port: int) -> list[int]:
+        """Wait for the listening sockets (opened on libtorrent's thread); a port in use fails in words."""
+        wanted = [first_port + i for i in range(len(self.sessions))] if first_port else []
+        for _ in range(40):
+            ports = self.ports()
+            if all(ports) and (not wanted or ports == wanted):
+                return ports
+            await asyncio.sleep(0.05)
+        taken = [w for w, p in zip(wanted, self.ports(), strict=False) if w != p] or wanted
+        raise LocalError(f"Could not listen on port {', '.join(map(str, taken))} (in use by another program?). "
+                         "Choose another port with --listen.")
+
+    def add(self, params: lt.add_torrent_params, save_path: Path, *, seed: bool = False) -> None:
+        for index, session in enumerate(self.sessions):
+            p = params if index == 0 else _copy_params(params)
+            p.save_path = str(save_path)
+            p.flags &= ~lt.torrent_flags.auto_managed
+            p.flags &= ~lt.torrent_flags.paused
+            if seed:
+                p.flags |= lt.torrent_flags.seed_mode  # trust the data; each piece is checked when first sent
+            self.handles.append(session.add_torrent(p))
+
+    def dial(self, peers: list[Peer], per_peer: int) -> None:
+        """Connect to each named peer's first ``per_peer`` ports (a seed's extra sessions listen on the next)."""
+        for handle in self.handles:
+            for peer in peers:
+                for k in range(per_peer):
+                    try:
+                        handle.connect_peer((peer.host, peer.port + k))
+                    except RuntimeError:
+                        pass  # an unresolvable name: the stall check reports that no peer answered
+
+    def alerts(self) -> list:
+        found = []
+        for session in self.sessions:
+            found.extend(session.pop_alerts())
+        return found
+
+    async def close(self) -> None:
+        sessions, self.sessions, self.handles = self.sessions, [], []
+
+        def shut() -> None:
+            for session in sessions:
+                session.pause()
+            sessions.clear()  # the last reference: the destructor waits for disk and network threads
+
+        await asyncio.to_thread(shut)
+
+
+def _copy_params(params: lt.add_torrent_params) -> lt.add_torrent_params:
+    """The same torrent for another session (the bindings have no copy constructor)."""
+    p = lt.add_torrent_params()
+    p.ti = params.ti
+    p.url_seeds = list(params.url_seeds)
+    p.trackers = list(params.trackers)
+    p.flags = params.flags
+    return p
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

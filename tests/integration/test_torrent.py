@@ -1,0 +1,222 @@
+"""BitTorrent between real libtorrent sessions on 127.0.0.1 (seeds and fetchers are labferry processes)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.servers.nginx import free_port
+
+from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .test_https_errors import assert_clean_failure
+
+
+def result_of(proc) -> dict:
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """A 96 MiB file and a folder of 40 files, with their torrents."""
+    root = tmp_path_factory.mktemp("bt")
+    home = root / "home"
+    home.mkdir()
+    data = root / "seed"
+    data.mkdir()
+    big = data / "reads.fastq"
+    digest = write_random(big, 96 * MiB, seed=81)
+    folder = data / "cohort"
+    folder.mkdir()
+    for i in range(40):
+        write_random(folder / f"s{i:02d}.bam", (i % 7 + 1) * 64 * 1024, seed=100 + i)
+    (folder / "meta").mkdir()
+    write_random(folder / "meta" / "samples.tsv", 3000, seed=99)
+    for path in (big, folder):
+        proc = labferry("torrent", "create", str(path), "-o", str(root / f"{path.name}.torrent"), env_home=home)
+        assert proc.returncode == 0, proc.stderr
+        assert "v1+v2 hybrid" in proc.stdout and "private" in proc.stdout and "magnet:?" in proc.stdout
+    return {"root": root, "data": data, "big": big, "digest": digest, "folder": folder, "home": home}
+
+
+class Seed:
+    def __init__(self, port: int) -> None:
+        self.port, self.log = port, ""
+
+
+@contextlib.contextmanager
+def seeding(torrent: Path, data: Path, home: Path, *extra: str, connections: int = 2):
+    """A ``labferry seed`` process; after the block, ``.log`` holds what it said."""
+    seed = Seed(free_port())
+    proc = popen_labferry("seed", str(torrent), "--data", str(data), "--listen", f"127.0.0.1:{seed.port}",
+                          "--connections", str(connections), *extra, env_home=home)
+    time.sleep(1.0)
+    assert proc.poll() is None, proc.stderr.read()
+    try:
+        yield seed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            seed.log = proc.communicate(timeout=15)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def fetch(torrent: Path, dest: Path, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return labferry("copy", str(torrent), str(dest), *args, "--json", "--stall-timeout", "20", env_home=home,
+                    timeout=timeout)
+
+
+def test_one_seed_to_one_fetcher_over_several_connections(dataset, tmp_path):
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    with seeding(torrent, dataset["data"], dataset["home"], connections=3) as seed:
+        proc = fetch(torrent, tmp_path, tmp_path, "--peer", f"127.0.0.1:{seed.port}", "--connections", "3")
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["backend"] == "torrent" and out["verified"] and "SHA-256 (v2)" in out["verify_method"]
+    assert out["sha256"] == dataset["digest"] == sha256_of(tmp_path / "reads.fastq")
+    assert out["streams"] == 3  # one connection to each of the seed's sessions
+    history = json.loads(labferry("history", "--json", env_home=tmp_path).stdout.strip().splitlines()[-1])
+    assert history[0]["sha256"] == dataset["digest"]
+
+
+def test_a_folder_torrent_arrives_whole(dataset, tmp_path):
+    torrent = dataset["root"] / "cohort.torrent"
+    with seeding(torrent, dataset["folder"], dataset["home"]) as seed:
+        proc = fetch(torrent, tmp_path, tmp_path, "--peer", f"127.0.0.1:{seed.port}")
+    assert proc.returncode == 0, proc.stderr
+    for src in dataset["folder"].rglob("*"):
+        if src.is_file():
+            assert sha256_of(tmp_path / "cohort" / src.relative_to(dataset["folder"])) == sha256_of(src)
+    assert not [p for p in (tmp_path / "cohort").rglob("*") if p.name.startswith(".pad")]
+
+
+def test_one_seed_to_three_fetchers_that_share_pieces(dataset, tmp_path):
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    ports = [free_port() for _ in range(3)]
+    with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "40M", connections=1) as seed:
+        procs = []
+        for i, port in enumerate(ports):
+            others = [a for p in ports if p != port for a in ("--peer", f"127.0.0.1:{p}")]
+            procs.append(popen_labferry("copy", str(torrent), str(tmp_path / f"f{i}"), "--peer",
+                                        f"127.0.0.1:{seed.port}", "--connections", "1", *others, "--listen",
+                                        f"127.0.0.1:{seed.port}", "--json", "--stall-timeout", "30",
+                                        env_home=tmp_path / f"h{i}"))
+        outs = []
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=180)
+            assert proc.returncode == 0, stderr
+            outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    for i, out in enumerate(outs):
+        assert out["sha256"] == dataset["digest"] == sha256_of(tmp_path / f"f{i}" / "reads.fastq")
+    shared = [int(n.split()[1]) for out in outs for n in out["notes"] if n.startswith("Shared ")]
+    # the seed may send at most 40 MiB/s; the fetchers passed pieces among themselves
+    assert sum(shared) > 32 * MiB
+
+
+def test_web_seed_alone_serves_the_torrent(dataset, nginx, tmp_path):
+    shutil.copy(dataset["big"], nginx.data / "reads.fastq")
+    torrent = tmp_path / "web.torrent"
+    made = labferry("torrent", "create", str(dataset["big"]), "-o", str(torrent), "--web-seed",
+                    nginx.url("reads.fastq", scheme="http"), env_home=tmp_path)
+    assert made.returncode == 0, made.stderr
+    served = nginx.body_bytes("/reads.fastq")
+    proc = fetch(torrent, tmp_path / "out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert result_of(proc)["sha256"] == dataset["digest"]
+    assert nginx.body_bytes("/reads.fastq") - served >= 96 * MiB  # every byte came from the web server
+
+
+def test_fetcher_killed_midway_resumes_from_its_pieces(dataset, tmp_path):
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "16M") as seed:
+        first = popen_labferry("copy", str(torrent), str(tmp_path), "--peer", f"127.0.0.1:{seed.port}", "--json",
+                               env_home=tmp_path / "home")
+        state = tmp_path / "home" / "torrents"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not list(state.glob("*.fastresume")):
+            time.sleep(0.2)
+        time.sleep(1.5)  # a later resume save, with more pieces
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        assert list(state.glob("*.fastresume")), "no resume data was saved"
+        proc = fetch(torrent, tmp_path, tmp_path / "home", "--peer", f"127.0.0.1:{seed.port}")
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["resumed_from"] >= 16 * MiB and out["sha256"] == dataset["digest"]
+    assert not list(state.glob("*.fastresume"))  # a finished fetch leaves no state behind
+
+
+def test_plaintext_is_refused_when_encryption_is_required(dataset, tmp_path):
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    with seeding(torrent, dataset["data"], dataset["home"]) as seed:
+        proc = labferry("copy", str(torrent), str(tmp_path), "--peer", f"127.0.0.1:{seed.port}", "--encryption", "off",
+                        "--stall-timeout", "6", env_home=tmp_path)
+        assert_clean_failure(proc, words=("no data arrived", "encryption"))
+        assert not (tmp_path / "reads.fastq").exists() or (tmp_path / "reads.fastq").stat().st_blocks == 0
+        ok = fetch(torrent, tmp_path / "enc", tmp_path, "--peer", f"127.0.0.1:{seed.port}")  # required, as the seed
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_damaged_piece_on_one_seed_is_fetched_from_another(dataset, tmp_path):
+    """The fetcher starts with only the damaged seed; the good one comes up later and supplies that piece."""
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    shutil.copy(dataset["big"], bad / "reads.fastq")
+    with open(bad / "reads.fastq", "r+b") as fh:  # flip bytes inside one piece
+        fh.seek(40 * MiB + 12345)
+        fh.write(b"\xff" * 64)
+    good_port = free_port()
+    with seeding(torrent, bad, tmp_path / "bad-home", connections=1) as damaged:
+        fetcher = popen_labferry("copy", str(torrent), str(tmp_path / "out"), "--peer", f"127.0.0.1:{damaged.port}",
+                                 "--peer", f"127.0.0.1:{good_port}", "--connections", "1", "--json",
+                                 "--stall-timeout", "30", env_home=tmp_path)
+        time.sleep(5)  # everything but the damaged piece has come from the damaged seed by now
+        assert fetcher.poll() is None, "the fetch finished without the piece only the damaged seed had"
+        proc = popen_labferry("seed", str(torrent), "--data", str(dataset["data"]), "--listen",
+                              f"127.0.0.1:{good_port}", "--connections", "1", env_home=tmp_path / "good-home")
+        try:
+            stdout, stderr = fetcher.communicate(timeout=60)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(15)
+    assert fetcher.returncode == 0, stderr
+    out = json.loads(stdout.strip().splitlines()[-1])
+    assert out["sha256"] == dataset["digest"] == sha256_of(tmp_path / "out" / "reads.fastq")
+    # found on the seed (never sent) or on arrival (fetched again): either way, named
+    assert "does not match the torrent" in damaged.log or any("damaged" in n for n in out["notes"]), \
+        (damaged.log, out["notes"])
+
+
+@pytest.mark.parametrize("source, words", [
+    ("garbage", ("not a valid .torrent",)),
+    ("magnet:?xt=urn:btih:nothex", ("magnet link",)),
+    ("magnet:?dn=nothing", ("magnet link",)),
+])
+def test_bad_torrents_and_magnets_fail_in_one_sentence(tmp_path, source, words):
+    if source == "garbage":
+        path = tmp_path / "bad.torrent"
+        path.write_bytes(b"d4:infod6:lengthi-5eee")
+        source = str(path)
+    proc = labferry("copy", source, str(tmp_path / "out"), "--peer", "127.0.0.1:9", env_home=tmp_path)
+    assert_clean_failure(proc, 2, words=words)
+
+
+def test_a_seed_whose_port_is_taken_says_so(dataset, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = labferry("seed", str(dataset["root"] / "reads.fastq.torrent"), "--data", str(dataset["data"]),
+                        "--listen", f"127.0.0.1:{port}", "--connections", "1", env_home=tmp_path, timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"Could not listen on port {port}" in proc.stderr
