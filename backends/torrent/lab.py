@@ -19,6 +19,8 @@ hundreds of megabits. So:
   6 MB), so the watermark is 32 MiB and each peer keeps ~3 s of requests queued.
 * **no unchoke limit** and several connections per IP: every lab peer may download at
   once, and one host may run several sessions (the seed's extra listening ports, below).
+  A named peer that refused is dialled again after 2 s, not libtorrent's 60 s: lab peers
+  are few, named by a person, and often start a moment after each other.
 * **disk**: more I/O threads and two hashing threads; the OS page cache does the caching.
 * **no rate limits** by default, IP overhead not counted against limits; a limit the user
   sets applies to every peer, local ones too (libtorrent exempts the local network by default).
@@ -75,6 +77,8 @@ def settings(options: LabOptions, *, listen: str | None = None) -> dict:
         "connections_limit": 1000,
         "allow_multiple_connections_per_ip": True,
         "close_redundant_connections": False,
+        "min_reconnect_time": 2,  # named lab peers may start a second later: retry soon, not after a minute
+        "max_failcount": 30,
         "aio_threads": 8,
         "hashing_threads": 2,
         "upload_rate_limit": options.upload_limit,

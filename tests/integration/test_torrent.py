@@ -18,6 +18,20 @@ from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
 
 
+def distinct_ports(count: int) -> list[int]:
+    """Free ports, all different (asking one at a time may get the same port back)."""
+    import socket
+
+    held = [socket.socket() for _ in range(count)]
+    try:
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def result_of(proc) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -99,14 +113,14 @@ def test_a_folder_torrent_arrives_whole(dataset, tmp_path):
 
 def test_one_seed_to_three_fetchers_that_share_pieces(dataset, tmp_path):
     torrent = dataset["root"] / "reads.fastq.torrent"
-    ports = [free_port() for _ in range(3)]
+    ports = distinct_ports(3)
     with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "40M", connections=1) as seed:
         procs = []
         for i, port in enumerate(ports):
             others = [a for p in ports if p != port for a in ("--peer", f"127.0.0.1:{p}")]
             procs.append(popen_labferry("copy", str(torrent), str(tmp_path / f"f{i}"), "--peer",
                                         f"127.0.0.1:{seed.port}", "--connections", "1", *others, "--listen",
-                                        f"127.0.0.1:{seed.port}", "--json", "--stall-timeout", "30",
+                                        f"127.0.0.1:{port}", "--json", "--stall-timeout", "30",
                                         env_home=tmp_path / f"h{i}"))
         outs = []
         for proc in procs:
