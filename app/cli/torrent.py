@@ -46,7 +46,7 @@ def torrent_options(args: argparse.Namespace) -> dict:
 def add_parsers(sub) -> None:
     t = sub.add_parser("torrent", help="make .torrent files for lab-to-lab swarms")
     verbs = t.add_subparsers(dest="verb", metavar="VERB", required=True)
-    c = verbs.add_parser("create", help="make a .torrent for a file or folder (v1+v2 hybrid, SHA-256 pieces)")
+    c = verbs.add_parser("create", help="make a .torrent for a file or folder (BitTorrent v2: SHA-256 pieces)")
     c.add_argument("path", metavar="PATH")
     c.add_argument("-o", "--output", metavar="FILE.torrent", help="default: PATH's name + .torrent, here")
     c.add_argument("--web-seed", action="append", metavar="URL", help="an http(s) URL serving the same data")
@@ -54,7 +54,8 @@ def add_parsers(sub) -> None:
     public = c.add_mutually_exclusive_group()
     public.add_argument("--private", action="store_true", default=True, help="(default) never on DHT or PEX")
     public.add_argument("--public", action="store_false", dest="private", help="allow DHT and peer exchange")
-    c.add_argument("--v2-only", action="store_true", help="no SHA-1 pieces (only v2 clients can use it)")
+    c.add_argument("--hybrid", action="store_true",
+                   help="also SHA-1 pieces, for BitTorrent v1 clients (the default is v2 only: half the hashing)")
     c.set_defaults(handler=run_create)
 
     s = sub.add_parser("seed", help="serve a torrent's data to other labs until stopped (Ctrl-C)")
@@ -85,7 +86,7 @@ def run_create(args: argparse.Namespace) -> int:
             shown[0] = time.monotonic()
             sys.stderr.write(f"\rhashing {100 * done / total:5.1f}%  ({done}/{total} pieces)")
 
-    data = create(path, web_seeds=tuple(args.web_seed or ()), private=args.private, v2_only=args.v2_only,
+    data = create(path, web_seeds=tuple(args.web_seed or ()), private=args.private, v2_only=not args.hybrid,
                   trackers=tuple(args.tracker or ()), progress=progress)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 50 + "\r")
@@ -94,7 +95,7 @@ def run_create(args: argparse.Namespace) -> int:
 
     info = lt.torrent_info(str(out))
     print(f"Wrote {out} ({info.num_files()} file(s), {format_bytes(info.total_size())}, {info.num_pieces()} pieces, "
-          f"{'private' if args.private else 'public'}, {'v2' if args.v2_only else 'v1+v2 hybrid'}) in "
+          f"{'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
           f"{time.monotonic() - began:.1f} s.")
     print(lt.make_magnet_uri(info))
     return 0

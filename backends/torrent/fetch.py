@@ -33,7 +33,6 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     began = time.monotonic()
     key = info_hash(params)
     resume_file = resume_dir / f"{key}.fastresume"
-    resumed = 0
     if resume_file.exists():
         try:
             saved = lt.read_resume_data(resume_file.read_bytes())
@@ -47,8 +46,12 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     except OSError as exc:
         raise LocalError(f"Could not create {dest}: {exc.strerror}. Choose another destination.") from None
     swarm.add(params, dest)
-    handle = swarm.handles[0]
     swarm.dial(peers, per_peer)
+    return await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, dest, began)
+
+
+async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_file: Path, sink: Sink,
+               stall_seconds: float, dest: Path, began: float) -> Result:
     notes: list[str] = []
     failed_pieces = 0
     last_progress, last_done = time.monotonic(), -1
@@ -58,11 +61,9 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
         await asyncio.sleep(TICK)
         failed_pieces += _read_alerts(swarm, resume_file, notes, sink)
         st = handle.status()
-        if first and st.has_metadata and st.state not in (lt.torrent_status.checking_files,
-                                                           lt.torrent_status.checking_resume_data):
-            resumed, first = st.total_wanted_done, False
-            if resumed:
-                sink.note(f"Resuming: {resumed} bytes were already here and match the torrent.")
+        if first and st.total_wanted_done and not st.total_payload_download:
+            first = False  # pieces from an earlier run, before any arrived in this one
+            sink.note(f"Resuming: {st.total_wanted_done} bytes were already here and match the torrent.")
         sink.progress(st.total_wanted_done, st.total_wanted or None, st.num_peers)
         peak = max(peak, st.num_peers)
         if st.has_metadata and st.total_wanted and st.total_wanted_done >= st.total_wanted and st.is_finished:
@@ -71,7 +72,9 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
         if st.total_wanted_done != last_done:
             last_done, last_progress = st.total_wanted_done, now
         if now - saved_at >= RESUME_EVERY and st.has_metadata:
-            handle.save_resume_data(lt.torrent_handle.save_info_dict)
+            # written out first: libtorrent 2.1 holds verified pieces in memory (up to max_queued_disk_bytes),
+            # and resume data must never claim a piece a crash would lose
+            handle.save_resume_data(lt.torrent_handle.flush_disk_cache | lt.torrent_handle.save_info_dict)
             saved_at = now
         if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
             swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
@@ -82,11 +85,14 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
                 f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
                 "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
     sink.stage("verifying")
+    await _flushed(swarm, handle)
     info = handle.torrent_file()
     files = info.files()
     root = Path(dest)
     real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
     names = [files.file_path(i) for i in real]
+    # after the last piece, from the page cache: libtorrent may still hold verified pieces in its own
+    # buffers for a moment, so hashing behind the download could read blocks not yet written (tried: it did)
     digests = await asyncio.to_thread(lambda: {n: hash_file(root / n)["sha256"] for n in names})
     resume_file.unlink(missing_ok=True)
     single = len(names) == 1 and "/" not in names[0].replace("\\", "/")
@@ -100,10 +106,22 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     if shared:
         notes.append(f"Shared {shared} bytes with other peers while fetching.")
     total = sum(files.file_size(i) for i in real)
+    resumed = max(0, total - handle.status().total_payload_download)  # what this run did not have to fetch
     spent = time.monotonic() - began
     return Result(total, spent, peak or 1, digest, True, method,
                   peer_host=peers[0].host if peers else None, bytes_fetched=total - resumed, resumed_from=resumed,
                   notes=notes)
+
+
+async def _flushed(swarm: Swarm, handle, timeout: float = 30.0) -> None:
+    """Wait until libtorrent has written every verified piece to the files (it may buffer them)."""
+    handle.flush_cache()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(isinstance(a, lt.cache_flushed_alert) for a in swarm.alerts()):
+            return
+        await asyncio.sleep(0.02)
+    raise LocalError("libtorrent did not finish writing the files within 30 s; check the destination's disk.")
 
 
 def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink) -> int:
@@ -112,6 +130,8 @@ def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink) 
         if isinstance(alert, lt.save_resume_data_alert):
             resume_file.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(resume_file, lt.write_resume_data_buf(alert.params))
+        elif isinstance(alert, lt.fastresume_rejected_alert):
+            sink.note(f"The saved progress could not be used ({alert.message()}); the files are checked instead.")
         elif isinstance(alert, lt.hash_failed_alert):
             failed += 1
             sink.note(f"Piece {alert.piece_index} failed its hash check; fetching it again from another peer.")

@@ -43,11 +43,15 @@ def home(work: Path) -> dict:
     return dict(os.environ, LABFERRY_HOME=tempfile.mkdtemp(prefix="bthome", dir=work))
 
 
+EXTRA: list[str] = []  # options for every labferry seed/copy of this run (--encryption …)
+
+
 def fetch_one(ns, torrent: Path, out: Path, seed: str, k: int, work: Path) -> tuple[float, dict | None]:
     shutil.rmtree(out, ignore_errors=True)
     began = time.monotonic()
     proc = subprocess.run(ferry_argv(ns, "copy", str(torrent), str(out), "--peer", seed, "--connections", str(k),
-                                     "--json", "-q"), capture_output=True, text=True, env=home(work), timeout=1800)
+                                     *EXTRA, "--json", "-q"), capture_output=True, text=True, env=home(work),
+                          timeout=1800)
     spent = time.monotonic() - began
     if proc.returncode != 0:
         print(f"   ! fetch exit {proc.returncode}: {proc.stderr.strip()[-300:]}", file=sys.stderr)
@@ -65,7 +69,7 @@ def fetch_three(ns, torrent: Path, work: Path, seed: str, k: int) -> tuple[float
         shutil.rmtree(out, ignore_errors=True)
         others = [a for p in ports if p != port for a in ("--peer", f"127.0.0.1:{p}")]
         procs.append(subprocess.Popen(
-            ferry_argv(ns, "copy", str(torrent), str(out), "--peer", seed, "--connections", str(k), *others,
+            ferry_argv(ns, "copy", str(torrent), str(out), "--peer", seed, "--connections", str(k), *others, *EXTRA,
                        "--listen", f"0.0.0.0:{port}", "--json", "-q"),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=home(work)))
     each, shared = [], 0
@@ -94,7 +98,8 @@ def scp(ns, server: Sshd, host: str, remote: Path, out: Path) -> float | None:
     return spent
 
 
-def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, k: int, torrent: Path) -> dict:
+def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, k: int, torrent: Path,
+             skip_scp: bool = False) -> dict:
     link = f"bt{net}"
     subprocess.run([str(WANEM), "down", link], capture_output=True)
     subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
@@ -108,7 +113,7 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, k: 
         os.link(work / "data" / "big.bin", big)
     server.give(server.home)
     seed = subprocess.Popen(ferry_argv(b, "seed", str(torrent), "--data", str(work / "data" / "big.bin"), "--listen",
-                                       f"{host}:{SEED_PORT}", "--connections", str(k)),
+                                       f"{host}:{SEED_PORT}", "--connections", str(k), *EXTRA),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=home(work))
     time.sleep(2)
     rows: dict[str, list[float]] = {"torrent": [], "scp": [], "three": []}
@@ -118,8 +123,10 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, k: 
             spent, out = fetch_one(a, torrent, work / "out1", f"{host}:{SEED_PORT}", k, work)
             if out:
                 rows["torrent"].append(spent)
-            print(f"  {name} round {r + 1} torrent  {size * 8 / spent / 1e6:7.0f} Mbit/s ({spent:.1f} s)", flush=True)
-            if not (r > 0 and rtt >= 100):  # scp at 100 ms takes minutes and its figure is stable
+            own = f"; own {out['throughput_mbps']:.0f} Mbit/s in {out['seconds']:.1f} s" if out else ""
+            print(f"  {name} round {r + 1} torrent  {size * 8 / spent / 1e6:7.0f} Mbit/s ({spent:.1f} s{own})",
+                  flush=True)
+            if not (r > 0 and rtt >= 100) and not skip_scp:  # scp at 100 ms takes minutes and its figure is stable
                 spent_scp = scp(a, server, host, big, work / "outscp")
                 if spent_scp:
                     rows["scp"].append(spent_scp)
@@ -173,19 +180,22 @@ def render(paths: list[dict], size: int, rounds: int, k: int, command: str) -> s
 def main() -> int:
     parser = wan_arguments(__doc__, "/tmp/ferry-bench", "--no-loopback")
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--encryption", choices=("required", "off"), default="required")
+    parser.add_argument("--skip-scp", action="store_true", help="torrent runs only (tuning experiments)")
     args = parser.parse_args()
     prepared = prepare_wan(args)
     if prepared is None:
         return 2
     work, size = prepared
+    EXTRA.extend(["--encryption", args.encryption])
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "app"), str(ROOT / "backends")])
     torrent = work / "big.torrent"
     if not torrent.exists():
         subprocess.run(ferry_argv([], "torrent", "create", str(work / "data" / "big.bin"), "-o", str(torrent)),
                        check=True, env=home(work))
     chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]
-    paths = [run_path(*p, work=work, size=size, rounds=args.rounds, k=args.connections, torrent=torrent)
-             for p in chosen]
+    paths = [run_path(*p, work=work, size=size, rounds=args.rounds, k=args.connections, torrent=torrent,
+                      skip_scp=args.skip_scp) for p in chosen]
     command = "sudo .venv/bin/python tests/bench/torrent_wan.py " + " ".join(sys.argv[1:])
     text = render(paths, size, args.rounds, args.connections, command.strip())
     print(text)
