@@ -189,10 +189,9 @@ def main() -> int:
     work, size = prepared
     EXTRA.extend(["--encryption", args.encryption])
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "app"), str(ROOT / "backends")])
-    torrent = work / "big.torrent"
-    if not torrent.exists():
-        subprocess.run(ferry_argv([], "torrent", "create", str(work / "data" / "big.bin"), "-o", str(torrent)),
-                       check=True, env=home(work))
+    torrent = work / "big.torrent"  # made afresh: the defaults (v2, private) are what is measured
+    subprocess.run(ferry_argv([], "torrent", "create", str(work / "data" / "big.bin"), "-o", str(torrent)),
+                   check=True, env=home(work))
     chosen = [p for p in PATHS if args.paths == "all" or p[0] in args.paths.split(",")]
     paths = [run_path(*p, work=work, size=size, rounds=args.rounds, k=args.connections, torrent=torrent,
                       skip_scp=args.skip_scp) for p in chosen]
