@@ -304,6 +304,8 @@ class MainWindow(HistoryTab, QMainWindow):
         """The preflight wizard (modeless: transfers go on while it measures)."""
         from .preflight_wizard import PreflightWizard
 
+        if getattr(self, "preflight_wizard", None) is not None:
+            self.preflight_wizard.close()
         self.preflight_wizard = PreflightWizard(self.bridge, self.db_path, self._sites(), self)
         self.preflight_wizard.site_changed.connect(lambda _: self.refresh_sites())
         self.preflight_wizard.show()

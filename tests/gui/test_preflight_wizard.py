@@ -14,8 +14,7 @@ def test_wizard_measures_a_site_live_applies_the_advice_and_copies_sysctl(qtbot,
                                   {"known_hosts": str(sshd.known_hosts)}))
     window.refresh_sites()
     window.actions_by_name["preflight"].trigger()
-    wizard = window.preflight_wizard
-    qtbot.addWidget(wizard)
+    wizard = window.preflight_wizard  # a child of the window: closed and deleted with it
     wizard.pick.site.setCurrentText("lab")
     wizard.pick.quick.setChecked(True)
     assert wizard.pick.isComplete()
@@ -39,14 +38,14 @@ def test_wizard_measures_a_site_live_applies_the_advice_and_copies_sysctl(qtbot,
     assert advice.sysctl.toPlainText().startswith("#")
     with Store() as store:
         assert store.preflights.latest("127.0.0.1", "ssh")["recommended_streams"] == result["recommended_streams"]
+    wizard.close()
 
 
 def test_wizard_says_why_when_the_address_cannot_be_measured(qtbot, window):
     from tests.servers.nginx import free_port
 
     window.actions_by_name["preflight"].trigger()
-    wizard = window.preflight_wizard
-    qtbot.addWidget(wizard)
+    wizard = window.preflight_wizard  # a child of the window: closed and deleted with it
     wizard.pick.site.setCurrentText("Another address…")
     assert not wizard.pick.isComplete()
     wizard.pick.url.setText(f"https://127.0.0.1:{free_port()}/big.bin")
@@ -55,3 +54,4 @@ def test_wizard_says_why_when_the_address_cannot_be_measured(qtbot, window):
     qtbot.waitUntil(lambda: wizard.measure.error is not None, timeout=30_000)
     assert "could not connect" in wizard.measure.error and not wizard.measure.isComplete()
     assert "Could not measure" in wizard.measure.status.text()
+    wizard.close()
