@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from .base import ProbeResult
+
 
 async def connect_time(host: str, port: int, timeout: float = 10.0) -> float | None:
     """Seconds for one TCP handshake to ``host:port``: one round trip, measured cheaply."""
@@ -37,14 +39,6 @@ class RateSampler:
     def take(self) -> None:
         self.samples.append((time.monotonic(), self.counter()))
 
-    async def follow(self, task: asyncio.Future, interval: float = 0.05):
-        """Sample until ``task`` ends; returns its result."""
-        while not task.done():
-            self.take()
-            await asyncio.wait({task}, timeout=interval)
-        self.take()
-        return task.result()
-
     def steady(self) -> tuple[int, float]:
         """(bytes, seconds) over the last ``share`` of the time since the first byte."""
         moving = [s for s in self.samples if s[1] > 0]
@@ -68,9 +62,9 @@ class StreamPool(Protocol):
     def moved(self) -> int: ...
 
 
-async def sweep_down(pool: StreamPool, counts: list[int], level_seconds: float,
-                     on_level: Callable[[int, int, float], None] | None = None) -> list[tuple[int, int, float]]:
-    """Load the path with the most streams, then drop to each smaller count; (streams, bytes, seconds) per level.
+async def sweep_down(pool: StreamPool, counts: list[int], level_seconds: float, rtt_ms: float | None,
+                     on_level: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]:
+    """Load the path with the most streams, then drop to each smaller count; one result per level.
 
     Why from above: a probe of a few seconds started from nothing sees streams before their first
     losses, so a lone stream looks far better than it lasts (100 ms/1e-3: 110 Mbit/s probed, 27 over
@@ -94,8 +88,8 @@ async def sweep_down(pool: StreamPool, counts: list[int], level_seconds: float,
             await asyncio.sleep(0.05)
             sampler.take()
         moved, spent = sampler.steady()
-        levels.append((count, moved, spent))
+        levels.append(ProbeResult(count, moved, spent, rtt_ms))
         if on_level:
-            on_level(count, moved, spent)
+            on_level(levels[-1])
     await pool.stop(running)
     return levels

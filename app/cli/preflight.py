@@ -97,23 +97,18 @@ def run_preflight(args: argparse.Namespace) -> int:
 
 
 def _apply(store, site: str | None, result: dict) -> None:
-    from app.sites import SiteBook
+    from app.preflight import apply_to_site
     from backends.errors import BadRequest
 
     if not site:
         raise BadRequest("--apply saves the recommendation in a site's profile: measure site:NAME instead of a URL.")
-    book = SiteBook(store)
-    profile = book.get(site)
-    profile.streams = str(result["recommended_streams"])
-    if result.get("gridftp_tcp_bs"):
-        profile.options["tcp_bs"] = result["gridftp_tcp_bs"]
-    else:
-        profile.options.pop("tcp_bs", None)
-    book.save(profile)
+    profile = apply_to_site(store, site, result)
     _say(f"labferry: site {site} now uses {profile.streams} streams.")
 
 
 def _show(result: dict, as_json: bool) -> int:
+    from app.preflight.recommend import streams_phrase
+
     rtt = result["rtt"]
     sweep = "  ".join(f"{n}: {v:.0f}" for n, v in result["sweep"].items())
     print(f"Path to {result['host']} ({result['backend']}), measured in {result['seconds']:.1f} s")
@@ -122,8 +117,7 @@ def _show(result: dict, as_json: bool) -> int:
     print(f"  Bottleneck    about {result['bottleneck_mbps']:.0f} Mbit/s; bandwidth-delay product "
           f"{result['bdp_bytes'] / 1e6:.1f} MB")
     print(f"  Loss          {result['loss_note']}")
-    count = result["recommended_streams"]
-    print(f"  Use           {count} stream{'s' if count != 1 else ''} ({result['streams_why']})")
+    print(f"  Use           {streams_phrase(result['recommended_streams'])} ({result['streams_why']})")
     print(f"  Protocol      {result['recommended_backend']}: {result['backend_why']}")
     if result.get("tcp_bs_why") and result["backend"] == "gridftp":
         print(f"  GridFTP       {result['tcp_bs_why']}")

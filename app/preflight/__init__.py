@@ -19,7 +19,8 @@ from backends.urls import redact
 from .measure import Progress, endpoint, measure
 from .recommend import Analysis, analyse
 
-__all__ = ["Analysis", "Progress", "run_preflight", "resolve_target", "max_age_days", "fresh_streams"]
+__all__ = ["Analysis", "Progress", "run_preflight", "resolve_target", "max_age_days", "fresh_streams",
+           "apply_to_site"]
 
 #: Settings key: days after which a measurement is redone before it is trusted
 MAX_AGE_KEY = "preflight_max_age_days"
@@ -84,6 +85,20 @@ async def run_preflight(store, registry, url: str, options: TransferOptions, *, 
     analysis.notes = measured.notes + analysis.notes
     store.preflights.add(analysis.to_dict(), site=site)
     return analysis
+
+
+def apply_to_site(store, name: str, result: dict):
+    """Keep a preflight's advice in the site's profile: its streams, and GridFTP's TCP buffer (or none)."""
+    from app.sites import SiteBook
+
+    book = SiteBook(store)
+    site = book.get(name)
+    site.streams = str(result["recommended_streams"])
+    if result.get("gridftp_tcp_bs"):
+        site.options["tcp_bs"] = result["gridftp_tcp_bs"]
+    else:
+        site.options.pop("tcp_bs", None)
+    return book.save(site)
 
 
 def fresh_streams(store, host: str, backend: str) -> int | None:

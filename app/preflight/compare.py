@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from backends.base import TransferOptions, TransferRequest
@@ -100,17 +100,14 @@ def _check(urls: list[str]) -> str:
 async def compare(store, registry, urls: list[str], options: TransferOptions, *, rounds: int = 3,
                   on_run: Callable[[Run], None] | None = None) -> Comparison:
     host = _check(urls)
-    backends = [registry.for_url(u) for u in urls]
-    options = TransferOptions(streams=options.streams, max_streams=options.max_streams, ca_file=options.ca_file,
-                              insecure=options.insecure, overwrite=True, verify=False,
-                              backend_options=dict(options.backend_options))
+    pairs = [(u, registry.for_url(u)) for u in urls]
+    options = replace(options, overwrite=True, verify=False)
     scratch = Path(tempfile.mkdtemp(prefix="ferry-compare-"))
     result = Comparison(host)
     try:
         for number in range(rounds):
-            shift = number % len(urls)
-            for url, backend in list(zip(urls, backends, strict=True))[shift:] + \
-                    list(zip(urls, backends, strict=True))[:shift]:
+            shift = number % len(pairs)
+            for url, backend in pairs[shift:] + pairs[:shift]:
                 run = Run(redact(url), backend.name, number + 1)
                 dest = scratch / f"{number}-{backend.name}-{remote_name(url) or 'data'}"
                 started = time.time()

@@ -23,7 +23,7 @@ from backends.base import TransferOptions
 from backends.errors import BadRequest, TransferError, Unreachable
 from backends.netprobe import connect_time
 
-from .recommend import FLAT_GAIN, RttStats, SweepPoint
+from .recommend import RttStats, SweepPoint, flattened, streams_phrase
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "sftp": 22, "scp": 22, "ftp": 21, "gsiftp": 2811, "sshftp": 22}
 COUNTS = (1, 2, 4, 8, 16, 32, 64)
@@ -110,20 +110,16 @@ async def _sweep_down(backend, url: str, counts: list[int], step: float, options
     """Backends that can drop streams while running: one run, from the most streams down."""
 
     def level(result) -> None:
-        point = SweepPoint(result.streams, result.mbps, result.bytes, result.seconds)
-        say(Progress("sweep", f"{_streams(point.streams)}: {point.mbps:.0f} Mbit/s", point=point))
+        point = SweepPoint.of(result)
+        say(Progress("sweep", f"{streams_phrase(point.streams)}: {point.mbps:.0f} Mbit/s", point=point))
 
-    say(Progress("sweep", f"Loading the path with {_streams(max(counts))}, then fewer…"))
+    say(Progress("sweep", f"Loading the path with {streams_phrase(max(counts))}, then fewer…"))
     limit = PROBE_SETUP_S + max(counts) * 0.5 + step * (len(counts) + 1) * 2
-    try:
-        results = await asyncio.wait_for(backend.sweep(url, counts, step, options, level), limit)
-    except asyncio.TimeoutError:
-        raise Unreachable(f"Measuring {host} took over {limit:.0f} s (the server stopped answering); try again "
-                          "later.") from None
+    results = await _bounded(backend.sweep(url, counts, step, options, level), limit, host)
     notes = []
     if len(results) == 1 and results[0].streams < max(counts):
         notes.append(_NO_RANGES.format(backend=backend.name))
-    return sorted((SweepPoint(r.streams, r.mbps, r.bytes, r.seconds) for r in results), key=lambda p: p.streams), notes
+    return sorted((SweepPoint.of(r) for r in results), key=lambda p: p.streams), notes
 
 
 async def _sweep_up(backend, url: str, counts: list[int], step: float, options: TransferOptions, host: str, say,
@@ -133,22 +129,21 @@ async def _sweep_up(backend, url: str, counts: list[int], step: float, options: 
     notes: list[str] = []
     began = time.monotonic()
     for count in counts:
-        say(Progress("sweep", f"{_streams(count)}…"))
-        result = await _probe(backend, url, count, step, options, host)
-        point = SweepPoint(result.streams, result.mbps, result.bytes, result.seconds)
-        if result.streams < count:
+        say(Progress("sweep", f"{streams_phrase(count)}…"))
+        limit = PROBE_SETUP_S + count * 0.5 + step * 2
+        point = SweepPoint.of(await _bounded(backend.probe(url, count, step, options), limit,
+                                             f"{host} with {streams_phrase(count)}"))
+        if point.streams < count:
             notes.append(_NO_RANGES.format(backend=backend.name))
-            if not any(p.streams == point.streams for p in sweep):
-                sweep.append(point)
-                say(Progress("sweep", f"{_streams(point.streams)}: {point.mbps:.0f} Mbit/s", point=point))
-            break
+            if any(p.streams == point.streams for p in sweep):
+                break
         sweep.append(point)
-        say(Progress("sweep", f"{_streams(count)}: {point.mbps:.0f} Mbit/s", point=point))
-        if _flat_twice(sweep):
-            break
+        say(Progress("sweep", f"{streams_phrase(point.streams)}: {point.mbps:.0f} Mbit/s", point=point))
+        if point.streams < count or (flattened(sweep) and flattened(sweep[:-1])):
+            break  # one stream is all there is, or two doublings in a row stopped paying (one may be noise)
         elapsed = time.monotonic() - began
         if elapsed + (elapsed / len(sweep)) * 1.3 > budget:  # the next step (longer: more streams) would overrun
-            notes.append(f"The sweep stopped at {_streams(count)} to stay within its time budget.")
+            notes.append(f"The sweep stopped at {streams_phrase(count)} to stay within its time budget.")
             break
     return sweep, notes
 
@@ -157,24 +152,10 @@ _NO_RANGES = ("The server does not accept range requests, so {backend} can use o
               "administrators to enable them, or use another protocol.")
 
 
-def _streams(n: int) -> str:
-    return f"{n} stream" + ("s" if n != 1 else "")
-
-
-async def _probe(backend, url: str, count: int, step: float, options: TransferOptions, host: str):
-    """One step; a server that stops answering ends the preflight in words, not a hang."""
-    limit = PROBE_SETUP_S + count * 0.5 + step * 2
+async def _bounded(work, limit: float, what: str):
+    """A sweep or a probe; a server that stops answering ends the preflight in words, not a hang."""
     try:
-        return await asyncio.wait_for(backend.probe(url, count, step, options), limit)
+        return await asyncio.wait_for(work, limit)
     except asyncio.TimeoutError:
-        raise Unreachable(f"Measuring {host} with {count} stream{'s' if count > 1 else ''} took over {limit:.0f} s "
-                          "(the server stopped answering); try again later.") from None
-
-
-def _flat(pair: list[SweepPoint]) -> bool:
-    return len(pair) == 2 and pair[1].mbps < pair[0].mbps * (1 + FLAT_GAIN)
-
-
-def _flat_twice(sweep: list[SweepPoint]) -> bool:
-    """Two doublings in a row that stopped paying: one alone may be noise."""
-    return len(sweep) >= 3 and _flat(sweep[-3:-1]) and _flat(sweep[-2:])
+        raise Unreachable(f"Measuring {what} took over {limit:.0f} s (the server stopped answering); try again "
+                          "later.") from None

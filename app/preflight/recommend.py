@@ -45,6 +45,11 @@ class SweepPoint:
     bytes: int = 0
     seconds: float = 0.0
 
+    @classmethod
+    def of(cls, probe) -> SweepPoint:
+        """A backend's ``ProbeResult`` as a point of the sweep."""
+        return cls(probe.streams, probe.mbps, probe.bytes, probe.seconds)
+
 
 @dataclass
 class RttStats:
@@ -162,7 +167,8 @@ class Analysis:
         }
 
 
-def _streams(n: int) -> str:
+def streams_phrase(n: int) -> str:
+    """"1 stream", "8 streams": the words every preflight message uses."""
     return f"{n} stream" + ("s" if n != 1 else "")
 
 
@@ -170,7 +176,7 @@ def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | N
     """The sweep's knee, unless real transfers to this host clearly did better with another count."""
     k = knee(sweep)
     best = max(sweep, key=lambda p: p.mbps) if sweep else None
-    why = (f"{_streams(k)} reached {next(p.mbps for p in sweep if p.streams == k):.0f} Mbit/s, within "
+    why = (f"{streams_phrase(k)} reached {next(p.mbps for p in sweep if p.streams == k):.0f} Mbit/s, within "
            f"{100 - KNEE_SHARE * 100:.0f} % of the best measured ({best.mbps:.0f} Mbit/s with {best.streams})"
            if best else "nothing was measured; one stream")
     learned = weighted_by_streams(log_rows, now)
@@ -178,9 +184,9 @@ def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | N
         top = max(learned, key=learned.get)
         baseline = learned.get(k) or next((p.mbps for p in sweep if p.streams == k), 0.0)
         if top != k and learned[top] >= LOG_MARGIN * baseline:
-            return top, (f"{_streams(top)}: earlier transfers to this host averaged {learned[top]:.0f} Mbit/s with "
-                         f"that count (recent ones weigh more), better than the {baseline:.0f} Mbit/s expected with "
-                         f"{k}")
+            return top, (f"{streams_phrase(top)}: earlier transfers to this host averaged {learned[top]:.0f} "
+                         f"Mbit/s with that count (recent ones weigh more), better than the {baseline:.0f} Mbit/s "
+                         f"expected with {k}")
     return k, why
 
 

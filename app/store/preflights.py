@@ -43,12 +43,3 @@ class PreflightLog:
             f"SELECT result FROM preflights WHERE {' AND '.join(clauses)} ORDER BY started DESC LIMIT 1", args
         ).fetchone()
         return json.loads(row["result"]) if row else None
-
-    def for_hosts(self, hosts: list[str], kind: str = "preflight") -> dict[str, dict]:
-        """host → its newest result (for reports)."""
-        found: dict[str, dict] = {}
-        for host in hosts:
-            result = self.latest(host, kind=kind)
-            if result:
-                found[host] = result
-        return found

@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
     QWizardPage,
 )
 
-from app.sites import Site, SiteBook
+from app.preflight import apply_to_site
+from app.preflight.recommend import streams_phrase
+from app.sites import Site
 from app.store import Store
 from backends.base import TransferOptions
 
@@ -224,7 +226,7 @@ class AdvicePage(QWizardPage):
             ("Bottleneck", f"about {r.get('bottleneck_mbps', 0):.0f} Mbit/s"),
             ("Bandwidth-delay product", f"{(r.get('bdp_bytes') or 0) / 1e6:.1f} MB"),
             ("Loss", r.get("loss_note", "")),
-            ("Use", f"<b>{n} stream{'s' if n != 1 else ''}</b>: {r.get('streams_why', '')}"),
+            ("Use", f"<b>{streams_phrase(n)}</b>: {r.get('streams_why', '')}"),
             ("Protocol", f"<b>{r.get('recommended_backend')}</b>: {r.get('backend_why', '')}"),
         ]
         if r.get("backend") == "gridftp":
@@ -243,12 +245,7 @@ class AdvicePage(QWizardPage):
         if not name or not r:
             return
         with Store(self.owner.db_path) as store:
-            book = SiteBook(store)
-            site = book.get(name)
-            site.streams = str(r["recommended_streams"])
-            if r.get("gridftp_tcp_bs"):
-                site.options["tcp_bs"] = r["gridftp_tcp_bs"]
-            book.save(site)
+            site = apply_to_site(store, name, r)
         self.applied.setText(f"Site {name} now uses {site.streams} streams.")
         self.owner.site_changed.emit(name)
 

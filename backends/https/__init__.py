@@ -92,10 +92,4 @@ class HttpsBackend:
                 moved, spent = await probe_whole(session, info.url, seconds)
                 return [ProbeResult(1, moved, spent, rtt_ms)]
 
-            def level(count: int, moved: int, spent: float) -> None:
-                if on_level:
-                    on_level(ProbeResult(count, moved, spent, rtt_ms))
-
-            pool = RangeStreams(session, info.url, info.size)
-            levels = await sweep_down(pool, counts, seconds, level)
-            return [ProbeResult(n, moved, spent, rtt_ms) for n, moved, spent in levels]
+            return await sweep_down(RangeStreams(session, info.url, info.size), counts, seconds, rtt_ms, on_level)

@@ -76,14 +76,8 @@ async def sweep(url: str, counts: list[int], seconds: float, options: TransferOp
                                 "that may run commands; this one can only use SFTP.")
         source = await _source(session)
         rtt = session.rtt_s * 1000 if session.rtt_s else None
-
-        def level(count: int, moved: int, spent: float) -> None:
-            if on_level:
-                on_level(ProbeResult(count, moved, spent, rtt))
-
         pool = SshStreams(session.openssh, source, session.target)
-        levels = await sweep_down(pool, counts, seconds, level)
-        return [ProbeResult(n, moved, spent, rtt) for n, moved, spent in levels]
+        return await sweep_down(pool, counts, seconds, rtt, on_level)
     finally:
         if pool is not None:
             await pool.stop(len(pool.streams))

@@ -83,8 +83,7 @@ class TorrentBackend:
 
             swarm = Swarm(lab, sessions=int(extra.get("connections") or DEFAULT_CONNECTIONS))
             try:
-                port = lab.listen.rpartition(":")[2]
-                return await seed(params, Path(request.dest), swarm, sink, int(port) if port.isdigit() else 0)
+                return await seed(params, Path(request.dest), swarm, sink)
             finally:
                 await swarm.close()
         from .fetch import fetch

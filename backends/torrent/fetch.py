@@ -102,11 +102,11 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
               " piece hashes; sha256 of the result computed here")
     if failed_pieces:
         notes.append(f"{failed_pieces} piece(s) arrived damaged and were fetched again.")
-    shared = handle.status().all_time_upload
-    if shared:
-        notes.append(f"Shared {shared} bytes with other peers while fetching.")
+    final = handle.status()
+    if final.all_time_upload:
+        notes.append(f"Shared {final.all_time_upload} bytes with other peers while fetching.")
     total = sum(files.file_size(i) for i in real)
-    resumed = max(0, total - handle.status().total_payload_download)  # what this run did not have to fetch
+    resumed = max(0, total - final.total_payload_download)  # what this run did not have to fetch
     spent = time.monotonic() - began
     return Result(total, spent, peak or 1, digest, True, method,
                   peer_host=peers[0].host if peers else None, bytes_fetched=total - resumed, resumed_from=resumed,

@@ -13,17 +13,18 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import libtorrent as lt
 
-from ..base import Result, Sink
+from ..base import Sink
 from ..errors import LocalError
 from .swarm import Swarm
 
 TICK = 0.5
 
 
-async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Sink, first_port: int = 0) -> Result:
+async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Sink) -> NoReturn:
     """Serve until cancelled (the job's Cancel or Pause, Ctrl-C in the CLI)."""
     info = params.ti
     files = info.files()
@@ -33,17 +34,16 @@ async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Si
         raise LocalError(f"{save_path / first} does not exist: --data must be the torrent's file or folder, or the "
                          "folder that holds it.")
     began = time.monotonic()
-    ports = await swarm.listening(first_port)
+    ports = await swarm.listening()
     swarm.add(params, save_path, seed=True)
     sink.note(f"Seeding {info.name()} on port(s) {', '.join(str(p) for p in ports)}.")
     size = info.total_size()
-    uploaded, bad = 0, 0
+    uploaded = 0
     try:
         while True:
             await asyncio.sleep(TICK)
             for alert in swarm.alerts():
                 if isinstance(alert, lt.hash_failed_alert):
-                    bad += 1
                     sink.note(f"Piece {alert.piece_index} of the local data does not match the torrent; it is not "
                               "served (the file changed or is damaged).")
                 elif isinstance(alert, (lt.file_error_alert, lt.torrent_error_alert)):
@@ -52,10 +52,6 @@ async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Si
             uploaded = sum(s.all_time_upload for s in statuses)
             peers = sum(s.num_peers for s in statuses)
             sink.progress(uploaded, None, peers)
-            stage = getattr(sink, "seeding", None)
-            if stage:
-                stage(uploaded, sum(s.upload_rate for s in statuses), peers, uploaded / size if size else 0.0)
     finally:
         spent = time.monotonic() - began
         sink.note(f"Served {uploaded} bytes ({uploaded / size if size else 0:.2f}× the data) in {spent:.0f} s.")
-    return Result(uploaded, spent, 0, None, False, "seeding")  # not reached: seeding ends by cancellation

@@ -71,18 +71,19 @@ class Swarm:
             raise BadRequest(f"'{options.listen}' is not a listening address; write it as ADDR:PORT.")
         if options.upload_limit:
             options = replace(options, upload_limit=max(1, options.upload_limit // sessions))  # shared by all
+        self.first_port = int(port)  # 0: any free port
         self.sessions = []
         for index in range(sessions):
-            listen = f"{host}:{int(port) + index if int(port) else 0}"
+            listen = f"{host}:{self.first_port + index if self.first_port else 0}"
             self.sessions.append(lt.session(settings(options, listen=listen)))
         self.handles: list[lt.torrent_handle] = []
 
     def ports(self) -> list[int]:
         return [s.listen_port() for s in self.sessions]
 
-    async def listening(self, first_port: int) -> list[int]:
+    async def listening(self) -> list[int]:
         """Wait for the listening sockets (opened on libtorrent's thread); a port in use fails in words."""
-        wanted = [first_port + i for i in range(len(self.sessions))] if first_port else []
+        wanted = [self.first_port + i for i in range(len(self.sessions))] if self.first_port else []
         for _ in range(40):
             ports = self.ports()
             if all(ports) and (not wanted or ports == wanted):

@@ -205,10 +205,11 @@ def test_sweep_down_loads_the_path_first_then_drops_streams_level_by_level():
 
     real = {1: 27, 2: 53, 4: 110, 8: 388, 16: 656, 32: 872, 64: 917}  # 100 ms/1e-3, 1 GiB transfers
     pool, seen = ModelPool(real), []
-    levels = asyncio.run(sweep_down(pool, [1, 2, 4, 8, 16, 32, 64], 0.25, lambda n, b, s: seen.append(n)))
+    levels = asyncio.run(sweep_down(pool, [1, 2, 4, 8, 16, 32, 64], 0.25, 100.0, lambda r: seen.append(r.streams)))
     assert pool.calls[0] == ("start", 64) and pool.calls[-1] == ("stop", 1) and pool.running == 0
-    assert [n for n, _, _ in levels] == seen == [64, 32, 16, 8, 4, 2, 1]
-    measured = {n: b * 8 / s / 1e6 for n, b, s in levels}
+    assert [r.streams for r in levels] == seen == [64, 32, 16, 8, 4, 2, 1]
+    assert all(r.rtt_ms == 100.0 for r in levels)
+    measured = {r.streams: r.bytes * 8 / r.seconds / 1e6 for r in levels}
     for n, rate in real.items():
         assert measured[n] == pytest.approx(rate, rel=0.15)
     assert knee(sweep_of(measured)) == 32
