@@ -247,7 +247,7 @@ class ParallelTransfer:
     async def _leases(self, stream: Any, number: int) -> None:
         failures = 0
         while not self.past_deadline():
-            lease = self._next_lease()
+            lease = self.take_lease(stream)
             if lease is None:
                 return
             self._lease_began[lease.id] = time.monotonic()
@@ -298,6 +298,22 @@ class ParallelTransfer:
                 self.hasher.advance(self.chunks.contiguous_prefix())
         else:
             self.chunks.release(lease)
+
+    def take_lease(self, stream: Any) -> Lease | None:
+        """The stream's next lease (a protocol that asks ahead keeps the one it already asked for)."""
+        return self._next_lease()
+
+    def lease_ahead(self, number: int) -> Lease | None:
+        """A fresh lease (never a stolen one) for a stream to ask for before its current one ends."""
+        if self.past_deadline():
+            return None
+        lease = self.chunks.lease(self._lease_size())
+        if lease is not None:
+            self._lease_stream[lease.id] = number
+        return lease
+
+    def stream_number(self, lease: Lease) -> int | None:
+        return self._lease_stream.get(lease.id)
 
     def _next_lease(self) -> Lease | None:
         lease = self.chunks.lease(self._lease_size())

@@ -100,9 +100,9 @@ class SshBackend:
         url = request.source if download else request.dest
         from .session import SshSession
 
-        session = await SshSession.open(url, request.options, request.ask_trust)
+        session = await SshSession.open(url, request.options, request.ask_trust, lead=download)
         notes: list[str] = []
-        if session.control.accepted_key:
+        if session.control is not None and session.control.accepted_key:
             notes.append(f"Trusted the new host key of {session.target.host}: {session.control.accepted_key}.")
             sink.note(notes[-1])
         try:
@@ -118,9 +118,13 @@ class SshBackend:
         )
 
     async def _download(self, session: SshSession, request: TransferRequest, sink: Sink):
-        control = session.control
-        remote = await asyncio.to_thread(control.absolute, session.target.path)
-        entry = await asyncio.to_thread(control.stat, remote)
+        entry = session.entry
+        if entry is not None:
+            remote = entry.rel
+        else:
+            control = await session.ensure_control()
+            remote = await asyncio.to_thread(control.absolute, session.target.path)
+            entry = await asyncio.to_thread(control.stat, remote)
         if entry is None:
             raise NotFound(f"There is no file or folder {remote} on {session.target.host}. Check the path.")
         dest = Path(request.dest)

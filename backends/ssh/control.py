@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import socket
 import stat as statmod
-from dataclasses import dataclass
 
 import paramiko
 
@@ -30,24 +29,10 @@ from ..errors import (
     NoSpace as NoSpaceError,
 )
 from . import scripts
-from .target import SshOptions, Target, remote_join
-from .trust import AskTrust, KnownHostsPolicy, changed_key_error, known_hosts_path
+from .target import Entry, SshOptions, Target, known_hosts_path, remote_join
+from .trust import AskTrust, KnownHostsPolicy, changed_key_error
 
 CONNECT_TIMEOUT = 20.0
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A remote file or folder; ``rel`` is relative to the walked root."""
-
-    rel: str
-    size: int
-    mtime: int
-    mode: int
-
-    @property
-    def is_dir(self) -> bool:
-        return statmod.S_ISDIR(self.mode)
 
 
 def sftp_error(exc: OSError, what: str, where: str) -> TransferError:

@@ -15,10 +15,9 @@ from ..errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..hashing import FollowingHasher, hash_file
 from ..partfile import Identity, PartFile, human_size
 from ..ratelimit import RateLimit
-from .control import Entry, sftp_error
 from .ranged import SshDownload, SshUpload
 from .session import SshSession
-from .sftpdata import sftp_download, sftp_upload
+from .target import Entry
 
 
 @dataclass
@@ -39,9 +38,8 @@ def _limiter(options: TransferOptions) -> RateLimit | None:
 async def download_file(session: SshSession, entry: Entry, remote: str, dest: Path, options: TransferOptions,
                         sink: Sink | None, source_id: str) -> FileOutcome:
     """``remote`` (absolute path, described by ``entry``) → local ``dest``, verified, atomically named."""
-    control = session.control
-    remote_sum = asyncio.ensure_future(asyncio.to_thread(control.sha256, remote)) \
-        if entry.size > 0 and control.can_exec() and options.verify else None
+    remote_sum = asyncio.ensure_future(session.sha256(remote)) \
+        if entry.size > 0 and options.verify and await session.can_exec() else None
     part = PartFile(dest)
     try:
         done = part.open(Identity(source_id, entry.size, None, str(entry.mtime)))
@@ -60,13 +58,15 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                 await run.run()
                 moved, peak = run.moved, run.peak_streams
             else:
+                from .sftpdata import sftp_download  # paramiko: only for accounts without a shell
+
                 moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4)
             if sink:
                 sink.stage("verifying")
             digests = await asyncio.to_thread(hasher.finish, entry.size)
         finally:
             hasher.stop()
-        now = await asyncio.to_thread(control.stat, remote)
+        now = await session.stat(remote)
         if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
             raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
         server = await remote_sum if remote_sum else None
@@ -166,6 +166,8 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
                 run.close()
             moved, peak, verified_ranges = run.moved, run.peak_streams, run.ranges_unverified == 0
         else:
+            from .sftpdata import sftp_upload
+
             moved, peak = await sftp_upload(session, local, part, chunks, record, sink, streams or 4)
         if sink:
             sink.stage("verifying")
@@ -196,6 +198,8 @@ def _prepare_part(control, part: str, size: int) -> None:
         with control.sftp.open(part, "w") as fh:
             fh.truncate(size)
     except OSError as exc:
+        from .control import sftp_error
+
         raise sftp_error(exc, "create", part) from None
 
 

@@ -25,8 +25,7 @@ from pathlib import Path
 from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..errors import NoSpace as NoSpaceError
 from ..procs import CHILD
-from .target import SshOptions, Target
-from .trust import known_hosts_path
+from .target import SshOptions, Target, known_hosts_path
 
 # AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
 CIPHERS = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes256-ctr"
@@ -99,8 +98,14 @@ class OpenSsh:
     def __post_init__(self) -> None:
         if not self.client:
             self.client, self.hpn = find_client()
-        self._handshakes = asyncio.Semaphore(max(1, self.options.max_handshakes))
+        # the control login and the RTT probe hold two slots until ``handshake_done`` gives each back
+        self._handshakes = asyncio.Semaphore(max(1, self.options.max_handshakes - 2))
         self._warm: list[asyncio.Future] = []
+        self._spare: list[Master] = []
+        self.lead: Master | None = None  # the connection metadata went over; the session closes it
+        # (command, stdin): a channel every new connection starts at once (a download's reader, which then
+        # waits for its first range: the channel's round trips overlap the stat instead of following it)
+        self.early_channel: tuple[str, bytes] | None = None
 
     def base_argv(self) -> list[str]:
         t, o = self.target, self.options
@@ -117,6 +122,8 @@ class OpenSsh:
             "-o", "ServerAliveCountMax=4",
             "-o", "LogLevel=ERROR",
         ]
+        if os.environ.get("FERRY_KEX"):
+            argv += ["-o", "KexAlgorithms=" + os.environ["FERRY_KEX"]]
         if o.ssh_config:
             argv += ["-F", o.ssh_config]
         for identity in t.identity_files:
@@ -135,7 +142,13 @@ class OpenSsh:
         master = Master(self, self.workdir / f"m{self._count}")
         async with self._handshakes:
             await master.start()
+        if self.early_channel is not None:
+            await master.start_early(*self.early_channel)
         return master
+
+    def handshake_done(self) -> None:
+        """A login that was not an OpenSSH stream's (the control connection, the RTT probe) has finished."""
+        self._handshakes.release()
 
     def prewarm(self, count: int) -> None:
         """Start logging in ``count`` connections now, while the control connection is still busy."""
@@ -143,6 +156,8 @@ class OpenSsh:
             self._warm.append(asyncio.ensure_future(self._connect()))
 
     async def open_master(self) -> Master:
+        if self._spare:
+            return self._spare.pop()
         while self._warm:
             task = self._warm.pop(0)
             try:
@@ -150,6 +165,18 @@ class OpenSsh:
             except TransferError:
                 continue  # a speculative login failed; the next one (or a fresh one) will say why
         return await self._connect()
+
+    async def lead_master(self) -> Master:
+        """The first connection to log in: a download's metadata goes over it before any paramiko
+        login, then it carries a stream like the others (``release``) and stays open for the final checks."""
+        if self.lead is None:
+            self.lead = await self.open_master()
+            self._spare.append(self.lead)
+        return self.lead
+
+    def owns(self, master: Master) -> bool:
+        """Whether a stream that ends must leave ``master`` open (the session closes the lead)."""
+        return master is self.lead
 
     async def cleanup(self) -> None:
         for task in self._warm:
@@ -159,6 +186,11 @@ class OpenSsh:
             if isinstance(master, Master):
                 await master.stop()
         self._warm.clear()
+        for master in (*self._spare, self.lead):
+            if master is not None:
+                await master.stop()
+        self._spare.clear()
+        self.lead = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -168,6 +200,7 @@ class Master:
     def __init__(self, ssh: OpenSsh, socket_path: Path) -> None:
         self.ssh, self.socket = ssh, socket_path
         self.proc: asyncio.subprocess.Process | None = None
+        self.early: tuple[asyncio.subprocess.Process, int] | None = None
 
     async def start(self) -> None:
         argv = [*self.ssh.base_argv(), "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
@@ -196,8 +229,44 @@ class Master:
             stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **CHILD,
         )
 
+    async def start_early(self, command: str, stdin: bytes) -> None:
+        """Start ``command`` now with its output on a pipe (for ``take_early``) and ``stdin`` written."""
+        read_end, write_end = os.pipe()
+        try:
+            proc = await self.channel(command, stdout=write_end)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        proc.stdin.write(stdin)
+        self.early = (proc, read_end)
+
+    def take_early(self) -> tuple[asyncio.subprocess.Process, int] | None:
+        """The channel ``start_early`` began (its process, the read end of its output), once."""
+        early, self.early = self.early, None
+        return early
+
+    async def run(self, command: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, bytes, bytes]:
+        """One short command as a channel of this connection: (exit status, stdout, stderr)."""
+        proc = await self.channel(command)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
+        except BaseException:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            raise
+        return proc.returncode or 0, out, err
+
     async def stop(self) -> None:
         """Close the connection now: every byte it carried has already arrived (or will be fetched again)."""
+        early = self.take_early()
+        if early is not None:
+            os.close(early[1])
+            if early[0].returncode is None:
+                early[0].kill()
+                await early[0].wait()
         if self.proc and self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()

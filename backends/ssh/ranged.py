@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from dataclasses import dataclass
 
 from ..chunks import ChunkMap, Lease
 from ..errors import RemoteChanged, TransferError, Transient
@@ -52,7 +53,7 @@ class _SshStreams(ParallelTransfer):
         return await self.ssh.open_master()
 
     async def close_stream(self, stream: Master) -> None:
-        if stream is not None:
+        if stream is not None and not self.ssh.owns(stream):
             await stream.stop()
 
     def classify(self, exc: BaseException) -> TransferError:
@@ -61,21 +62,52 @@ class _SshStreams(ParallelTransfer):
         return Transient(f"An SSH stream to {self.ssh.target.host} failed ({exc}); Ferry will retry.")
 
 
+@dataclass
+class _Ask:
+    """A range request as sent: whole ``dd`` blocks from ``block``, the first ``drop`` bytes not wanted."""
+
+    lease: Lease
+    block: int
+    drop: int
+    count: int
+    sent: bool = False
+
+    @classmethod
+    def of(cls, lease: Lease) -> _Ask:
+        block = lease.cursor // BLOCK
+        return cls(lease, block, lease.cursor - block * BLOCK, -(-(lease.end - block * BLOCK) // BLOCK))
+
+    def line(self) -> bytes:
+        return f"{self.block} {self.count}\n".encode()
+
+
 class _Reader:
     """A download stream: a master connection and one long-lived channel running ``READ_RANGES``.
 
     The channel's output is a pipe Ferry reads itself (``PipeSource``), so the payload is
-    spliced into the part file without passing through Python.
+    spliced into the part file without passing through Python. The next range is asked for
+    while the current one is still arriving (``ahead``): the shell starts it the moment the
+    current one ends, so a stream never idles for the round trip between two ranges (~5 % of
+    its time with leases of twenty round trips).
     """
 
     def __init__(self, master: Master) -> None:
         self.master = master
         self.proc: asyncio.subprocess.Process | None = None
         self.out: PipeSource | None = None
+        self.ahead: _Ask | None = None
 
     async def ensure(self, remote_path: str) -> asyncio.subprocess.Process:
         if self.proc is None or self.proc.returncode is not None:
             await self.drop()
+            if self.ahead is not None:
+                self.ahead.sent = False  # asked on a channel that is gone
+            early = self.master.take_early()
+            if early is not None and early[0].returncode is None:  # started at login, path already sent
+                self.proc, self.out = early[0], PipeSource(early[1])
+                return self.proc
+            if early is not None:
+                os.close(early[1])
             read_end, write_end = os.pipe()
             try:
                 self.proc = await self.master.channel(scripts.command(scripts.READ_RANGES, BLOCK), stdout=write_end)
@@ -103,23 +135,42 @@ class SshDownload(_SshStreams):
     async def open_stream(self) -> _Reader:
         return _Reader(await self.ssh.open_master())
 
+    def take_lease(self, stream: _Reader) -> Lease | None:
+        ahead = stream.ahead
+        if ahead is not None and self.chunks.is_active(ahead.lease) and not ahead.lease.finished:
+            return ahead.lease
+        stream.ahead = None
+        return self._next_lease()
+
     async def close_stream(self, stream: _Reader) -> None:
         if stream is not None:
+            if stream.ahead is not None:
+                self._drop(stream.ahead.lease, finished=False)  # asked for, never read: back to the pool
+                stream.ahead = None
             await stream.drop()
-            await stream.master.stop()
+            if not self.ssh.owns(stream.master):
+                await stream.master.stop()
 
     async def move(self, lease: Lease, stream: _Reader) -> None:
-        block = lease.cursor // BLOCK
-        drop = lease.cursor - block * BLOCK
-        count = -(-(lease.end - block * BLOCK) // BLOCK)
         proc = await stream.ensure(self.remote_path)
+        ask = stream.ahead if stream.ahead is not None and stream.ahead.lease is lease and stream.ahead.sent \
+            else None
+        stream.ahead = None
         try:
-            proc.stdin.write(f"{block} {count}\n".encode())
-            await proc.stdin.drain()
+            if ask is None:
+                ask = _Ask.of(lease)
+                proc.stdin.write(ask.line())
+                await proc.stdin.drain()
             length = await self._header(stream)
-            expected = min(count * BLOCK, self.chunks.size - block * BLOCK)
+            expected = min(ask.count * BLOCK, self.chunks.size - ask.block * BLOCK)
             if length != expected:
                 raise RemoteChanged(f"{self.remote_path} changed size on the server; starting again.")
+            nxt = self.lease_ahead(self.stream_number(lease))
+            if nxt is not None:
+                stream.ahead = _Ask.of(nxt)
+                proc.stdin.write(stream.ahead.line())
+                stream.ahead.sent = True
+            drop = ask.drop
             if drop and await stream.out.discard(drop) != drop:  # the lease starts inside a dd block
                 raise await self._broken(stream, "stopped sending")
             left = length - drop

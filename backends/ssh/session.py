@@ -12,18 +12,61 @@ from __future__ import annotations
 import asyncio
 import shutil
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..base import TransferOptions
-from ..errors import TransferError
+from ..errors import AuthError, HostKeyError, TransferError
 from ..netprobe import connect_time
 from ..tuner import StreamTuner, initial_streams
-from .control import Control
+from . import lead, scripts
 from .openssh import OpenSsh
-from .target import SshOptions, Target, parse_target
-from .trust import AskTrust
+from .ranged import BLOCK
+from .target import Entry, SshOptions, Target, parse_target
+
+if TYPE_CHECKING:
+    from .control import Control
+    from .trust import AskTrust
 
 #: below this, one stream is plenty and a dd channel is not worth it
 SMALL_FILE = 4 * 1024 * 1024
+
+
+def _first_streams(transfer: TransferOptions, options: SshOptions) -> int:
+    """How many OpenSSH logins to start before the path is known: all of a fixed count (they queue for
+    handshake slots), or as many as may handshake at once for ``auto``."""
+    if transfer.streams == "auto":
+        return max(1, options.max_handshakes)
+    return max(0, min(int(transfer.streams), transfer.max_streams)) if int(transfer.streams) > 1 else 0
+
+
+def _connect_control(target: Target, options: SshOptions, ask: AskTrust | None) -> Control:
+    """The paramiko login, in a worker thread (importing paramiko there too: ~75 ms off the event loop)."""
+    from .control import Control
+
+    return Control(target, options, ask).connect()
+
+
+async def _stat_over_openssh(openssh: OpenSsh, target: Target) -> tuple[lead.Metadata | None, Entry | None]:
+    """The download's file over the first OpenSSH login; no entry when the control connection must do it
+    (a host key to ask about, a key OpenSSH cannot use in BatchMode, no shell, a folder, no such file)."""
+    try:
+        metadata = lead.Metadata(await openssh.lead_master(), target)
+    except (HostKeyError, AuthError):
+        return None, None
+    try:
+        return metadata, await metadata.stat(target.path)
+    except lead.NoExec:
+        await metadata.close()
+        return None, None
+
+
+async def _probe_rtt(target: Target, openssh: OpenSsh | None) -> float | None:
+    """One TCP handshake's time; it holds a handshake slot only while it runs."""
+    try:
+        return await connect_time(target.host, target.port)
+    finally:
+        if openssh:
+            openssh.handshake_done()
 
 
 def ssh_options(options: TransferOptions) -> SshOptions:
@@ -41,33 +84,59 @@ def ssh_options(options: TransferOptions) -> SshOptions:
 class SshSession:
     target: Target
     options: SshOptions
-    control: Control
+    control: Control | None  # None while a download runs on OpenSSH alone (``lead``)
     openssh: OpenSsh | None
     rtt_s: float | None = None
     prewarmed: int = 8
+    entry: Entry | None = None  # the file, when its stat came over OpenSSH
+    ask: AskTrust | None = None
+    metadata: lead.Metadata | None = None
 
     @classmethod
-    async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None) -> SshSession:
+    async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None, *,
+                   lead: bool = False) -> SshSession:
+        """Log in: the OpenSSH streams first, the control connection alongside or only when needed.
+
+        The streams are the critical path (an OpenSSH login is ~7 round trips), so they start
+        before paramiko is even imported. With ``lead`` (a download), the first of them also
+        answers the stat and no control connection is opened at all for a file; otherwise the
+        control connection, the exec check and the SFTP subsystem overlap the streams' logins.
+        """
         options = ssh_options(transfer_options)
         target = parse_target(url, options)
-        rtt_task = asyncio.ensure_future(connect_time(target.host, target.port))
         openssh = None
+        warm = 0
         if target.password is None and shutil.which("ssh") is not None:
             openssh = OpenSsh(target, options, none_cipher=bool(transfer_options.backend_options.get("none_cipher")))
-            if transfer_options.streams == "auto" or int(transfer_options.streams) > 1:
-                # the streams log in while the control connection does (it and the RTT probe count as logins too)
-                openssh.prewarm(max(1, options.max_handshakes - 2))
+            warm = _first_streams(transfer_options, options)
+            if lead:
+                openssh.early_channel = (scripts.command(scripts.READ_RANGES, BLOCK), scripts.encode_path(target.path))
+            openssh.prewarm(max(warm, 1 if lead else 0))  # control and RTT probe hold two handshake slots meanwhile
+        rtt_task = asyncio.ensure_future(_probe_rtt(target, openssh))
         try:
-            control = await asyncio.to_thread(Control(target, options, ask).connect)
+            if lead and openssh is not None:
+                metadata, entry = await _stat_over_openssh(openssh, target)
+                if entry is not None and not entry.is_dir:
+                    openssh.handshake_done()  # no control login will take its slot
+                    return cls(target, options, None, openssh, await rtt_task, max(1, warm), entry, ask, metadata)
+                openssh.early_channel = None  # a folder (or a question for the control connection)
+                if metadata:
+                    await metadata.close()
+            control = await asyncio.to_thread(_connect_control, target, options, ask)
         except BaseException:
             if openssh:
                 await openssh.cleanup()
             rtt_task.cancel()
             raise
+        if openssh:
+            openssh.handshake_done()
         try:
-            if openssh is not None and not await asyncio.to_thread(control.can_exec):
-                await openssh.cleanup()
-                openssh = None
+            if openssh is not None:
+                can_exec, _ = await asyncio.gather(asyncio.to_thread(control.can_exec),
+                                                   asyncio.to_thread(getattr, control, "sftp"))
+                if not can_exec:
+                    await openssh.cleanup()
+                    openssh = None
             if openssh is None and target.scheme == "scp":
                 raise TransferError(
                     f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
@@ -79,8 +148,30 @@ class SshSession:
                 await openssh.cleanup()
             rtt_task.cancel()
             raise
-        session = cls(target, options, control, openssh, await rtt_task, max(1, options.max_handshakes - 2))
-        return session
+        return cls(target, options, control, openssh, await rtt_task, max(1, warm), None, ask)
+
+    async def ensure_control(self) -> Control:
+        """The paramiko control connection, opened now if the download had not needed it yet."""
+        if self.control is None:
+            self.control = await asyncio.to_thread(_connect_control, self.target, self.options, self.ask)
+        return self.control
+
+    async def stat(self, path: str) -> Entry | None:
+        if self.metadata is not None:
+            return await self.metadata.stat(path)
+        return await asyncio.to_thread((await self.ensure_control()).stat, path)
+
+    async def can_exec(self) -> bool:
+        """Whether the account runs commands (proven already when the stat came over OpenSSH)."""
+        if self.control is None:
+            return self.openssh is not None
+        return await asyncio.to_thread(self.control.can_exec)
+
+    async def sha256(self, path: str) -> str | None:
+        """The server's SHA-256 of a file, over whichever connection is open (None: it cannot say)."""
+        if self.control is None and self.openssh is not None:
+            return await lead.sha256(await self.openssh.lead_master(), path)
+        return await asyncio.to_thread((await self.ensure_control()).sha256, path)
 
     def tuner(self, options: TransferOptions, size: int) -> StreamTuner | None:
         if options.streams != "auto":
@@ -98,6 +189,9 @@ class SshSession:
         return max(1, min(int(options.streams), options.max_streams, max(1, size // (1024 * 1024))))
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.control.close)
+        if self.metadata is not None:
+            await self.metadata.close()
+        if self.control is not None:
+            await asyncio.to_thread(self.control.close)
         if self.openssh:
             await self.openssh.cleanup()

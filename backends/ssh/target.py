@@ -9,6 +9,7 @@ any file name can be written in a URL.
 from __future__ import annotations
 
 import os
+import stat as statmod
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,3 +120,23 @@ def remote_join(folder: str, name: str) -> str:
     if not folder:
         return name
     return folder.rstrip("/") + "/" + name if folder != "/" else "/" + name
+
+
+def known_hosts_path(path: str | None) -> Path:
+    """The known_hosts file both SSH clients check (here, not in trust.py: no paramiko import on the way to
+    the first OpenSSH login)."""
+    return Path(path or "~/.ssh/known_hosts").expanduser()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A remote file or folder; ``rel`` is relative to the walked root."""
+
+    rel: str
+    size: int
+    mtime: int
+    mode: int
+
+    @property
+    def is_dir(self) -> bool:
+        return statmod.S_ISDIR(self.mode)

@@ -27,10 +27,6 @@ def fingerprint(key: paramiko.PKey) -> str:
     return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
 
-def known_hosts_path(path: str | None) -> Path:
-    return Path(path or "~/.ssh/known_hosts").expanduser()
-
-
 def host_entry(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 

@@ -28,6 +28,28 @@ def test_download_big_file_is_exact_and_verified_by_the_server(sshd, remote_big,
     assert int((tmp_path / "big.bin").stat().st_mtime) == int(remote_big.path.stat().st_mtime)
 
 
+def test_download_of_a_symlink_relative_to_home_keeps_the_targets_mode_and_time(sshd, remote_big, tmp_path,
+                                                                               ferry_home):
+    # a file download asks its stat over the first OpenSSH connection (no paramiko login): a path relative
+    # to the login folder, a symlink followed, the mode and mtime of the file it points to
+    os.chmod(remote_big.path, 0o640)
+    os.utime(remote_big.path, (1_600_000_000, 1_600_000_000))
+    link = sshd.home / "latest.bin"
+    link.unlink(missing_ok=True)
+    link.symlink_to("big.bin")
+    url = f"sftp://{sshd.user}@{sshd.listen}:{sshd.port}/~/latest.bin"
+    proc = labferry("copy", url, str(tmp_path / "got.bin"), *sshd.args(), "--streams", "4", "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    got = tmp_path / "got.bin"
+    assert sha256_of(got) == remote_big.sha256 and out["verified"] is True
+    assert got.stat().st_mode & 0o777 == 0o640 and int(got.stat().st_mtime) == 1_600_000_000
+    missing = labferry("copy", f"sftp://{sshd.user}@{sshd.listen}:{sshd.port}/~/nothing-here.bin", str(tmp_path),
+                       *sshd.args(), env_home=ferry_home)
+    assert missing.returncode != 0 and "There is no file or folder" in missing.stderr
+
+
 @pytest.mark.parametrize("streams", ["1", "8"])
 def test_upload_big_file_is_exact_on_the_server(sshd, tmp_path, ferry_home, streams):
     local = tmp_path / "upload.bin"
