@@ -84,6 +84,7 @@ class ParallelTransfer:
         self.ready = True  # False until the file's identity is known (speculative starts)
         self._workers: set[asyncio.Task] = set()
         self._connected = 0  # streams whose connection is up (SSH logins take several round trips)
+        self._leaving: set[asyncio.Task] = set()  # streams ending because the target went down
         self._numbers = iter(range(1, 1 << 30))
         self._lease_stream: dict[int, int] = {}  # lease id -> stream number
         self._stream_moved: dict[int, int] = {}  # stream number -> bytes moved
@@ -123,6 +124,7 @@ class ParallelTransfer:
                 done, _ = await asyncio.wait(self._workers, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
                     self._workers.discard(task)
+                    self._leaving.discard(task)
                     if task.exception() is not None:
                         raise task.exception()
                 if not self._workers and not self.chunks.complete and not self.past_deadline():
@@ -247,6 +249,9 @@ class ParallelTransfer:
     async def _leases(self, stream: Any, number: int) -> None:
         failures = 0
         while not self.past_deadline():
+            if len(self._workers - self._leaving) > self.target:
+                self._leaving.add(asyncio.current_task())  # the tuner went back to fewer streams: end here
+                return
             lease = self.take_lease(stream)
             if lease is None:
                 return

@@ -37,6 +37,9 @@ class StreamTuner:
     start: int
     maximum: int = 64
     rtt_s: float = 0.05
+    #: the first step lasts at least this many round trips: a protocol whose extra streams are dear (an SSH
+    #: login each) judges its first count after slow start, not during it, which flatters every doubling
+    first_step_rtts: float = 0.0
     streams: int = field(init=False)
     settled: bool = field(init=False, default=False)
     history: list[tuple[int, float]] = field(init=False, default_factory=list)  # (streams, rate)
@@ -71,7 +74,8 @@ class StreamTuner:
             self._step_began = now
         self._samples.append((now, total_bytes))
         elapsed = now - self._step_began
-        if elapsed < self.step_seconds:
+        step = self.step_seconds if self.history else max(self.step_seconds, self.first_step_rtts * self.rtt_s)
+        if elapsed < step:
             return self.streams
         rate = self._recent_rate(now, elapsed / 2)
         self.history.append((self.streams, rate))
@@ -80,6 +84,8 @@ class StreamTuner:
             fair_share = r0 / n0 if n0 else 0.0
             if r1 - r0 < GAIN * fair_share * (n1 - n0):
                 self.settled = True  # the knee: more streams no longer pay
+                if r1 < r0:
+                    self.streams = n0  # they cost more than they brought (CPU-bound ends): back to the last count
                 return self.streams
         self.streams = min(self.maximum, self.streams * 2)
         self.settled = self.streams >= self.maximum

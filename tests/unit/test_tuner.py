@@ -47,3 +47,42 @@ def test_initial_guess_grows_with_rtt_and_respects_small_files():
     assert initial_streams(0.1, 5 * MiB, 64, 4 * MiB) == 1
     assert initial_streams(0.1, 20 * MiB, 64, 4 * MiB) == 5
     assert initial_streams(None, None, 64, 4 * MiB) >= 1
+
+
+def run_costly_path(tuner: StreamTuner, rate_of, seconds: float = 10.0, dt: float = 0.05) -> int:
+    """Like ``run_path``, with the aggregate rate any function of the stream count."""
+    t, total = 0.0, 0.0
+    streams = tuner.streams
+    while t < seconds:
+        t += dt
+        total += rate_of(streams) * dt
+        streams = tuner.observe(t, int(total))
+    return streams
+
+
+def test_goes_back_when_more_streams_were_slower():
+    # a LAN where the ends are CPU-bound: a second SSH stream (its login, a second cipher on 2 cores) costs
+    tuner = StreamTuner(start=1, maximum=64, rtt_s=0.0005)
+    assert run_costly_path(tuner, lambda n: 350e6 if n == 1 else 260e6) == 1 and tuner.settled
+
+
+def test_first_step_waits_out_slow_start_when_asked():
+    # slow start at 50 ms: the rate climbs for ~0.6 s; judged after 16 RTT the doubling shows no gain
+    def ramp(t: float, n: int) -> float:
+        return min(1.0, t / 0.6) * min(125e6, n * 30e6)
+
+    clock = {"t": 0.0}
+
+    def rate_of(n: int) -> float:
+        return ramp(clock["t"], n)
+
+    eager = StreamTuner(start=8, maximum=64, rtt_s=0.05)
+    patient = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
+    for tuner in (eager, patient):
+        clock["t"], total, streams = 0.0, 0.0, tuner.streams
+        while clock["t"] < 6.0:
+            clock["t"] += 0.05
+            total += rate_of(streams) * 0.05
+            streams = tuner.observe(clock["t"], int(total))
+        tuner.final = streams
+    assert patient.history[0][0] == 8 and patient.final <= 16 < eager.final
