@@ -53,10 +53,20 @@ def _auto_streams(rtt_s: float | None, size: int | None, transfer: TransferOptio
 
 
 def _connect_control(target: Target, options: SshOptions, ask: AskTrust | None) -> Control:
-    """The paramiko login, in a worker thread (importing paramiko there too: ~75 ms off the event loop)."""
+    """The paramiko login, in a worker thread (importing paramiko there too: ~75 ms off the event loop),
+    with the exec check and the SFTP subsystem, so a folder finds them ready when its stat comes back."""
     from .control import Control
 
-    return Control(target, options, ask).connect()
+    control = Control(target, options, ask).connect()
+    try:
+        control.can_exec()
+        control.sftp  # noqa: B018 - opens the SFTP subsystem now (it is cached)
+    except TransferError:
+        pass  # said again, in context, by whoever needs them
+    except BaseException:
+        control.close()
+        raise
+    return control
 
 
 async def _stat_over_openssh(openssh: OpenSsh, target: Target) -> tuple[lead.Metadata | None, Entry | None]:
@@ -71,6 +81,18 @@ async def _stat_over_openssh(openssh: OpenSsh, target: Target) -> tuple[lead.Met
     except lead.NoExec:
         await metadata.close()
         return None, None
+
+
+def _close_when_connected(task: asyncio.Future) -> None:
+    """Close a control connection nobody will use, whenever its login ends (and consume its error)."""
+    def done(t: asyncio.Future) -> None:
+        if not t.cancelled() and t.exception() is None:
+            t.result().close()
+
+    if task.done():
+        done(task)
+    else:
+        task.add_done_callback(done)
 
 
 async def _warm_for_path(openssh: OpenSsh, rtt_task: asyncio.Future, transfer: TransferOptions,
@@ -114,16 +136,18 @@ class SshSession:
     entry: Entry | None = None  # the file, when its stat came over OpenSSH
     ask: AskTrust | None = None
     metadata: lead.Metadata | None = None
+    _control_task: asyncio.Future | None = None  # the control login still running beside a file download
 
     @classmethod
     async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None, *,
                    lead: bool = False) -> SshSession:
         """Log in: the OpenSSH streams first, the control connection alongside or only when needed.
 
-        The streams are the critical path (an OpenSSH login is ~7 round trips), so they start
-        before paramiko is even imported. With ``lead`` (a download), the first of them also
-        answers the stat and no control connection is opened at all for a file; otherwise the
-        control connection, the exec check and the SFTP subsystem overlap the streams' logins.
+        The streams are the critical path (an OpenSSH login is ~8 round trips), so they start
+        before paramiko is even imported; the control login runs alongside in a thread. With
+        ``lead`` (a download), the first OpenSSH login also answers the stat, and a file's
+        download starts without waiting for the control connection (a folder, or anything
+        OpenSSH cannot do alone, waits for it as before).
         """
         options = ssh_options(transfer_options)
         target = parse_target(url, options)
@@ -136,25 +160,28 @@ class SshSession:
                 openssh.early_channel = (scripts.command(scripts.READ_RANGES, BLOCK), scripts.encode_path(target.path))
             openssh.prewarm(max(warm, 1 if lead else 0))  # control and RTT probe hold two handshake slots meanwhile
         rtt_task = asyncio.ensure_future(_probe_rtt(target, openssh))
+        control_task = asyncio.ensure_future(asyncio.to_thread(_connect_control, target, options, ask))
+        if openssh is not None:
+            control_task.add_done_callback(lambda _: openssh.handshake_done())
         try:
             if openssh is not None and transfer_options.streams == "auto":
                 warm = await _warm_for_path(openssh, rtt_task, transfer_options, options)
             if lead and openssh is not None:
                 metadata, entry = await _stat_over_openssh(openssh, target)
                 if entry is not None and not entry.is_dir:
-                    openssh.handshake_done()  # no control login will take its slot
-                    return cls(target, options, None, openssh, await rtt_task, max(1, warm), entry, ask, metadata)
+                    session = cls(target, options, None, openssh, await rtt_task, max(1, warm), entry, ask, metadata)
+                    session._control_task = control_task
+                    return session
                 openssh.early_channel = None  # a folder (or a question for the control connection)
                 if metadata:
                     await metadata.close()
-            control = await asyncio.to_thread(_connect_control, target, options, ask)
+            control = await control_task
         except BaseException:
+            _close_when_connected(control_task)
             if openssh:
                 await openssh.cleanup()
             rtt_task.cancel()
             raise
-        if openssh:
-            openssh.handshake_done()
         try:
             if openssh is not None:
                 can_exec, _ = await asyncio.gather(asyncio.to_thread(control.can_exec),
@@ -176,9 +203,10 @@ class SshSession:
         return cls(target, options, control, openssh, await rtt_task, max(1, warm), None, ask)
 
     async def ensure_control(self) -> Control:
-        """The paramiko control connection, opened now if the download had not needed it yet."""
+        """The paramiko control connection (a file download started without waiting for it)."""
         if self.control is None:
-            self.control = await asyncio.to_thread(_connect_control, self.target, self.options, self.ask)
+            task, self._control_task = self._control_task, None
+            self.control = await (task or asyncio.to_thread(_connect_control, self.target, self.options, self.ask))
         return self.control
 
     async def stat(self, path: str) -> Entry | None:
@@ -213,6 +241,9 @@ class SshSession:
         return max(1, min(int(options.streams), options.max_streams, max(1, size // (1024 * 1024))))
 
     async def close(self) -> None:
+        if self._control_task is not None:
+            _close_when_connected(self._control_task)  # never needed: closed once its login ends
+            self._control_task = None
         if self.metadata is not None:
             await self.metadata.close()
         if self.control is not None:
