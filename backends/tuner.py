@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 
 #: a doubling must raise the rate by at least this share of the streams' fair share
 GAIN = 0.5
+#: below this round trip a stream is limited by CPU (its cipher, its copies), not by its window
+LAN_RTT = 0.002
+#: the longest a first step waits out slow start (0.8 s: 16 RTT at 50 ms; at 100 ms growth must not wait longer)
+FIRST_STEP_CAP = 0.8
 
 
 def initial_streams(rtt_s: float | None, size: int | None, maximum: int, min_bytes_per_stream: int) -> int:
@@ -74,7 +78,8 @@ class StreamTuner:
             self._step_began = now
         self._samples.append((now, total_bytes))
         elapsed = now - self._step_began
-        step = self.step_seconds if self.history else max(self.step_seconds, self.first_step_rtts * self.rtt_s)
+        first = min(self.first_step_rtts * self.rtt_s, FIRST_STEP_CAP)
+        step = self.step_seconds if self.history else max(self.step_seconds, first)
         if elapsed < step:
             return self.streams
         rate = self._recent_rate(now, elapsed / 2)
@@ -84,8 +89,10 @@ class StreamTuner:
             fair_share = r0 / n0 if n0 else 0.0
             if r1 - r0 < GAIN * fair_share * (n1 - n0):
                 self.settled = True  # the knee: more streams no longer pay
-                if r1 < r0:
-                    self.streams = n0  # they cost more than they brought (CPU-bound ends): back to the last count
+                if r1 < r0 and self.rtt_s < LAN_RTT:
+                    # on a LAN the ends are CPU-bound (a cipher per stream): back to the last count. On a long
+                    # path a slower step is new streams still in slow start, not a verdict on them.
+                    self.streams = n0
                 return self.streams
         self.streams = min(self.maximum, self.streams * 2)
         self.settled = self.streams >= self.maximum
