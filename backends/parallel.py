@@ -308,17 +308,14 @@ class ParallelTransfer:
         """The stream's next lease (a protocol that asks ahead keeps the one it already asked for)."""
         return self._next_lease()
 
-    def lease_ahead(self, number: int) -> Lease | None:
-        """A fresh lease (never a stolen one) for a stream to ask for before its current one ends."""
+    def lease_ahead(self, current: Lease) -> Lease | None:
+        """A fresh lease (never a stolen one) for the stream moving ``current`` to ask for before it ends."""
         if self.past_deadline():
             return None
         lease = self.chunks.lease(self._lease_size())
-        if lease is not None:
-            self._lease_stream[lease.id] = number
+        if lease is not None and current.id in self._lease_stream:
+            self._lease_stream[lease.id] = self._lease_stream[current.id]
         return lease
-
-    def stream_number(self, lease: Lease) -> int | None:
-        return self._lease_stream.get(lease.id)
 
     def _next_lease(self) -> Lease | None:
         lease = self.chunks.lease(self._lease_size())

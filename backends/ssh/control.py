@@ -237,8 +237,7 @@ class Control:
         if not self.can_exec():
             return None
         status, out, _ = self.run(scripts.SHA256, scripts.encode_path(path))
-        digest = out.split()[0].decode("ascii", "replace").lower() if out.split() else ""
-        return digest if status == 0 and len(digest) == 64 else None
+        return scripts.sha256_answer(status, out)
 
     def sha256_many(self, root: str, rels: list[str]) -> list[str | None]:
         """The server's SHA-256 of many files under ``root``, in one process; None where it cannot say."""

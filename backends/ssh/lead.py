@@ -93,5 +93,4 @@ async def sha256(master: Master, path: str) -> str | None:
         status, out, _ = await master.run(scripts.command(scripts.SHA256), scripts.encode_path(path), 3600.0)
     except TransferError:
         return None
-    digest = out.split()[0].decode("ascii", "replace").lower() if out.split() else ""
-    return digest if status == 0 and len(digest) == 64 else None
+    return scripts.sha256_answer(status, out)

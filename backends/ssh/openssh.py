@@ -122,8 +122,6 @@ class OpenSsh:
             "-o", "ServerAliveCountMax=4",
             "-o", "LogLevel=ERROR",
         ]
-        if os.environ.get("FERRY_KEX"):
-            argv += ["-o", "KexAlgorithms=" + os.environ["FERRY_KEX"]]
         if o.ssh_config:
             argv += ["-F", o.ssh_config]
         for identity in t.identity_files:
@@ -168,7 +166,7 @@ class OpenSsh:
 
     async def lead_master(self) -> Master:
         """The first connection to log in: a download's metadata goes over it before any paramiko
-        login, then it carries a stream like the others (``release``) and stays open for the final checks."""
+        login, then it carries a stream like the others and stays open for the final checks (``owns``)."""
         if self.lead is None:
             self.lead = await self.open_master()
             self._spare.append(self.lead)

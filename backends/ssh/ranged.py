@@ -165,7 +165,7 @@ class SshDownload(_SshStreams):
             expected = min(ask.count * BLOCK, self.chunks.size - ask.block * BLOCK)
             if length != expected:
                 raise RemoteChanged(f"{self.remote_path} changed size on the server; starting again.")
-            nxt = self.lease_ahead(self.stream_number(lease))
+            nxt = self.lease_ahead(lease)
             if nxt is not None:
                 stream.ahead = _Ask.of(nxt)
                 proc.stdin.write(stream.ahead.line())

@@ -65,6 +65,12 @@ TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'
 FREE_BYTES = _PATH + '; df -Pk "$f" | awk \'NR==2 {print $4 * 1024}\''
 
 
+def sha256_answer(status: int, out: bytes) -> str | None:
+    """The digest ``SHA256`` printed, or None (no tool, or the command failed)."""
+    digest = out.split()[0].decode("ascii", "replace").lower() if out.split() else ""
+    return digest if status == 0 and len(digest) == 64 else None
+
+
 def encode_path(path: str | bytes) -> bytes:
     """One stdin line that the remote ``printf`` decodes back to exactly ``path``."""
     raw = path.encode("utf-8", "surrogateescape") if isinstance(path, str) else path

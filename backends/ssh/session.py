@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..base import TransferOptions
 from ..errors import AuthError, HostKeyError, TransferError
 from ..netprobe import connect_time
-from ..tuner import StreamTuner, initial_streams
+from ..tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
 from .openssh import OpenSsh
 from .ranged import BLOCK
@@ -46,7 +46,7 @@ def _auto_streams(rtt_s: float | None, size: int | None, transfer: TransferOptio
     the shared table, capped by the logins that may run at once."""
     if transfer.initial_streams:
         return transfer.initial_streams
-    if rtt_s is not None and rtt_s < 0.002:
+    if rtt_s is not None and rtt_s < LAN_RTT:
         return 1
     guess = initial_streams(rtt_s, size, transfer.max_streams, SMALL_FILE)
     return max(1, min(guess, options.max_handshakes))
@@ -59,10 +59,8 @@ def _connect_control(target: Target, options: SshOptions, ask: AskTrust | None) 
 
     control = Control(target, options, ask).connect()
     try:
-        control.can_exec()
-        control.sftp  # noqa: B018 - opens the SFTP subsystem now (it is cached)
-    except TransferError:
-        pass  # said again, in context, by whoever needs them
+        control.can_exec()  # cached: asked again on the loop without I/O
+        control.sftp  # noqa: B018 - opens the SFTP subsystem now (it is cached); no SFTP fails the login here
     except BaseException:
         control.close()
         raise
@@ -183,12 +181,9 @@ class SshSession:
             rtt_task.cancel()
             raise
         try:
-            if openssh is not None:
-                can_exec, _ = await asyncio.gather(asyncio.to_thread(control.can_exec),
-                                                   asyncio.to_thread(getattr, control, "sftp"))
-                if not can_exec:
-                    await openssh.cleanup()
-                    openssh = None
+            if openssh is not None and not control.can_exec():  # answered in the login thread
+                await openssh.cleanup()
+                openssh = None
             if openssh is None and target.scheme == "scp":
                 raise TransferError(
                     f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
@@ -216,14 +211,14 @@ class SshSession:
 
     async def can_exec(self) -> bool:
         """Whether the account runs commands (proven already when the stat came over OpenSSH)."""
-        if self.control is None:
-            return self.openssh is not None
-        return await asyncio.to_thread(self.control.can_exec)
+        if self.metadata is not None:
+            return True
+        return await asyncio.to_thread((await self.ensure_control()).can_exec)
 
     async def sha256(self, path: str) -> str | None:
         """The server's SHA-256 of a file, over whichever connection is open (None: it cannot say)."""
-        if self.control is None and self.openssh is not None:
-            return await lead.sha256(await self.openssh.lead_master(), path)
+        if self.metadata is not None:
+            return await lead.sha256(self.metadata.master, path)
         return await asyncio.to_thread((await self.ensure_control()).sha256, path)
 
     def tuner(self, options: TransferOptions, size: int) -> StreamTuner | None:
