@@ -57,6 +57,7 @@ def nginx(tmp_path_factory):
     server = Nginx(root / "prefix", root / "data").start()
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -126,6 +127,7 @@ def sshd(tmp_path_factory):
     server = Sshd(root).start()
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -136,6 +138,7 @@ def sshd_sftp_only(tmp_path_factory, sshd):
     server = Sshd(root, sftp_only=True, user=sshd.user, client_key=sshd.key).start()
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -162,10 +165,12 @@ def gridftp(tmp_path_factory):
     require("globus-gridftp-server")
     require("globus-url-copy")
     _open_tmp_for_others(tmp_path_factory)
-    server = GridftpServer(tmp_path_factory.mktemp("gridftp")).start()
+    root = tmp_path_factory.mktemp("gridftp")
+    server = GridftpServer(root).start()
     server.give(server.data)
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -173,10 +178,12 @@ def gridftp_peer(tmp_path_factory, gridftp):
     """A second server, for server-to-server (third-party) transfers."""
     from tests.servers.gridftp import GridftpServer
 
-    server = GridftpServer(tmp_path_factory.mktemp("gridftp-peer")).start()
+    root = tmp_path_factory.mktemp("gridftp-peer")
+    server = GridftpServer(root).start()
     server.give(server.data)
     yield server
     server.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

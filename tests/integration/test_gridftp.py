@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -117,7 +118,8 @@ def test_third_party_transfer_between_two_servers(gridftp, gridftp_peer, grid_bi
 def test_restart_after_the_server_is_killed_mid_transfer(tmp_path_factory, tmp_path, ferry_home):
     from tests.servers.gridftp import GridftpServer
 
-    server = GridftpServer(tmp_path_factory.mktemp("gridftp-crash")).start()
+    root = tmp_path_factory.mktemp("gridftp-crash")
+    server = GridftpServer(root).start()
     try:
         source = server.data / "large.bin"
         digest = write_random(source, 768 * MiB, seed=72)
@@ -142,6 +144,7 @@ def test_restart_after_the_server_is_killed_mid_transfer(tmp_path_factory, tmp_p
         assert not part.exists()
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_bad_addresses_are_refused_in_words(tmp_path, ferry_home):

@@ -56,7 +56,8 @@ def dataset(tmp_path_factory):
         proc = labferry("torrent", "create", str(path), "-o", str(root / f"{path.name}.torrent"), env_home=home)
         assert proc.returncode == 0, proc.stderr
         assert ", v2)" in proc.stdout and "private" in proc.stdout and "magnet:?" in proc.stdout
-    return {"root": root, "data": data, "big": big, "digest": digest, "folder": folder, "home": home}
+    yield {"root": root, "data": data, "big": big, "digest": digest, "folder": folder, "home": home}
+    shutil.rmtree(root, ignore_errors=True)
 
 
 class Seed:
