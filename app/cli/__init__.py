@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import logging.handlers
+import os
 import sys
 
 from app import __version__
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("labferry: interrupted.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `labferry history | head`: the reader left; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -94,7 +94,10 @@ def run_create(args: argparse.Namespace) -> int:
     import libtorrent as lt
 
     info = lt.torrent_info(str(out))
-    print(f"Wrote {out} ({info.num_files()} file(s), {format_bytes(info.total_size())}, {info.num_pieces()} pieces, "
+    files = info.layout() if hasattr(info, "layout") else info.files()
+    real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
+    size = sum(files.file_size(i) for i in real)  # v2 pads every file to a piece boundary: not data
+    print(f"Wrote {out} ({len(real)} file(s), {format_bytes(size)}, {info.num_pieces()} pieces, "
           f"{'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
           f"{time.monotonic() - began:.1f} s.")
     print(lt.make_magnet_uri(info))

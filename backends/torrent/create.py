@@ -25,11 +25,10 @@ def create(path: Path, *, web_seeds: tuple[str, ...] = (), private: bool = True,
     for url in web_seeds:
         if not url.startswith(("http://", "https://")):
             raise BadRequest(f"'{url}' is not a web seed address; give the http(s):// URL the data is served at.")
-    fs = lt.file_storage()
-    lt.add_files(fs, str(path))
-    if fs.num_files() == 0 or fs.total_size() == 0:
+    files = _list_files(path)
+    if _size_of(files) == 0:
         raise LocalError(f"{path} holds no data to share (empty files or folder).")
-    ct = lt.create_torrent(fs, piece_size, lt.create_torrent.v2_only if v2_only else 0)
+    ct = lt.create_torrent(files, piece_size, lt.create_torrent.v2_only if v2_only else 0)
     ct.set_priv(private)
     ct.set_creator("labferry")
     for url in web_seeds:
@@ -42,3 +41,16 @@ def create(path: Path, *, web_seeds: tuple[str, ...] = (), private: bool = True,
     except RuntimeError as exc:
         raise LocalError(f"Reading {path} failed while hashing it ({exc}).") from None
     return lt.bencode(ct.generate())
+
+
+def _list_files(path: Path) -> list:
+    """The files to share: ``list_files`` since libtorrent 2.1 (``add_files`` is deprecated there)."""
+    if hasattr(lt, "list_files"):
+        return lt.list_files(str(path))
+    fs = lt.file_storage()
+    lt.add_files(fs, str(path))
+    return fs  # libtorrent 2.0: create_torrent takes the file_storage itself
+
+
+def _size_of(files) -> int:
+    return files.total_size() if isinstance(files, lt.file_storage) else sum(f.size for f in files)

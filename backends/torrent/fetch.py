@@ -87,7 +87,7 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     sink.stage("verifying")
     await _flushed(swarm, handle)
     info = handle.torrent_file()
-    files = info.files()
+    files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in 2.1
     root = Path(dest)
     real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
     names = [files.file_path(i) for i in real]
