@@ -1,5 +1,3 @@
-import sys
+from app.cli import console
 
-from app.cli import main
-
-sys.exit(main())
+console()

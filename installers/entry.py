@@ -1,8 +1,6 @@
 """The bundle's one program: ``labferry`` (the CLI; ``labferry gui`` opens the window)."""
 
-import sys
-
-from app.cli import main
+from app.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -71,9 +71,26 @@ def setup_logging() -> None:
     root.setLevel(logging.INFO)
 
 
-def main(argv: list[str] | None = None) -> int:
+def console() -> None:
+    """The ``labferry`` program: ``main``, then exit.
+
+    A command that has closed everything it opened (``copy``: the engine's thread, its store, its files)
+    sets ``args.closed``; the process then ends without the interpreter's tear-down, which after a transfer
+    takes 50-100 ms (joining idle worker threads, freeing every module) - time a user waits for nothing.
+    """
+    args = argparse.Namespace()
+    status = main(namespace=args)
+    if getattr(args, "closed", False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(status)
+    sys.exit(status)
+
+
+def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv, namespace)
     if not args.command:
         parser.print_help()
         return 0

@@ -147,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
         unsubscribe()
         engine.close()
     line.clear()
-    return _report(view, args.json, EXIT_STATUSES)
+    status = _report(view, args.json, EXIT_STATUSES)
+    args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
+    return status
 
 
 def _expand_sites(source: str, dest: str):

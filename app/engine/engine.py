@@ -72,9 +72,14 @@ class Engine:
             raise self._start_error
         return self
 
+    @property
+    def running(self) -> bool:
+        """Whether the engine's thread is still alive (``close`` ends it)."""
+        return bool(self._thread and self._thread.is_alive())
+
     def close(self, timeout: float = 30) -> None:
         """Stop running jobs (they stay queued and resume next time), then the thread."""
-        if not self._loop or not self._thread or not self._thread.is_alive():
+        if not self._loop or not self.running:
             return
         try:
             self._call(self._shutdown(), timeout)

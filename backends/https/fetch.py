@@ -81,7 +81,7 @@ class RangedFetch(ParallelTransfer):
         rtt = await connect_time(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
         if rtt and self.tuner:
             self.rtt_s = min(self.rtt_s or rtt, rtt)
-            self.target = self.tuner.raise_start(rtt)
+            self.target = self.tuner.start_for_rtt(rtt)
 
     def classify(self, exc: BaseException) -> TransferError:
         # before the first answer, a refused or unknown host is a wrong address: fail at once

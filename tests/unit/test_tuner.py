@@ -86,3 +86,29 @@ def test_first_step_waits_out_slow_start_when_asked():
             streams = tuner.observe(clock["t"], int(total))
         tuner.final = streams
     assert patient.history[0][0] == 8 and patient.final <= 16 < eager.final
+
+
+def test_measured_round_trip_sets_the_first_count_both_ways():
+    lan = StreamTuner(8)
+    assert lan.start_for_rtt(0.0001) == 2  # a LAN: streams cost CPU, bring no window
+    far = StreamTuner(8)
+    assert far.start_for_rtt(0.1) == 64
+    judged = StreamTuner(8, rtt_s=0.0001)
+    for t in range(0, 20):
+        judged.observe(t * 0.1, t * 10_000_000)
+    assert judged.history, "the first count was judged"
+    assert judged.start_for_rtt(0.0001) == judged.streams  # once judged, a late measurement changes nothing
+
+
+def test_kernel_round_trip_of_a_loopback_connection():
+    import asyncio
+
+    from backends.netprobe import connect_time
+
+    async def measure() -> float | None:
+        server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+        async with server:
+            return await connect_time("127.0.0.1", server.sockets[0].getsockname()[1])
+
+    rtt = asyncio.run(measure())
+    assert rtt is not None and 0 < rtt < 0.002
