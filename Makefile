@@ -20,8 +20,11 @@ run: $(STAMP)
 system-deps:
 	sh tests/system-deps.sh
 
+# byte-compiled first: the suite starts `labferry` hundreds of times, and with PYTHONDONTWRITEBYTECODE set
+# (as on the CI machines) each start would compile every module again
 test: $(STAMP) system-deps
 	$(BIN)/ruff check .
+	$(BIN)/python -m compileall -q app backends
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

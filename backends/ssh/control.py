@@ -243,29 +243,15 @@ class Control:
         """The server's SHA-256 of many files under ``root``, in one process; None where it cannot say."""
         if not rels or not self.can_exec():
             return [None] * len(rels)
-        names = b"".join(b"./" + r.encode("utf-8", "surrogateescape") + b"\0" for r in rels)
-        status, out, _ = self.run(scripts.SHA256_MANY, scripts.encode_path(root) + names)
-        lines = out.split(b"\n")[:-1] if out.endswith(b"\n") else out.split(b"\n")
-        if status != 0 or len(lines) != len(rels):
-            return [None] * len(rels)
-        digests = [line.lstrip(b"\\")[:64].decode("ascii", "replace").lower() for line in lines]
-        return [d if len(d) == 64 and all(c in "0123456789abcdef" for c in d) else None for d in digests]
+        status, out, _ = self.run(scripts.SHA256_MANY, scripts.many_names(root, rels))
+        return scripts.sha256_many_answer(status, out, len(rels))
 
     def walk_fast(self, root: str) -> list[Entry]:
         """``walk`` in one round trip when the server has GNU find; else the SFTP walk."""
         if self.can_exec():
             status, out, _ = self.run(scripts.LIST_TREE, scripts.encode_path(root))
             if status == 0:
-                entries = []
-                for record in out.split(b"\0"):
-                    parts = record.split(b" ", 4)
-                    if len(parts) != 5:
-                        continue
-                    kind, size, mtime, mode, rel = parts
-                    file_type = statmod.S_IFDIR if kind == b"d" else statmod.S_IFREG
-                    entries.append(Entry(rel.decode("utf-8", "surrogateescape"), int(size), int(float(mtime)),
-                                         file_type | int(mode, 8)))
-                return sorted(entries, key=lambda e: e.rel)
+                return scripts.tree_answer(out)
         return self.walk(root)
 
     def free_bytes(self, path: str) -> int | None:

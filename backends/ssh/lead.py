@@ -34,6 +34,7 @@ class Metadata:
         self.master, self.target = master, target
         self.proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
+        self._listings: dict[str, list[Entry] | None] = {}
 
     async def stat(self, path: str) -> Entry | None:
         """The remote path's entry (its path made absolute), or None when it does not exist."""
@@ -63,12 +64,31 @@ class Metadata:
                 raise ssh_error(line[10:].decode("utf-8", "replace"), self.target)
             if line.startswith(b"FERRY-STAT "):
                 home = (await proc.stdout.readuntil(b"\0"))[:-1].decode("utf-8", "surrogateescape")
-                return _entry(line[11:], path, home)
+                entry = _entry(line[11:], path, home)
+                if entry.is_dir:
+                    await self._read_listing(entry.rel)
+                return entry
         err = (await proc.stderr.read()).decode("utf-8", "replace") if proc.stdout.at_eof() else ""
         status = await proc.wait() if proc.stdout.at_eof() else None
         if "permission denied" in err.lower() or "no such file" in err.lower():
             raise ssh_error(err, self.target)
         raise NoExec(err.strip() or f"no answer (status {status})")
+
+    async def _read_listing(self, root: str) -> None:
+        """A folder's stat is followed by its listing (``scripts.STAT_EACH``), kept for ``listing``."""
+        records = []
+        try:
+            while not (record := (await self.proc.stdout.readuntil(b"\0"))[:-1]).startswith(b"END "):
+                records.append(record)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            self._listings[root] = None  # the channel broke: the walk asks again over a fresh one
+            self.proc.kill()
+            return
+        self._listings[root] = scripts.tree_answer(records) if record == b"END 0" else None
+
+    def listing(self, root: str) -> list[Entry] | None:
+        """Everything under ``root`` as its stat listed it; None when it could not (no GNU find there)."""
+        return self._listings.pop(root, None)
 
     async def close(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

@@ -180,14 +180,11 @@ class OpenSsh:
         for task in self._warm:
             task.cancel()
         results = await asyncio.gather(*self._warm, return_exceptions=True)
-        for master in results:
-            if isinstance(master, Master):
-                await master.stop()
+        masters = {m for m in (*results, *self._spare, self.lead) if isinstance(m, Master)}
         self._warm.clear()
-        for master in (*self._spare, self.lead):
-            if master is not None:
-                await master.stop()
         self._spare.clear()
+        # all at once: each stop waits for its ssh to exit (~15 ms); one after another that was 0.23 s for 8
+        await asyncio.gather(*(m.stop() for m in masters))
         self.lead = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 

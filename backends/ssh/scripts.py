@@ -10,6 +10,9 @@ quotes, so csh, fish or bash as the login shell all pass it through unchanged.
 from __future__ import annotations
 
 import shlex
+import stat as statmod
+
+from .target import Entry
 
 # read one encoded path from stdin into $f (the trailing "." keeps trailing newlines)
 _PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'
@@ -30,14 +33,20 @@ WRITE_RANGE = (
     "|| true; }"
 )
 PROBE = "echo ferry-exec-ok"
+# everything under the current folder (GNU find): "TYPE SIZE MTIME MODE PATH" records separated by NULs
+_FIND_TREE = "find -L . -mindepth 1 \\( -type f -o -type d \\) -printf '%y %s %T@ %m %P\\0'"
 # for each path line in: "FERRY-STAT MODE_HEX SIZE MTIME" (symlinks followed) then the login folder and a NUL,
-# "FERRY-NONE" when there is no such file, or "FERRY-ERR MESSAGE". GNU and BusyBox stat take -c; BSD's (no
-# -c, tried on "/") takes -f, with %Xp for the mode in hex. One channel answers a job's stats, one round trip each.
+# "FERRY-NONE" when there is no such file, or "FERRY-ERR MESSAGE". A folder's answer goes on with its listing
+# (``_FIND_TREE`` records, then "END STATUS" and a NUL; a record never starts with "END": its first field is
+# f or d): a folder download needs it next, and this saves the round trips of another channel. GNU and
+# BusyBox stat take -c; BSD's (no -c, tried on "/") takes -f, with %Xp for the mode in hex. One channel
+# answers a job's stats, one round trip each.
 STAT_EACH = (
     "export LC_ALL=C; if stat -L -c %s / >/dev/null 2>&1; then g=1; else g=; fi; "
     'while IFS= read -r p; do f=$(printf "$p."); f=${f%.}; '
     'if [ -n "$g" ]; then m=$(stat -L -c "%f %s %Y" -- "$f" 2>&1); else m=$(stat -L -f "%Xp %z %m" "$f" 2>&1); fi; '
     'r=$?; if [ "$r" -eq 0 ]; then printf "FERRY-STAT %s\\n%s\\0" "$m" "$PWD"; '
+    'if [ -d "$f" ]; then (cd "$f" && exec ' + _FIND_TREE + ') 2>/dev/null; printf "END %s\\0" "$?"; fi; '
     'else case $m in *"No such file"*) printf "FERRY-NONE\\n";; '
     '*) printf "FERRY-ERR %s\\n" "$(printf %s "$m" | tr "\\n" " ")";; esac; fi; done'
 )
@@ -54,11 +63,8 @@ SHA256_MANY = (
     _PATH + '; cd "$f" || exit 91; if command -v sha256sum >/dev/null 2>&1; then exec xargs -0 sha256sum --; '
     "elif command -v shasum >/dev/null 2>&1; then exec xargs -0 shasum -a 256 --; else exit 127; fi"
 )
-# everything under a folder in one round trip (GNU find): "TYPE SIZE MTIME MODE PATH" records separated by NULs
-LIST_TREE = (
-    _PATH + '; cd "$f" || exit 91; exec find -L . -mindepth 1 \\( -type f -o -type d \\) '
-    "-printf '%y %s %T@ %m %P\\0'"
-)
+# everything under a folder in one round trip (``_FIND_TREE``)
+LIST_TREE = _PATH + '; cd "$f" || exit 91; exec ' + _FIND_TREE
 # a tar stream of the named files (NUL-separated list after the folder line), relative to the folder
 TAR_CREATE = _PATH + '; cd "$f" || exit 91; exec tar -cf - --null -T -'
 TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'
@@ -69,6 +75,35 @@ def sha256_answer(status: int, out: bytes) -> str | None:
     """The digest ``SHA256`` printed, or None (no tool, or the command failed)."""
     digest = out.split()[0].decode("ascii", "replace").lower() if out.split() else ""
     return digest if status == 0 and len(digest) == 64 else None
+
+
+def many_names(root: str, rels: list[str]) -> bytes:
+    """``SHA256_MANY``'s and ``TAR_CREATE``'s stdin: the folder line, then "./NAME" entries, NUL-separated
+    ("./" first: a name such as "--to-command=…" never reaches a remote tool as an option)."""
+    return encode_path(root) + b"".join(b"./" + r.encode("utf-8", "surrogateescape") + b"\0" for r in rels)
+
+
+def sha256_many_answer(status: int, out: bytes, count: int) -> list[str | None]:
+    """The digests ``SHA256_MANY`` printed, in order; all None when it failed or could not say."""
+    lines = out.split(b"\n")[:-1] if out.endswith(b"\n") else out.split(b"\n")
+    if status != 0 or len(lines) != count:
+        return [None] * count
+    digests = [line.lstrip(b"\\")[:64].decode("ascii", "replace").lower() for line in lines]
+    return [d if len(d) == 64 and all(c in "0123456789abcdef" for c in d) else None for d in digests]
+
+
+def tree_answer(out: bytes | list[bytes]) -> list[Entry]:
+    """The entries ``_FIND_TREE`` printed (its output, or its records), sorted by relative path."""
+    entries = []
+    for record in out.split(b"\0") if isinstance(out, bytes) else out:
+        parts = record.split(b" ", 4)
+        if len(parts) != 5:
+            continue
+        kind, size, mtime, mode, rel = parts
+        file_type = statmod.S_IFDIR if kind == b"d" else statmod.S_IFREG
+        entries.append(Entry(rel.decode("utf-8", "surrogateescape"), int(size), int(float(mtime)),
+                             file_type | int(mode, 8)))
+    return sorted(entries, key=lambda e: e.rel)
 
 
 def encode_path(path: str | bytes) -> bytes:

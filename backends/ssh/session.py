@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: below this, one stream is plenty and a dd channel is not worth it
 SMALL_FILE = 4 * 1024 * 1024
+#: a listing or a hash of a whole folder may take a while on a slow disk
+LONG_COMMAND = 3600.0
 
 
 def _first_streams(transfer: TransferOptions, options: SshOptions) -> int:
@@ -79,6 +81,15 @@ async def _stat_over_openssh(openssh: OpenSsh, target: Target) -> tuple[lead.Met
     except lead.NoExec:
         await metadata.close()
         return None, None
+
+
+def _start_control(target: Target, options: SshOptions, ask: AskTrust | None,
+                   openssh: OpenSsh | None) -> asyncio.Future:
+    """The paramiko login, started now in a thread; it gives its handshake slot back when done."""
+    task = asyncio.ensure_future(asyncio.to_thread(_connect_control, target, options, ask))
+    if openssh is not None:
+        task.add_done_callback(lambda _: openssh.handshake_done())
+    return task
 
 
 def _close_when_connected(task: asyncio.Future) -> None:
@@ -134,7 +145,7 @@ class SshSession:
     entry: Entry | None = None  # the file, when its stat came over OpenSSH
     ask: AskTrust | None = None
     metadata: lead.Metadata | None = None
-    _control_task: asyncio.Future | None = None  # the control login still running beside a file download
+    _control_task: asyncio.Future | None = None  # a control login started but not yet needed
 
     @classmethod
     async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None, *,
@@ -142,10 +153,10 @@ class SshSession:
         """Log in: the OpenSSH streams first, the control connection alongside or only when needed.
 
         The streams are the critical path (an OpenSSH login is ~8 round trips), so they start
-        before paramiko is even imported; the control login runs alongside in a thread. With
-        ``lead`` (a download), the first OpenSSH login also answers the stat, and a file's
-        download starts without waiting for the control connection (a folder, or anything
-        OpenSSH cannot do alone, waits for it as before).
+        before paramiko is even imported; for an upload the control login runs alongside in a
+        thread. With ``lead`` (a download), the first OpenSSH login answers the stat (and a
+        folder's listing) and the control login starts only if OpenSSH cannot do it alone (a
+        host key to ask about, a password, an account without a shell).
         """
         options = ssh_options(transfer_options)
         target = parse_target(url, options)
@@ -158,24 +169,33 @@ class SshSession:
                 openssh.early_channel = (scripts.command(scripts.READ_RANGES, BLOCK), scripts.encode_path(target.path))
             openssh.prewarm(max(warm, 1 if lead else 0))  # control and RTT probe hold two handshake slots meanwhile
         rtt_task = asyncio.ensure_future(_probe_rtt(target, openssh))
-        control_task = asyncio.ensure_future(asyncio.to_thread(_connect_control, target, options, ask))
-        if openssh is not None:
-            control_task.add_done_callback(lambda _: openssh.handshake_done())
+        if lead and openssh is not None:
+            # a download asks OpenSSH first and mostly never needs paramiko: its login (a Python handshake, the
+            # GIL held for much of it) would only take CPU from the logins and the stat on the critical path
+            control_task = None
+            openssh.handshake_done()
+        else:
+            control_task = _start_control(target, options, ask, openssh)
         try:
             if openssh is not None and transfer_options.streams == "auto":
                 warm = await _warm_for_path(openssh, rtt_task, transfer_options, options)
             if lead and openssh is not None:
                 metadata, entry = await _stat_over_openssh(openssh, target)
-                if entry is not None and not entry.is_dir:
+                if entry is not None:
+                    if entry.is_dir:
+                        openssh.early_channel = None  # a folder's connections carry tar streams, not ranges
                     session = cls(target, options, None, openssh, await rtt_task, max(1, warm), entry, ask, metadata)
                     session._control_task = control_task
                     return session
-                openssh.early_channel = None  # a folder (or a question for the control connection)
+                openssh.early_channel = None  # a question for the control connection
                 if metadata:
                     await metadata.close()
+            if control_task is None:
+                control_task = _start_control(target, options, ask, None)
             control = await control_task
         except BaseException:
-            _close_when_connected(control_task)
+            if control_task is not None:
+                _close_when_connected(control_task)
             if openssh:
                 await openssh.cleanup()
             rtt_task.cancel()
@@ -220,6 +240,29 @@ class SshSession:
         if self.metadata is not None:
             return await lead.sha256(self.metadata.master, path)
         return await asyncio.to_thread((await self.ensure_control()).sha256, path)
+
+    async def walk(self, root: str) -> list[Entry]:
+        """Everything under ``root``: from the folder's stat, else ``scripts.LIST_TREE``, else the SFTP walk (no GNU
+        find there)."""
+        if self.metadata is not None:
+            entries = self.metadata.listing(root)  # sent with the folder's stat
+            if entries is not None:
+                return entries
+            status, out, _ = await self.metadata.master.run(scripts.command(scripts.LIST_TREE),
+                                                            scripts.encode_path(root), LONG_COMMAND)
+            if status == 0:
+                return scripts.tree_answer(out)
+        return await asyncio.to_thread((await self.ensure_control()).walk_fast, root)
+
+    async def sha256_many(self, root: str, rels: list[str]) -> list[str | None]:
+        """The server's SHA-256 of many files under ``root``, in order; None where it cannot say."""
+        if self.metadata is not None:
+            if not rels:
+                return []
+            status, out, _ = await self.metadata.master.run(scripts.command(scripts.SHA256_MANY),
+                                                            scripts.many_names(root, rels), LONG_COMMAND)
+            return scripts.sha256_many_answer(status, out, len(rels))
+        return await asyncio.to_thread((await self.ensure_control()).sha256_many, root, rels)
 
     def tuner(self, options: TransferOptions, size: int) -> StreamTuner | None:
         if options.streams != "auto":

@@ -23,16 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base import NOT_COMPARED, Sink, TransferOptions
-from ..errors import Corrupt, LocalError, TransferError
+from ..errors import Corrupt, LocalError
 from ..hashing import manifest_digest
-from ..partfile import os_error
 from ..procs import CHILD
 from . import scripts
-from .control import Entry
 from .files import FileOutcome, download_file, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
-from .target import remote_join
+from .target import Entry, remote_join
+from .untar import safe_rel, tar_get
 
 TAR_STREAMS = 4
 
@@ -77,14 +76,6 @@ class _FileSink:
         return None
 
 
-def _safe_rel(rel: str) -> str:
-    """A relative path that stays inside the destination folder."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise Corrupt(f"The server sent an unsafe path in the folder ({rel!r}); Ferry stopped.")
-    return rel
-
-
 def _unchanged_local(path: Path, size: int, mtime: int) -> bool:
     try:
         st = path.stat()
@@ -97,8 +88,7 @@ def _unchanged_local(path: Path, size: int, mtime: int) -> bool:
 
 async def download_tree(session: SshSession, root: str, dest: Path, options: TransferOptions,
                         sink: Sink | None) -> FileOutcome:
-    control = session.control
-    entries = await asyncio.to_thread(control.walk_fast, root)
+    entries = await session.walk(root)
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
     if options.sync:
         skipped = [e for e in files if _unchanged_local(dest / e.rel, e.size, e.mtime)]
@@ -111,7 +101,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
             raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
                              "Pass --sync to skip those that are unchanged, or --overwrite to replace them.")
     for entry in [e for e in entries if e.is_dir]:
-        (dest / _safe_rel(entry.rel)).mkdir(parents=True, exist_ok=True)
+        (dest / safe_rel(entry.rel)).mkdir(parents=True, exist_ok=True)
     dest.mkdir(parents=True, exist_ok=True)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]
@@ -133,8 +123,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         return moved
 
     # the server hashes the small files while it sends them (they are in its page cache by then)
-    server_sums = asyncio.ensure_future(asyncio.to_thread(control.sha256_many, root, [e.rel for e in small]
-                                                          if options.verify else []))
+    server_sums = asyncio.ensure_future(session.sha256_many(root, [e.rel for e in small] if options.verify else []))
     small_task = _small_downloads(session, root, dest, small, totals, sink)
     try:
         small_hashes, moved_large = await asyncio.gather(small_task, large_files())
@@ -179,7 +168,8 @@ async def _over_masters(session: SshSession, groups: list[list], work) -> list:
                                                                                             strict=True)))
     finally:
         for master in masters:
-            await master.stop()
+            if not session.openssh.owns(master):  # the lead connection still answers the folder's hashes
+                await master.stop()
 
 
 async def _small_downloads(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
@@ -189,75 +179,21 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
     if session.openssh is None:
         return await asyncio.to_thread(_sftp_small_get, session, root, dest, small, totals, sink)
     groups = _groups(small, lambda e: e.size, _tar_streams(small, lambda e: e.size))
-    results = await _over_masters(session, groups,
-                                  lambda group, socket: _tar_get(session, root, dest, group, totals, sink, socket))
+
+    def fetch(group: list[Entry], socket) -> dict[str, str]:
+        key = f"tar:{id(group)}"
+
+        def progress(nbytes: int) -> None:
+            totals.live[key] = nbytes
+            totals.report(sink)
+
+        hashes = tar_get(session, root, dest, group, progress, socket)
+        totals.live.pop(key, None)
+        totals.add(sum(e.size for e in group), sink)
+        return hashes
+
+    results = await _over_masters(session, groups, fetch)
     return {rel: digest for result in results for rel, digest in result.items()}
-
-
-def _tar_get(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
-             sink: Sink | None, socket) -> dict[str, str]:
-    wanted = {e.rel: e for e in small}
-    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
-    # "./" first: a name such as "--to-command=…" must never reach the server's tar as an option
-    names = b"".join(b"./" + e.rel.encode("utf-8", "surrogateescape") + b"\0" for e in small)
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
-    feeder = threading.Thread(target=_feed, args=(proc, scripts.encode_path(root) + names), daemon=True)
-    feeder.start()
-    hashes: dict[str, str] = {}
-    try:
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            for member in tar:
-                if not member.isfile():
-                    continue
-                rel = _safe_rel(member.name[2:] if member.name.startswith("./") else member.name)
-                entry = wanted.get(rel)
-                if entry is None:
-                    raise Corrupt(f"The server's tar stream held a file Ferry did not ask for ({rel!r}).")
-                hashes[rel] = _write_member(tar, member, dest / rel, entry)
-                totals.add(member.size, sink)
-    except tarfile.TarError as exc:
-        proc.kill()
-        raise TransferError(f"The tar stream from {session.target.host} broke ({exc}); run the transfer again "
-                            "with --sync to fetch what is missing.") from None
-    finally:
-        proc.stdout.close()
-        feeder.join()
-        status = proc.wait()
-    if status != 0:
-        raise ssh_error(proc.stderr.read().decode("utf-8", "replace"), session.target)
-    missing = [rel for rel in wanted if rel not in hashes]
-    if missing:
-        raise TransferError(f"{len(missing)} files did not arrive (for example {missing[0]}); they may have been "
-                            "removed on the server meanwhile. Run again with --sync.")
-    return hashes
-
-
-def _feed(proc: subprocess.Popen, data: bytes) -> None:
-    try:
-        proc.stdin.write(data)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
-
-
-def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, entry: Entry) -> str:
-    """Write one file under a temporary name, hash it, give it its mode and time, then rename."""
-    tmp = path.with_name(f".{path.name}.ferry-tmp")
-    digest = hashlib.sha256()
-    source = tar.extractfile(member)
-    try:
-        with open(tmp, "wb") as out:
-            while block := source.read(1 << 20):
-                digest.update(block)
-                out.write(block)
-        os.chmod(tmp, entry.mode & 0o777)
-        os.utime(tmp, (entry.mtime, entry.mtime))
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-
-        raise os_error(exc, path, "write") from None
-    return digest.hexdigest()
 
 
 def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,

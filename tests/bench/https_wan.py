@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import replace_section  # noqa: E402
+from tests.bench.report import precompile, replace_section  # noqa: E402
 from tests.servers.nginx import Nginx, make_certificates  # noqa: E402
 
 WANEM = ROOT.parent / "shared" / "tools" / "wanem"
@@ -241,6 +241,7 @@ def main() -> int:
     parser.add_argument("--write", metavar="MARKDOWN", help="replace the HTTPS section of this file")
     parser.add_argument("--work", default="/tmp/ferry-bench")
     args = parser.parse_args()
+    precompile()
     if os.geteuid() != 0 or not WANEM.exists():
         print("needs root and ../shared/tools/wanem", file=sys.stderr)
         return 2

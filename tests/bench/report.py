@@ -22,6 +22,16 @@ def replace_section(target: Path | str, heading: str, text: str) -> None:
     target.write_text(old.rstrip() + "\n\n" + text.rstrip() + "\n")
 
 
+def precompile() -> None:
+    """Byte-compile Ferry's sources, as an installed Ferry is: with PYTHONDONTWRITEBYTECODE set (this machine)
+    every run would otherwise compile each edited module again (measured: up to 0.1 s per run)."""
+    import compileall
+
+    root = Path(__file__).resolve().parents[2]
+    for folder in ("app", "backends"):
+        compileall.compile_dir(root / folder, quiet=1)
+
+
 def wan_arguments(doc: str, work: str, loopback_flag: str) -> argparse.ArgumentParser:
     """The options every WAN benchmark takes (``loopback_flag``: ``--loopback`` or ``--no-loopback``)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
@@ -41,6 +51,7 @@ def prepare_wan(args: argparse.Namespace) -> tuple[Path, int] | None:
     if os.geteuid() != 0 or not WANEM.exists():
         print("needs root and ../shared/tools/wanem", file=sys.stderr)
         return None
+    precompile()
     work = Path(args.work)
     (work / "data").mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o755)

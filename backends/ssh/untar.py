@@ -1,0 +1,219 @@
+"""A folder's small files, received as one ``tar`` stream per connection and unpacked here.
+
+The system's ``tar`` (GNU or bsdtar) unpacks the stream: in Python, ``tarfile`` with a
+temporary file, hash, chmod, utime and rename per member cost ~0.6 ms a file on two cores
+(1.2 s for 2,000 files), longer than the files take to cross a 50 ms path. Native tar
+writes them at disk speed; Python then only hashes, stamps and renames them (~0.05 ms).
+
+What the server sends is not trusted. tar unpacks into a private folder inside the
+destination (same file system, so the final rename is atomic), only the names Ferry asked
+for (``--null -T``: a server cannot add files), never as their owner (``--no-same-owner``);
+GNU tar and bsdtar both refuse ``..`` and absolute names and never write through a symlink
+the archive itself made. Then each requested name must be a plain file with one link, or
+the job stops; what is left in the private folder is removed. Without a suitable tar
+(BusyBox, none at all) the stream is read with ``tarfile`` as before.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import hashlib
+import os
+import shutil
+import stat as statmod
+import subprocess
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+from ..errors import Corrupt, TransferError
+from ..partfile import os_error
+from ..procs import CHILD
+from . import scripts
+from .openssh import ssh_error
+from .target import Entry
+
+#: bytes the pump moves at a time from ssh to tar (it counts them for the progress bar)
+PUMP_BLOCK = 1 << 20
+
+
+@functools.lru_cache(maxsize=1)
+def native_tar() -> str | None:
+    """A local ``tar`` that takes ``--null -T`` and ``--no-same-owner`` (GNU tar, bsdtar), else None."""
+    path = shutil.which("tar")
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if ("GNU tar" in out or "bsdtar" in out) else None
+
+
+def safe_rel(rel: str) -> str:
+    """A relative path that stays inside the destination folder."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise Corrupt(f"The server sent an unsafe path in the folder ({rel!r}); Ferry stopped.")
+    return rel
+
+
+def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket) -> dict[str, str]:
+    """Fetch ``small`` (files under ``root``) over one connection; returns {rel: sha256}.
+
+    ``progress(nbytes)`` is called as file bytes arrive (from this thread).
+    """
+    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
+    request = scripts.many_names(root, [e.rel for e in small])
+    names = request.split(b"\n", 1)[1]  # the same "./NAME" list, for the local tar's -T
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
+    feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
+    feeder.start()
+    tar = native_tar()
+    try:
+        if tar:
+            hashes = _unpack_native(tar, proc, dest, small, names, progress, session.target.host)
+        else:
+            hashes = _unpack_python(proc, dest, small, progress, session.target.host)
+    finally:
+        proc.stdout.close()
+        feeder.join()
+        status = proc.wait()
+    if status != 0:
+        raise ssh_error(proc.stderr.read().decode("utf-8", "replace"), session.target)
+    missing = [e.rel for e in small if e.rel not in hashes]
+    if missing:
+        raise TransferError(f"{len(missing)} files did not arrive (for example {missing[0]}); they may have been "
+                            "removed on the server meanwhile. Run again with --sync.")
+    return hashes
+
+
+def _feed(proc: subprocess.Popen, data: bytes) -> None:
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+# -- the system's tar --------------------------------------------------------------------------
+
+def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Entry], names: bytes, progress,
+                   host: str) -> dict[str, str]:
+    try:
+        work = Path(tempfile.mkdtemp(prefix=".ferry-tar-", dir=dest))
+    except OSError as exc:
+        raise os_error(exc, dest, "write") from None
+    try:
+        (work / "names").write_bytes(names)
+        unpacked = work / "x"
+        unpacked.mkdir()
+        argv = [tar, "-x", "-f", "-", "-C", str(unpacked), "--no-same-owner", "--null", "-T", str(work / "names")]
+        untar = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 **CHILD)
+        total = sum(e.size for e in small)
+        _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)))
+        status = untar.wait()
+        complaint = untar.stderr.read().decode("utf-8", "replace").strip()
+        if proc.wait() != 0:
+            return {}  # the server's side failed (a file removed meanwhile): the caller reports ssh's message
+        if status != 0:
+            if "No space left" in complaint:
+                raise os_error(OSError(errno.ENOSPC, "No space left on device"), dest / "x", "write")
+            raise TransferError(f"Unpacking the tar stream from {host} failed ({_last_line(complaint)}). Check "
+                                f"the space and permissions in {dest}, then run again with --sync.")
+        return {entry.rel: _settle(unpacked / entry.rel, dest / entry.rel, entry) for entry in small
+                if os.path.lexists(unpacked / entry.rel)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _pump(source, sink, moved_so_far) -> None:
+    """ssh's stdout into tar's stdin, counting (the count is the progress bar's; headers included)."""
+    moved = 0
+    fd_in, fd_out = source.fileno(), sink.fileno()
+    try:
+        while block := os.read(fd_in, PUMP_BLOCK):
+            view = memoryview(block)
+            while view:
+                view = view[os.write(fd_out, view):]
+            moved += len(block)
+            moved_so_far(moved)
+    except BrokenPipeError:
+        pass  # tar stopped early; its status and message say why
+    finally:
+        sink.close()
+
+
+def _settle(unpacked: Path, final: Path, entry: Entry) -> str:
+    """Check one unpacked file, hash it, give it the server's mode and time, move it into place."""
+    try:
+        st = os.lstat(unpacked)
+        if not statmod.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise Corrupt(f"The server's tar stream held {entry.rel!r} as something other than a plain file; "
+                          "Ferry stopped.")
+        if not st.st_mode & statmod.S_IRUSR:
+            os.chmod(unpacked, 0o600)  # unpacked with the server's mode (0200, say): we must read it once
+        digest = _sha256_file(unpacked)
+        os.chmod(unpacked, entry.mode & 0o777)
+        os.utime(unpacked, (entry.mtime, entry.mtime))
+        os.replace(unpacked, final)
+    except OSError as exc:
+        raise os_error(exc, final, "write") from None
+    return digest
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as fh:  # a small file (< SMALL_FILE): one read
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
+
+
+# -- Python's tarfile (no suitable tar here) ------------------------------------------------------
+
+def _unpack_python(proc: subprocess.Popen, dest: Path, small: list[Entry], progress, host: str) -> dict[str, str]:
+    wanted = {e.rel: e for e in small}
+    hashes: dict[str, str] = {}
+    done = 0
+    try:
+        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+            for member in tar:
+                if not member.isfile():
+                    continue
+                rel = safe_rel(member.name[2:] if member.name.startswith("./") else member.name)
+                entry = wanted.get(rel)
+                if entry is None:
+                    raise Corrupt(f"The server's tar stream held a file Ferry did not ask for ({rel!r}).")
+                hashes[rel] = _write_member(tar, member, dest / rel, entry)
+                done += member.size
+                progress(done)
+    except tarfile.TarError as exc:
+        proc.kill()
+        raise TransferError(f"The tar stream from {host} broke ({exc}); run the transfer again "
+                            "with --sync to fetch what is missing.") from None
+    return hashes
+
+
+def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, entry: Entry) -> str:
+    """Write one file under a temporary name, hash it, give it its mode and time, then rename."""
+    tmp = path.with_name(f".{path.name}.ferry-tmp")
+    digest = hashlib.sha256()
+    source = tar.extractfile(member)
+    try:
+        with open(tmp, "wb") as out:
+            while block := source.read(1 << 20):
+                digest.update(block)
+                out.write(block)
+        os.chmod(tmp, entry.mode & 0o777)
+        os.utime(tmp, (entry.mtime, entry.mtime))
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise os_error(exc, path, "write") from None
+    return digest.hexdigest()

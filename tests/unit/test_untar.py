@@ -1,0 +1,94 @@
+"""The tar stream of a folder download is not trusted: crafted archives, unpacked by the system's tar.
+
+The stream comes from a real process (``cat`` of an archive made here), as it would from ssh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from backends.errors import Corrupt
+from backends.ssh.target import Entry
+from backends.ssh.untar import _unpack_native, native_tar
+
+
+def archive(path: Path, members: list[tuple[str, bytes | str]]) -> None:
+    """bytes: a regular file; str: a symlink to that target."""
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        for name, body in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(body, str):
+                info.type, info.linkname = tarfile.SYMTYPE, body
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(body), 0o644
+                tar.addfile(info, io.BytesIO(body))
+
+
+def unpack(work: Path, members, wanted: list[Entry], folders: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
+    """Stream ``members`` through ``cat`` into a destination holding ``folders`` (download_tree makes them)."""
+    tar = native_tar()
+    assert tar, "GNU tar or bsdtar is needed (Debian and macOS have one)"
+    source = work / "stream.tar"
+    archive(source, members)
+    dest = work / "dest"
+    for folder in ("", *folders):
+        (dest / folder).mkdir(exist_ok=True)
+    names = b"".join(b"./" + e.rel.encode() + b"\0" for e in wanted)
+    proc = subprocess.Popen(["cat", str(source)], stdout=subprocess.PIPE)
+    try:
+        hashes = _unpack_native(tar, proc, dest, wanted, names, lambda moved: None, "server")
+    finally:
+        proc.stdout.close()
+        proc.wait()
+        assert not [p for p in dest.iterdir() if p.name.startswith(".ferry-tar-")], "the private folder is removed"
+    return dest, hashes
+
+
+def entry(rel: str, size: int, mode: int = 0o100640, mtime: int = 1_600_000_000) -> Entry:
+    return Entry(rel, size, mtime, mode)
+
+
+def test_requested_files_arrive_with_the_servers_mode_and_time(tmp_path):
+    body = os.urandom(5000)
+    wanted = [entry("a b;$(x).txt", len(body)), entry("sub/c.txt", 3, mode=0o100600)]
+    dest, hashes = unpack(tmp_path, [("./a b;$(x).txt", body), ("./sub/c.txt", b"abc")], wanted, ("sub",))
+    assert hashes == {"a b;$(x).txt": hashlib.sha256(body).hexdigest(),
+                      "sub/c.txt": hashlib.sha256(b"abc").hexdigest()}
+    st = (dest / "a b;$(x).txt").stat()
+    assert (st.st_mode & 0o777, int(st.st_mtime)) == (0o640, 1_600_000_000)
+    assert (dest / "sub" / "c.txt").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_symlink_sent_for_a_requested_file_stops_the_job(tmp_path):
+    outside = tmp_path / "precious"
+    outside.write_bytes(b"keep me")
+    with pytest.raises(Corrupt, match="plain file"):
+        unpack(tmp_path, [("./a.txt", str(outside))], [entry("a.txt", 7)])
+    assert outside.read_bytes() == b"keep me"
+    assert not os.path.lexists(tmp_path / "dest" / "a.txt")
+
+
+def test_names_not_asked_for_are_never_written(tmp_path):
+    members = [("./a.txt", b"one"), ("./extra.txt", b"two"), ("../evil.txt", b"three"), ("./../evil2.txt", b"3")]
+    dest, hashes = unpack(tmp_path, members, [entry("a.txt", 3)])
+    assert hashes == {"a.txt": hashlib.sha256(b"one").hexdigest()}
+    assert [p.name for p in dest.iterdir()] == ["a.txt"]
+    assert not (tmp_path / "evil.txt").exists() and not (tmp_path / "evil2.txt").exists()
+
+
+def test_a_file_sent_through_an_archive_symlink_never_lands_outside(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    members = [("./link", str(outside)), ("./link/planted.txt", b"gotcha")]
+    dest, hashes = unpack(tmp_path, members, [entry("link/planted.txt", 6)], ("link",))
+    assert list(outside.iterdir()) == []
+    assert (dest / "link").is_dir() and not (dest / "link").is_symlink()
+    assert (dest / "link" / "planted.txt").read_bytes() == b"gotcha"  # inside the destination, as listed
