@@ -85,6 +85,30 @@ def ssh_error(stderr: str, target: Target) -> TransferError:
     return Transient(f"The SSH connection to {where} failed ({text or 'no message'}); Ferry will retry.")
 
 
+def _socket_folder() -> Path:
+    """A private folder for the connections' control sockets, in the temporary folder (a socket's path must
+    stay under 108 bytes). Named by Ferry's pid, so the folders a killed Ferry left behind are removed by the
+    next one."""
+    for old in Path(tempfile.gettempdir()).glob("ferry-ssh-*-*"):
+        pid = old.name.split("-")[2]
+        try:
+            if pid.isdigit() and old.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+    return Path(tempfile.mkdtemp(prefix=f"ferry-ssh-{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass
 class OpenSsh:
     target: Target
@@ -92,7 +116,7 @@ class OpenSsh:
     client: str = ""
     hpn: bool = False
     none_cipher: bool = False
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ferry-ssh-")))
+    workdir: Path = field(default_factory=lambda: _socket_folder())
     _count: int = 0
 
     def __post_init__(self) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -105,8 +107,11 @@ def test_download_resumes_after_sigkill(sshd, remote_big, tmp_path, ferry_home):
     proc = popen_labferry(*args, "--limit-rate", "20M", env_home=ferry_home)
     done = kill_after_progress(proc, tmp_path / "big.bin.part.ferry", 60 * MiB)
     assert done >= 60 * MiB and not dest.exists()
+    left = list(Path(tempfile.gettempdir()).glob(f"ferry-ssh-{proc.pid}-*"))
+    assert left, "a killed Ferry cannot remove its control-socket folder"
     second = labferry(*args, env_home=ferry_home, timeout=180)
     assert second.returncode == 0, second.stderr
+    assert not any(p.exists() for p in left), "the next Ferry removes what a killed one left behind"
     out = result_of(second)
     assert out["resumed_from"] >= 60 * MiB
     assert out["bytes_fetched"] <= remote_big.size - out["resumed_from"] + 4 * 4 * MiB
