@@ -89,6 +89,8 @@ def _unchanged_local(path: Path, size: int, mtime: int) -> bool:
 async def download_tree(session: SshSession, root: str, dest: Path, options: TransferOptions,
                         sink: Sink | None) -> FileOutcome:
     entries = await session.walk(root)
+    for entry in entries:
+        safe_rel(entry.rel)  # the listing is the server's word: no name may lead out of the destination
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
     if options.sync:
         skipped = [e for e in files if _unchanged_local(dest / e.rel, e.size, e.mtime)]
@@ -101,7 +103,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
             raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
                              "Pass --sync to skip those that are unchanged, or --overwrite to replace them.")
     for entry in [e for e in entries if e.is_dir]:
-        (dest / safe_rel(entry.rel)).mkdir(parents=True, exist_ok=True)
+        (dest / entry.rel).mkdir(parents=True, exist_ok=True)
     dest.mkdir(parents=True, exist_ok=True)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]

@@ -92,3 +92,21 @@ def test_a_file_sent_through_an_archive_symlink_never_lands_outside(tmp_path):
     assert list(outside.iterdir()) == []
     assert (dest / "link").is_dir() and not (dest / "link").is_symlink()
     assert (dest / "link" / "planted.txt").read_bytes() == b"gotcha"  # inside the destination, as listed
+
+
+@pytest.mark.parametrize("rel", ["../evil.txt", "a/../../evil.txt", "/etc/passwd", "a//b", "./x"])
+def test_a_listing_that_leads_out_of_the_destination_stops_the_folder_download(tmp_path, rel):
+    """The listing is the server's word too: a name that leaves the destination stops the job before any write."""
+    import asyncio
+
+    from backends.base import TransferOptions
+    from backends.ssh.tree import download_tree
+
+    class Listing:  # the one thing download_tree asks before its first write
+        async def walk(self, root: str) -> list[Entry]:
+            return [entry("fine.txt", 3), entry(rel, 3)]
+
+    dest = tmp_path / "dest"
+    with pytest.raises(Corrupt, match="unsafe path"):
+        asyncio.run(download_tree(Listing(), "/data", dest, TransferOptions(), None))
+    assert not dest.exists()
