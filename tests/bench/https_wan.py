@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import precompile, replace_section  # noqa: E402
+from tests.bench.report import precompile, replace_section, warm_cache  # noqa: E402
 from tests.servers.nginx import Nginx, make_certificates  # noqa: E402
 
 WANEM = ROOT.parent / "shared" / "tools" / "wanem"
@@ -144,6 +144,7 @@ def bench_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -
                 env = dict(os.environ, LABFERRY_HOME=str(home))
                 argv = {"ferry": tools.ferry, "ferry-warm": tools.ferry}.get(tool, None)
                 argv = argv(home) if argv else getattr(tools, tool.replace("aria2c", "aria2"))()
+                warm_cache(work / "data" / "big.bin")
                 spent, status, out = timed(argv, env)
                 own = reported_mbps(tool, out) if status == 0 else None
                 if status == 0:
@@ -172,6 +173,7 @@ def bench_loopback(work: Path, size: int, rounds: int) -> dict:
                 home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
                 env = dict(os.environ, LABFERRY_HOME=str(home))
                 argv = tools.ferry(home) if tool == "ferry" else tools.aria2()
+                warm_cache(work / "data" / "big.bin")
                 spent, status, rss, out = run_rss(argv, env)
                 own = reported_mbps(tool, out) if status == 0 else None
                 if status == 0:

@@ -32,6 +32,15 @@ def precompile() -> None:
         compileall.compile_dir(root / folder, quiet=1)
 
 
+def warm_cache(path: Path) -> None:
+    """Read ``path`` once so that the server serves it from memory: every tool is then measured on the network,
+    not on this VM's disk (the kernel reclaims pages idle for a while: a run after a long one found the file
+    half evicted)."""
+    with open(path, "rb") as fh:
+        while fh.read(16 * MiB):
+            pass
+
+
 def wan_arguments(doc: str, work: str, loopback_flag: str) -> argparse.ArgumentParser:
     """The options every WAN benchmark takes (``loopback_flag``: ``--loopback`` or ``--no-loopback``)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
+from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments, warm_cache  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 71), ("100ms-1e-3", 100, 1000, 1e-3, 72)]
@@ -113,6 +113,7 @@ def measure(name: str, server: Sshd, host: str, ns: list[str], work: Path, size:
                 continue  # minutes per run; the figure is stable
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
+            warm_cache(big)
             spent, status, stdout = (client.ferry(str(big), out / "big.bin") if tool == "ferry"
                                      else client.scp(str(big), out / "big.bin"))
             if status == 0:
