@@ -9,6 +9,7 @@ import time
 
 from app.engine.job import Job, JobState
 from backends.base import TransferOptions
+from backends.procs import other_process_alive
 
 _COLUMNS = (
     "id, source, dest, backend, options, state, position, bytes_total, bytes_done, attempts, error, error_kind,"
@@ -72,27 +73,14 @@ class JobsTable:
     def running_elsewhere(self, job_id: int) -> bool:
         """True when another live process is running this job right now."""
         row = self.conn.execute("SELECT state, owner_pid FROM jobs WHERE id=?", (job_id,)).fetchone()
-        return bool(row and row["state"] in ("running", "verifying") and _alive(row["owner_pid"]))
+        return bool(row and row["state"] in ("running", "verifying") and other_process_alive(row["owner_pid"]))
 
     def interrupted_to_queued(self) -> int:
         """Jobs left running by a process that died: back in the queue, to resume."""
         rows = self.conn.execute("SELECT id, owner_pid FROM jobs WHERE state IN ('running', 'verifying')").fetchall()
-        dead = [r["id"] for r in rows if not _alive(r["owner_pid"])]
+        dead = [r["id"] for r in rows if not other_process_alive(r["owner_pid"])]
         for job_id in dead:
             self.conn.execute(
                 "UPDATE jobs SET state='queued', owner_pid=NULL, updated=? WHERE id=?", (time.time(), job_id)
             )
         return len(dead)
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether another process with this id still runs (this process counts as not: one engine each)."""
-    if not pid or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

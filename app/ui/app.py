@@ -61,7 +61,6 @@ def build(argv: list[str] | None = None):
     engine = Engine(db, max_jobs=int(settings.get("max_jobs", 3)), run_queue=True, ask_trust=asker).start()
     apply_theme(settings.get("theme", "system"))
     window = MainWindow(engine, db, data_dir())
-    window.destroyed.connect(lambda: None)
     return app, engine, window
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..errors import NoSpace as NoSpaceError
-from ..procs import CHILD
+from ..procs import CHILD, other_process_alive
 from .target import SshOptions, Target, known_hosts_path
 
 # AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
@@ -92,21 +92,11 @@ def _socket_folder() -> Path:
     for old in Path(tempfile.gettempdir()).glob("ferry-ssh-*-*"):
         pid = old.name.split("-")[2]
         try:
-            if pid.isdigit() and old.stat().st_uid == os.getuid() and not _alive(int(pid)):
+            if pid.isdigit() and old.stat().st_uid == os.getuid() and not other_process_alive(int(pid)):
                 shutil.rmtree(old, ignore_errors=True)
         except OSError:
             continue
     return Path(tempfile.mkdtemp(prefix=f"ferry-ssh-{os.getpid()}-"))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass

@@ -29,14 +29,24 @@ def keyring_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def window(qtbot, ferry_home, tmp_path):
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     from app.ui.app import build
 
     _, engine, win = build([])
     win.quit_on_close = False
     win.settings["download_folder"] = str(tmp_path)
-    qtbot.addWidget(win)
     win.show()
     yield win
     win._really_quit = True
     win.close()
     engine.close()
+    # destroyed here, on this (the GUI) thread, before the next test: left to a later event loop, the
+    # window's destruction once ran while a report thread's garbage collection freed Qt wrappers, and the two
+    # threads deadlocked on the GIL and PySide's own lock
+    win.deleteLater()
+    del win
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
