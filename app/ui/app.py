@@ -46,6 +46,7 @@ def build(argv: list[str] | None = None):
     from app.engine import Engine
     from app.store import Store
 
+    from .collector import GuiThreadCollector
     from .main_window import MainWindow
     from .panels import app_icon, apply_theme
 
@@ -54,6 +55,8 @@ def build(argv: list[str] | None = None):
     app.setApplicationVersion(__version__)
     app.setWindowIcon(app_icon())
     app.setQuitOnLastWindowClosed(False)  # the tray may keep transfers running
+    if app.findChild(GuiThreadCollector) is None:
+        GuiThreadCollector(app)  # cycles are freed on this thread only (the app owns it)
     db = database_path()
     with Store(db) as store:
         settings = store.settings.all()

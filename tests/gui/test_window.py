@@ -246,3 +246,23 @@ def test_a_dropped_torrent_is_fetched_from_the_named_peer(qtbot, window, tmp_pat
     with Store() as store:
         row = store.history.full_rows()[0]
     assert row["backend"] == "torrent" and row["sha256"] == sha256_of(data / "ref.fa")
+
+
+def test_cycles_are_collected_on_the_gui_thread(qtbot, window):
+    """The automatic collector is off (it could run in any thread); the GUI thread's timer collects instead."""
+    import gc
+    import weakref
+
+    assert not gc.isenabled()
+
+    class Node:
+        pass
+
+    probe = Node()
+    probe.me = probe
+    ref = weakref.ref(probe)
+    del probe
+    for _ in range(gc.get_threshold()[0] + 100):  # enough new containers to cross the youngest threshold
+        node = Node()
+        node.me = node
+    qtbot.waitUntil(lambda: ref() is None, timeout=5_000)
