@@ -6,12 +6,14 @@ temporary file, hash, chmod, utime and rename per member cost ~0.6 ms a file on 
 writes them at disk speed; Python then only hashes, stamps and renames them (~0.05 ms).
 
 What the server sends is not trusted. tar unpacks into a private folder inside the
-destination (same file system, so the final rename is atomic), only the names Ferry asked
-for (``--null -T``: a server cannot add files), never as their owner (``--no-same-owner``);
-GNU tar and bsdtar both refuse ``..`` and absolute names and never write through a symlink
-the archive itself made. Then each requested name must be a plain file with one link, or
-the job stops; what is left in the private folder is removed. Without a suitable tar
-(BusyBox, none at all) the stream is read with ``tarfile`` as before.
+destination (same file system, so the final rename is atomic), never as the files' owner
+(``--no-same-owner``); GNU tar and bsdtar both refuse ``..`` and absolute names and never
+write through a symlink the archive itself made (either makes tar fail, and the job with it).
+Then each requested name must be a plain file with one link, or the job stops; only requested
+names are moved out, and whatever else is left in the private folder is removed. (Restricting
+tar to the requested names with ``--null -T`` was tried: GNU tar matches names in quadratic
+time, 1.8-2.3 s of CPU instead of 0.07 s for 20,000 files.) Without a suitable tar (BusyBox, none at all)
+the stream is read with ``tarfile`` as before.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ PUMP_BLOCK = 1 << 20
 
 @functools.lru_cache(maxsize=1)
 def native_tar() -> str | None:
-    """A local ``tar`` that takes ``--null -T`` and ``--no-same-owner`` (GNU tar, bsdtar), else None."""
+    """A local ``tar`` that refuses unsafe names and takes ``--no-same-owner`` (GNU tar, bsdtar), else None."""
     path = shutil.which("tar")
     if not path:
         return None
@@ -67,14 +69,13 @@ def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket
     """
     argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
     request = scripts.many_names(root, [e.rel for e in small])
-    names = request.split(b"\n", 1)[1]  # the same "./NAME" list, for the local tar's -T
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
     feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
     feeder.start()
     tar = native_tar()
     try:
         if tar:
-            hashes = _unpack_native(tar, proc, dest, small, names, progress, session.target.host)
+            hashes = _unpack_native(tar, proc, dest, small, progress, session.target.host)
         else:
             hashes = _unpack_python(proc, dest, small, progress, session.target.host)
     finally:
@@ -100,17 +101,14 @@ def _feed(proc: subprocess.Popen, data: bytes) -> None:
 
 # -- the system's tar --------------------------------------------------------------------------
 
-def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Entry], names: bytes, progress,
+def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Entry], progress,
                    host: str) -> dict[str, str]:
     try:
         work = Path(tempfile.mkdtemp(prefix=".ferry-tar-", dir=dest))
     except OSError as exc:
         raise os_error(exc, dest, "write") from None
     try:
-        (work / "names").write_bytes(names)
-        unpacked = work / "x"
-        unpacked.mkdir()
-        argv = [tar, "-x", "-f", "-", "-C", str(unpacked), "--no-same-owner", "--null", "-T", str(work / "names")]
+        argv = [tar, "-x", "-f", "-", "-C", str(work), "--no-same-owner"]
         untar = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                  **CHILD)
         total = sum(e.size for e in small)
@@ -122,10 +120,10 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
         if status != 0:
             if "No space left" in complaint:
                 raise os_error(OSError(errno.ENOSPC, "No space left on device"), dest / "x", "write")
-            raise TransferError(f"Unpacking the tar stream from {host} failed ({_last_line(complaint)}). Check "
+            raise TransferError(f"Unpacking the tar stream from {host} failed ({_first_line(complaint)}). Check "
                                 f"the space and permissions in {dest}, then run again with --sync.")
-        return {entry.rel: _settle(unpacked / entry.rel, dest / entry.rel, entry) for entry in small
-                if os.path.lexists(unpacked / entry.rel)}
+        return {entry.rel: _settle(work / entry.rel, dest / entry.rel, entry) for entry in small
+                if os.path.lexists(work / entry.rel)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -170,9 +168,10 @@ def _sha256_file(path: Path) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def _last_line(text: str) -> str:
+def _first_line(text: str) -> str:
+    """tar's first complaint (its last line only says that there were some)."""
     lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+    return lines[0] if lines else "no message"
 
 
 # -- Python's tarfile (no suitable tar here) ------------------------------------------------------
