@@ -82,7 +82,7 @@ class Metadata:
                 records.append(record)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             self._listings[root] = None  # the channel broke: the walk asks again over a fresh one
-            self.proc.kill()
+            await self.close()  # and the next stat opens a fresh channel instead of writing to this one
             return
         self._listings[root] = scripts.tree_answer(records) if record == b"END 0" else None
 

@@ -106,7 +106,7 @@ class OpenSsh:
     client: str = ""
     hpn: bool = False
     none_cipher: bool = False
-    workdir: Path = field(default_factory=lambda: _socket_folder())
+    workdir: Path = field(default_factory=_socket_folder)
     _count: int = 0
 
     def __post_init__(self) -> None:

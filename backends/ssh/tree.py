@@ -31,7 +31,7 @@ from .files import FileOutcome, download_file, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
-from .untar import safe_rel, tar_get
+from .untar import place, safe_rel, tar_get
 
 TAR_STREAMS = 4
 
@@ -209,9 +209,7 @@ def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entr
             data = fh.read()
             out.write(data)
         hashes[entry.rel] = hashlib.sha256(data).hexdigest()
-        os.chmod(tmp, entry.mode & 0o777)
-        os.utime(tmp, (entry.mtime, entry.mtime))
-        os.replace(tmp, path)
+        place(tmp, path, entry)
         totals.add(entry.size, sink)
     return hashes
 

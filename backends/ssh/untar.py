@@ -155,12 +155,17 @@ def _settle(unpacked: Path, final: Path, entry: Entry) -> str:
         if not st.st_mode & statmod.S_IRUSR:
             os.chmod(unpacked, 0o600)  # unpacked with the server's mode (0200, say): we must read it once
         digest = _sha256_file(unpacked)
-        os.chmod(unpacked, entry.mode & 0o777)
-        os.utime(unpacked, (entry.mtime, entry.mtime))
-        os.replace(unpacked, final)
+        place(unpacked, final, entry)
     except OSError as exc:
         raise os_error(exc, final, "write") from None
     return digest
+
+
+def place(tmp: Path, final: Path, entry: Entry) -> None:
+    """A received file under its final name, with the server's permission bits and mtime (the rename last)."""
+    os.chmod(tmp, entry.mode & 0o777)
+    os.utime(tmp, (entry.mtime, entry.mtime))
+    os.replace(tmp, final)
 
 
 def _sha256_file(path: Path) -> str:
@@ -209,9 +214,7 @@ def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, ent
             while block := source.read(1 << 20):
                 digest.update(block)
                 out.write(block)
-        os.chmod(tmp, entry.mode & 0o777)
-        os.utime(tmp, (entry.mtime, entry.mtime))
-        os.replace(tmp, path)
+        place(tmp, path, entry)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise os_error(exc, path, "write") from None
