@@ -93,12 +93,12 @@ def run_create(args: argparse.Namespace) -> int:
     out.write_bytes(data)
     import libtorrent as lt
 
+    from backends.torrent.swarm import data_files
+
     info = lt.torrent_info(str(out))
-    files = info.layout() if hasattr(info, "layout") else info.files()
-    real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
-    size = sum(files.file_size(i) for i in real)  # v2 pads every file to a piece boundary: not data
-    print(f"Wrote {out} ({len(real)} file(s), {format_bytes(size)}, {info.num_pieces()} pieces, "
-          f"{'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
+    real = data_files(info)  # v2 pads every file to a piece boundary: the pads are not data
+    print(f"Wrote {out} ({len(real)} file(s), {format_bytes(sum(size for _, size in real))}, {info.num_pieces()} "
+          f"pieces, {'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
           f"{time.monotonic() - began:.1f} s.")
     print(lt.make_magnet_uri(info))
     return 0

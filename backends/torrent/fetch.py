@@ -19,7 +19,7 @@ import libtorrent as lt
 from ..base import Result, Sink
 from ..errors import LocalError, Transient, Unreachable
 from ..hashing import hash_file, manifest_digest
-from .swarm import Peer, Swarm, info_hash, write_atomically
+from .swarm import Peer, Swarm, data_files, info_hash, write_atomically
 
 TICK = 0.2
 RESUME_EVERY = 3.0
@@ -87,10 +87,9 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     sink.stage("verifying")
     await _flushed(swarm, handle)
     info = handle.torrent_file()
-    files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in 2.1
     root = Path(dest)
-    real = [i for i in range(files.num_files()) if not files.file_flags(i) & lt.file_storage.flag_pad_file]
-    names = [files.file_path(i) for i in real]
+    real = data_files(info)
+    names = [name for name, _ in real]
     # after the last piece, from the page cache: libtorrent may still hold verified pieces in its own
     # buffers for a moment, so hashing behind the download could read blocks not yet written (tried: it did)
     digests = await asyncio.to_thread(lambda: {n: hash_file(root / n)["sha256"] for n in names})
@@ -105,7 +104,7 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     final = handle.status()
     if final.all_time_upload:
         notes.append(f"Shared {final.all_time_upload} bytes with other peers while fetching.")
-    total = sum(files.file_size(i) for i in real)
+    total = sum(size for _, size in real)
     resumed = max(0, total - final.total_payload_download)  # what this run did not have to fetch
     spent = time.monotonic() - began
     return Result(total, spent, peak or 1, digest, True, method,

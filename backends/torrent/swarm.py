@@ -62,6 +62,13 @@ def info_hash(params: lt.add_torrent_params) -> str:
     return str(hashes.v2 if hashes.has_v2() else hashes.v1)
 
 
+def data_files(info: lt.torrent_info) -> list[tuple[str, int]]:
+    """(path, size) of a torrent's files, without v2's pad files (they only align each file to a piece)."""
+    files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in libtorrent 2.1
+    return [(files.file_path(i), files.file_size(i)) for i in range(files.num_files())
+            if not files.file_flags(i) & lt.file_storage.flag_pad_file]
+
+
 class Swarm:
     """One session (or several: a seed's extra listening ports) holding one torrent."""
 
