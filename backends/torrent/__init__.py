@@ -92,10 +92,14 @@ class TorrentBackend:
             params.url_seeds = [*params.url_seeds, url]
         streams = request.options.streams
         per_peer = int(extra.get("connections") or (streams if isinstance(streams, int) else DEFAULT_CONNECTIONS))
+        peers = [Peer.parse(p) for p in extra.get("peers") or []]
+        # one named peer (a seed's sessions) and no discovery: pieces can come in order, the sha256 right behind;
+        # in a swarm, rarest-first keeps the pieces the fetchers trade different
+        sequential = len(peers) == 1 and not lab.discovery
         swarm = Swarm(lab)
         try:
-            return await fetch(params, Path(request.dest), swarm, [Peer.parse(p) for p in extra.get("peers") or []],
-                               per_peer, _state_dir(), sink, float(extra.get("stall_seconds") or 60))
+            return await fetch(params, Path(request.dest), swarm, peers, per_peer, _state_dir(), sink,
+                               float(extra.get("stall_seconds") or 60), sequential=sequential)
         finally:
             await swarm.close()
 

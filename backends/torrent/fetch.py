@@ -18,10 +18,12 @@ import libtorrent as lt
 
 from ..base import Result, Sink
 from ..errors import LocalError, Transient, Unreachable
-from ..hashing import hash_file, manifest_digest
+from ..hashing import manifest_digest
+from .digest import TorrentDigest
 from .swarm import Peer, Swarm, data_files, info_hash, write_atomically
 
 TICK = 0.2
+END_TICK = 0.02
 RESUME_EVERY = 3.0
 REDIAL_EVERY = 5.0
 #: with no peer and no progress for this long, the job fails (and the engine retries it)
@@ -29,7 +31,9 @@ STALL_SECONDS = 60.0
 
 
 async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: list[Peer], per_peer: int,
-                resume_dir: Path, sink: Sink, stall_seconds: float = STALL_SECONDS) -> Result:
+                resume_dir: Path, sink: Sink, stall_seconds: float = STALL_SECONDS, sequential: bool = False) -> Result:
+    """Fetch into ``dest``; ``sequential``: pieces front to back (every peer is one seed host, so order costs
+    nothing, and the sha256 can follow the download)."""
     began = time.monotonic()
     key = info_hash(params)
     resume_file = resume_dir / f"{key}.fastresume"
@@ -45,6 +49,8 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LocalError(f"Could not create {dest}: {exc.strerror}. Choose another destination.") from None
+    if sequential:
+        params.flags |= lt.torrent_flags.sequential_download
     swarm.add(params, dest)
     swarm.dial(peers, per_peer)
     return await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, dest, began)
@@ -57,45 +63,55 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     last_progress, last_done = time.monotonic(), -1
     saved_at = redialed = time.monotonic()
     first, peak = True, 0
-    while True:
-        await asyncio.sleep(TICK)
-        failed_pieces += _read_alerts(swarm, resume_file, notes, sink)
-        st = handle.status()
-        if first and st.total_wanted_done and not st.total_payload_download:
-            first = False  # pieces from an earlier run, before any arrived in this one
-            sink.note(f"Resuming: {st.total_wanted_done} bytes were already here and match the torrent.")
-        sink.progress(st.total_wanted_done, st.total_wanted or None, st.num_peers)
-        peak = max(peak, st.num_peers)
-        if st.has_metadata and st.total_wanted and st.total_wanted_done >= st.total_wanted and st.is_finished:
-            break
-        now = time.monotonic()
-        if st.total_wanted_done != last_done:
-            last_done, last_progress = st.total_wanted_done, now
-        if now - saved_at >= RESUME_EVERY and st.has_metadata:
-            # written out first: libtorrent 2.1 holds verified pieces in memory (up to max_queued_disk_bytes),
-            # and resume data must never claim a piece a crash would lose
-            handle.save_resume_data(lt.torrent_handle.flush_disk_cache | lt.torrent_handle.save_info_dict)
-            saved_at = now
-        if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
-            swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
-            redialed = now
-        if now - last_progress > stall_seconds:
-            who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
-            raise (Unreachable if not st.num_peers else Transient)(
-                f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
-                "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
-    sink.stage("verifying")
-    await _flushed(swarm, handle)
+    digest: TorrentDigest | None = None
+    tick = TICK
+    try:
+        while True:
+            await asyncio.sleep(tick)
+            failed_pieces += _read_alerts(swarm, resume_file, notes, sink, digest)
+            st = handle.status()
+            if first and st.total_wanted_done and not st.total_payload_download:
+                first = False  # pieces from an earlier run, before any arrived in this one
+                sink.note(f"Resuming: {st.total_wanted_done} bytes were already here and match the torrent.")
+            sink.progress(st.total_wanted_done, st.total_wanted or None, st.num_peers)
+            peak = max(peak, st.num_peers)
+            if st.has_metadata and st.total_wanted and st.total_wanted_done >= st.total_wanted and st.is_finished:
+                break
+            if digest is None and st.has_metadata:
+                digest = TorrentDigest(handle.torrent_file(), dest)
+            if digest is not None and digest.wants_flush(st.pieces):
+                handle.flush_cache()
+            # near the end, look more often: the job is done when the last piece is, not up to a tick later
+            left = st.total_wanted - st.total_wanted_done
+            tick = END_TICK if st.download_payload_rate and left < st.download_payload_rate * 2 * TICK else TICK
+            now = time.monotonic()
+            if st.total_wanted_done != last_done:
+                last_done, last_progress = st.total_wanted_done, now
+            if now - saved_at >= RESUME_EVERY and st.has_metadata:
+                # written out first: libtorrent 2.1 holds verified pieces in memory (up to max_queued_disk_bytes),
+                # and resume data must never claim a piece a crash would lose
+                handle.save_resume_data(lt.torrent_handle.flush_disk_cache | lt.torrent_handle.save_info_dict)
+                saved_at = now
+            if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
+                swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
+                redialed = now
+            if now - last_progress > stall_seconds:
+                who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
+                raise (Unreachable if not st.num_peers else Transient)(
+                    f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
+                    "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
+        sink.stage("verifying")
+        digest = digest or TorrentDigest(handle.torrent_file(), dest)
+        await _flushed(swarm, handle, digest)
+        digests = await asyncio.to_thread(digest.finish)
+    finally:
+        if digest is not None:
+            digest.stop()
     info = handle.torrent_file()
-    root = Path(dest)
-    real = data_files(info)
-    names = [name for name, _ in real]
-    # after the last piece, from the page cache: libtorrent may still hold verified pieces in its own
-    # buffers for a moment, so hashing behind the download could read blocks not yet written (tried: it did)
-    digests = await asyncio.to_thread(lambda: {n: hash_file(root / n)["sha256"] for n in names})
+    names = [name for name, _ in data_files(info)]
     resume_file.unlink(missing_ok=True)
     single = len(names) == 1 and "/" not in names[0].replace("\\", "/")
-    digest = digests[names[0]] if single else manifest_digest(
+    result_digest = digests[names[0]] if single else manifest_digest(
         {n.split("/", 1)[1] if "/" in n else n: d for n, d in digests.items()})
     method = (f"every piece checked against the torrent's {'SHA-256 (v2)' if info.info_hashes().has_v2() else 'SHA-1'}"
               " piece hashes; sha256 of the result computed here")
@@ -104,29 +120,39 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     final = handle.status()
     if final.all_time_upload:
         notes.append(f"Shared {final.all_time_upload} bytes with other peers while fetching.")
-    total = sum(size for _, size in real)
+    total = digest.total_data
     resumed = max(0, total - final.total_payload_download)  # what this run did not have to fetch
     spent = time.monotonic() - began
-    return Result(total, spent, peak or 1, digest, True, method,
+    return Result(total, spent, peak or 1, result_digest, True, method,
                   peer_host=peers[0].host if peers else None, bytes_fetched=total - resumed, resumed_from=resumed,
                   notes=notes)
 
 
-async def _flushed(swarm: Swarm, handle, timeout: float = 30.0) -> None:
-    """Wait until libtorrent has written every verified piece to the files (it may buffer them)."""
+async def _flushed(swarm: Swarm, handle, digest: TorrentDigest, timeout: float = 30.0) -> None:
+    """Wait until libtorrent has written every verified piece to the files (it may buffer them).
+
+    A flush the digest asked for may still be outstanding; libtorrent answers flushes in order, so
+    this one's answer is the last of them.
+    """
     handle.flush_cache()
+    awaited = 1 + digest.flush_pending
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(isinstance(a, lt.cache_flushed_alert) for a in swarm.alerts()):
+        awaited -= sum(isinstance(a, lt.cache_flushed_alert) for a in swarm.alerts())
+        if awaited <= 0:
             return
         await asyncio.sleep(0.02)
     raise LocalError("libtorrent did not finish writing the files within 30 s; check the destination's disk.")
 
 
-def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink) -> int:
+def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink,
+                 digest: TorrentDigest | None) -> int:
     failed = 0
     for alert in swarm.alerts():
-        if isinstance(alert, lt.save_resume_data_alert):
+        if isinstance(alert, lt.cache_flushed_alert):
+            if digest is not None:
+                digest.flushed()
+        elif isinstance(alert, lt.save_resume_data_alert):
             resume_file.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(resume_file, lt.write_resume_data_buf(alert.params))
         elif isinstance(alert, lt.fastresume_rejected_alert):
