@@ -84,6 +84,7 @@ class TorrentDigest:
         return digests
 
     def stop(self) -> None:
-        for hasher in self._hashers.values():
+        """Stop the hashing threads (a cancelled job; after ``finish`` there are none left)."""
+        hashers, self._hashers = list(self._hashers.values()), {}
+        for hasher in hashers:
             hasher.stop()
-        self._hashers.clear()

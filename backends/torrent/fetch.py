@@ -20,7 +20,7 @@ from ..base import Result, Sink
 from ..errors import LocalError, Transient, Unreachable
 from ..hashing import manifest_digest
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, data_files, info_hash, write_atomically
+from .swarm import Peer, Swarm, info_hash, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -108,7 +108,7 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
         if digest is not None:
             digest.stop()
     info = handle.torrent_file()
-    names = [name for name, _ in data_files(info)]
+    names = [name for name, _, _ in digest.files]
     resume_file.unlink(missing_ok=True)
     single = len(names) == 1 and "/" not in names[0].replace("\\", "/")
     result_digest = digests[names[0]] if single else manifest_digest(
