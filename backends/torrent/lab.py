@@ -20,8 +20,8 @@ hundreds of megabits. So:
   requests queued, at most 500 blocks (8 MiB: 640 Mbit/s per connection at 100 ms), and the
   seed buffers half a second of a connection's rate (1–8 MiB). Deeper is slower: the
   seed's cap is the one that counts (a fetcher adopts the ``reqq`` its peer announces),
-  and with libtorrent's 8000 each connection held up to 8000 blocks (125 MB) of the
-  file; at the end the connections that had just lost packets still held seconds of
+  and with the 8000 set here before, each connection held up to 8000 blocks (125 MB) of
+  the file; at the end the connections that had just lost packets still held seconds of
   work while the others sat idle (traced at 50 ms: the last 6 % took 1.5–3 s).
 * **no unchoke limit** and several connections per IP: every lab peer may download at
   once, and one host may run several sessions (the seed's extra listening ports, below).
