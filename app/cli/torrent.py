@@ -97,7 +97,7 @@ def run_create(args: argparse.Namespace) -> int:
 
     info = lt.torrent_info(str(out))
     real = data_files(info)  # v2 pads every file to a piece boundary: the pads are not data
-    print(f"Wrote {out} ({len(real)} file(s), {format_bytes(sum(size for _, size in real))}, {info.num_pieces()} "
+    print(f"Wrote {out} ({len(real)} file(s), {format_bytes(sum(f.size for f in real))}, {info.num_pieces()} "
           f"pieces, {'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
           f"{time.monotonic() - began:.1f} s.")
     print(lt.make_magnet_uri(info))

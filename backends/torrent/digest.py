@@ -22,6 +22,7 @@ from pathlib import Path
 import libtorrent as lt
 
 from ..hashing import FollowingHasher, hash_file
+from .swarm import data_files
 
 #: ask for a flush when the complete prefix has grown by this much since the last safe point
 STEP = 32 * 1024 * 1024
@@ -29,13 +30,11 @@ STEP = 32 * 1024 * 1024
 
 class TorrentDigest:
     def __init__(self, info: lt.torrent_info, root: Path) -> None:
-        files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in 2.1
         self.root = root
         self.piece_length = info.piece_length()
         self.num_pieces = info.num_pieces()
-        self.total = files.total_size()
-        self.files = [(files.file_path(i), files.file_offset(i), files.file_size(i)) for i in range(files.num_files())
-                      if not files.file_flags(i) & lt.file_storage.flag_pad_file]
+        self.total = info.total_size()  # the byte stream the pieces cover, pads included
+        self.files = data_files(info)
         self._hashers: dict[str, FollowingHasher] = {}
         self._complete = 0  # pieces [0, _complete) have passed their hash check
         self._asked: int | None = None  # the prefix (bytes) a requested flush will make safe
@@ -43,14 +42,15 @@ class TorrentDigest:
 
     @property
     def total_data(self) -> int:
-        return sum(size for _, _, size in self.files)
+        return sum(f.size for f in self.files)
 
     @property
     def flush_pending(self) -> bool:
         return self._asked is not None
 
     def wants_flush(self, pieces: list[bool]) -> bool:
-        """Whether to ask libtorrent for a flush now: the complete prefix grew by a STEP since the last one."""
+        """Whether to ask libtorrent for a flush now (the complete prefix grew by a STEP since the last one);
+        True also records the prefix that flush will cover, so the caller must then ask for it."""
         while self._complete < self.num_pieces and pieces[self._complete]:
             self._complete += 1
         prefix = min(self.total, self._complete * self.piece_length)

@@ -108,7 +108,7 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
         if digest is not None:
             digest.stop()
     info = handle.torrent_file()
-    names = [name for name, _, _ in digest.files]
+    names = [f.path for f in digest.files]
     resume_file.unlink(missing_ok=True)
     single = len(names) == 1 and "/" not in names[0].replace("\\", "/")
     result_digest = digests[names[0]] if single else manifest_digest(

@@ -27,7 +27,7 @@ TICK = 0.5
 async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Sink) -> NoReturn:
     """Serve until cancelled (the job's Cancel or Pause, Ctrl-C in the CLI)."""
     info = params.ti
-    first = data_files(info)[0][0].replace("\\", "/").split("/")[0]
+    first = data_files(info)[0].path.replace("\\", "/").split("/")[0]
     save_path = data.parent if data.name == first else data
     if not (save_path / first).exists():
         raise LocalError(f"{save_path / first} does not exist: --data must be the torrent's file or folder, or the "

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import libtorrent as lt
 
@@ -62,10 +63,16 @@ def info_hash(params: lt.add_torrent_params) -> str:
     return str(hashes.v2 if hashes.has_v2() else hashes.v1)
 
 
-def data_files(info: lt.torrent_info) -> list[tuple[str, int]]:
-    """(path, size) of a torrent's files, without v2's pad files (they only align each file to a piece)."""
+class DataFile(NamedTuple):
+    path: str  # relative to the save path, the torrent's name first
+    offset: int  # where the file starts in the torrent's byte stream (pads included)
+    size: int
+
+
+def data_files(info: lt.torrent_info) -> list[DataFile]:
+    """A torrent's files without v2's pad files (they only align each file to a piece)."""
     files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in libtorrent 2.1
-    return [(files.file_path(i), files.file_size(i)) for i in range(files.num_files())
+    return [DataFile(files.file_path(i), files.file_offset(i), files.file_size(i)) for i in range(files.num_files())
             if not files.file_flags(i) & lt.file_storage.flag_pad_file]
 
 
