@@ -158,20 +158,25 @@ class ChunkMap:
             self._pending[0] = (cut, end)
         return self._open(start, cut)
 
-    def steal(self, min_split: int, rank=None) -> Lease | None:
+    def steal(self, min_split: int, rank=None, worth=None, keep=None) -> Lease | None:
         """Split the live lease with the most work left; the caller takes its back half.
 
         ``rank`` orders candidates (default: bytes left; a caller that knows each
         stream's rate passes seconds left). Leases with less than ``2 * min_split``
-        left are not worth the extra request.
+        left, or that ``worth`` (a caller's judgement) turns down, are not worth the
+        extra request. ``keep`` gives the share of the rest the victim keeps (default half;
+        a slow victim should keep less than a fast thief takes).
         """
-        candidates = [lease for lease in self._active.values() if lease.remaining >= 2 * max(1, min_split)]
+        candidates = [lease for lease in self._active.values()
+                      if lease.remaining >= 2 * max(1, min_split) and (worth is None or worth(lease))]
         if not candidates:
             return None
         victim = max(candidates, key=rank or (lambda lease: lease.remaining))
-        mid = self._round_up(victim.cursor + victim.remaining // 2)
+        share = min(0.5, max(0.0, keep(victim))) if keep else 0.5
+        kept = max(min_split, int(victim.remaining * share))
+        mid = self._round_up(victim.cursor + kept)
         if mid >= victim.end:  # alignment overshot a short lease: split exactly
-            mid = victim.cursor + victim.remaining // 2
+            mid = victim.cursor + kept
         old_end = victim.end
         victim.end = mid
         victim.cut = True

@@ -35,6 +35,8 @@ CHECKPOINT_BYTES = 16 * MiB  # resume state is at most this far behind (or one s
 CHECKPOINT_SECONDS = 1.0
 STREAM_RETRIES = 4  # a stream's own quick retries before the job-level retry takes over
 TICK = 0.1
+STEAL_RTTS = 4  # a steal costs the thief a round trip (a new channel on SSH): only steal what outlasts it
+MIN_STEAL_SECONDS = 0.005
 
 
 class Record(Protocol):
@@ -94,6 +96,7 @@ class ParallelTransfer:
         self._saved_at = time.monotonic()
         self._flush: asyncio.Future | None = None
         self._saving: asyncio.Future | None = None
+        self._rtt_sample: asyncio.Future | None = None
 
     # -- the protocol's part -------------------------------------------------------
     async def open_stream(self) -> Any:
@@ -110,6 +113,16 @@ class ParallelTransfer:
     def classify(self, exc: BaseException) -> TransferError:
         """An exception from ``move`` as one of Ferry's errors."""
         return exc if isinstance(exc, TransferError) else TransferError(str(exc))
+
+    async def path_rtt(self) -> float | None:
+        """The path's round trip now, queue included (a fresh TCP handshake to the server); None: unknown."""
+        return None
+
+    async def _sample_rtt(self, tuner: StreamTuner) -> None:
+        step = len(tuner.history)
+        rtt = await self.path_rtt()
+        if len(tuner.history) == step:  # an answer after the verdict would be read as the next step's
+            tuner.loaded_rtt(rtt)
 
     async def helpers(self) -> list[asyncio.Task]:
         """Extra tasks that run alongside the streams (the HTTPS RTT probe)."""
@@ -130,6 +143,8 @@ class ParallelTransfer:
                 if not self._workers and not self.chunks.complete and not self.past_deadline():
                     self._spawn(1)  # work came back from a failed stream after the others left
         finally:
+            if self._rtt_sample is not None:
+                extra.append(self._rtt_sample)
             for task in (*extra, *self._workers):
                 task.cancel()
             await asyncio.gather(*extra, *self._workers, return_exceptions=True)
@@ -175,6 +190,8 @@ class ParallelTransfer:
             if self.tuner and self.ready and self._connected >= min(self.target, len(self._workers)):
                 # judge a stream count only once its streams are all connected, not while they log in
                 self.tuner.rtt_s = self.rtt_s or self.tuner.rtt_s
+                if self.tuner.wants_loaded_rtt(now):
+                    self._rtt_sample = asyncio.ensure_future(self._sample_rtt(self.tuner))
                 self.target = self.tuner.observe(now, self.moved)
             want = self.target - len(self._workers)
             if want > 0 and self.chunks.pending_bytes >= MIN_LEASE:
@@ -319,8 +336,11 @@ class ParallelTransfer:
 
     def _next_lease(self) -> Lease | None:
         lease = self.chunks.lease(self._lease_size())
+        if lease is None:
+            lease = self.reclaim()
         if lease is None and self.steal and self.chunks.size_known:
-            lease = self.chunks.steal(self._min_split(), rank=self._seconds_left)
+            lease = self.chunks.steal(MIN_LEASE // 2, rank=self._seconds_left, worth=self._worth_stealing,
+                                     keep=self._victim_share)
         return lease
 
     def _stream_rate(self) -> float:
@@ -341,15 +361,34 @@ class ParallelTransfer:
             cap = max(cap, FIRST_LEASE)
         return int(min(MAX_LEASE, max(self.lease_floor, min(guided, cap))))
 
-    def _min_split(self) -> int:
-        """A steal costs the thief one round trip; only steal what outlasts that."""
-        return max(MIN_LEASE // 2, int(self._stream_rate() * (self.rtt_s or 0.05) * 4))
+    def reclaim(self) -> Lease | None:
+        """A lease some stream asked for ahead but has not begun, handed to an idle stream whole.
+
+        Protocols that ask ahead (SSH) override this; by default nothing is asked ahead.
+        """
+        return None
+
+    def _worth_stealing(self, lease: Lease) -> bool:
+        """Half of what the lease's stream has left must take it longer than the thief's request.
+
+        Judged by that stream's own rate, not the average: at the end the lease left over is
+        usually on a stream that lost packets and runs at a fraction of the others' rate.
+        """
+        return self._seconds_left(lease) >= STEAL_RTTS * max(self.rtt_s or 0.0, MIN_STEAL_SECONDS)
 
     def _seconds_left(self, lease: Lease) -> float:
+        return lease.remaining / self._lease_rate(lease)
+
+    def _lease_rate(self, lease: Lease) -> float:
         began = self._lease_began.get(lease.id)
         done = lease.cursor - lease.start
         if began is None or done <= 0:
-            rate = self._stream_rate() or 1.0
-        else:
-            rate = done / max(1e-3, time.monotonic() - began)
-        return lease.remaining / max(rate, 1.0)
+            return max(self._stream_rate(), 1.0)
+        return max(done / max(1e-3, time.monotonic() - began), 1.0)
+
+    def _victim_share(self, lease: Lease) -> float:
+        """Split so that both halves end together: the victim keeps its rate's share of the rest
+        (the thief is assumed to run at least at the average stream's rate)."""
+        victim = self._lease_rate(lease)
+        thief = max(self._stream_rate(), victim)
+        return victim / (victim + thief)

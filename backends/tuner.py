@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 GAIN = 0.5
 #: below this round trip a stream is limited by CPU (its cipher, its copies), not by its window
 LAN_RTT = 0.002
+#: a round trip this much longer than the idle path's means the bottleneck's queue is filling: the link is full
+QUEUE_GROWTH = 1.3
+#: a step asks for a loaded round trip once this share of it has passed (the answer takes one round trip)
+LOAD_SAMPLE_AT = 0.6
 #: the longest a first step waits out slow start (0.8 s: 16 RTT at 50 ms; at 100 ms growth must not wait longer)
 FIRST_STEP_CAP = 0.8
 
@@ -53,6 +57,9 @@ class StreamTuner:
         self.settled = self.streams >= self.maximum
         self._step_began: float | None = None
         self._samples: list[tuple[float, int]] = []
+        self._loaded_rtt: float | None = None  # this step's round trip under load, when the backend measured it
+        self._rtt_asked = False
+        self.full_link = False  # settled because the path's queue was filling, not by a doubling's verdict
 
     def start_for_rtt(self, rtt_s: float) -> int:
         """A round trip measured before any data: a long path starts with more streams, a LAN with fewer
@@ -72,6 +79,29 @@ class StreamTuner:
         """Long enough for new streams to connect and leave slow start."""
         return max(0.4, 6 * self.rtt_s)
 
+    def wants_loaded_rtt(self, now: float) -> bool:
+        """Whether the caller should measure the path's round trip now, for this step's verdict (once a step).
+
+        A doubling is an experiment, and on SSH a dear one (a login per stream, real CPU on both ends).
+        When the current streams already fill the bottleneck its queue grows and every round trip gets
+        longer (traced at 50 ms: 85-90 ms under 8 SSH streams); more streams could only share that link.
+        """
+        if self.settled or self._rtt_asked or self._step_began is None or not self.rtt_s:
+            return False
+        step = self._step_length()
+        if now - self._step_began < LOAD_SAMPLE_AT * step:
+            return False
+        self._rtt_asked = True
+        return True
+
+    def loaded_rtt(self, rtt_s: float | None) -> None:
+        """The round trip measured while the current streams run (see ``wants_loaded_rtt``)."""
+        self._loaded_rtt = rtt_s
+
+    def _step_length(self) -> float:
+        first = min(self.first_step_rtts * self.rtt_s, FIRST_STEP_CAP)
+        return self.step_seconds if self.history else max(self.step_seconds, first)
+
     def observe(self, now: float, total_bytes: int) -> int:
         """Feed the running byte count; returns how many streams should be running."""
         if self.settled:
@@ -82,9 +112,7 @@ class StreamTuner:
             self._step_began = now
         self._samples.append((now, total_bytes))
         elapsed = now - self._step_began
-        first = min(self.first_step_rtts * self.rtt_s, FIRST_STEP_CAP)
-        step = self.step_seconds if self.history else max(self.step_seconds, first)
-        if elapsed < step:
+        if elapsed < self._step_length():
             return self.streams
         rate = self._recent_rate(now, elapsed / 2)
         self.history.append((self.streams, rate))
@@ -98,10 +126,14 @@ class StreamTuner:
                     # path a slower step is new streams still in slow start, not a verdict on them.
                     self.streams = n0
                 return self.streams
+        if self._loaded_rtt is not None and self._loaded_rtt >= QUEUE_GROWTH * self.rtt_s:
+            self.settled = self.full_link = True  # the link is full: another doubling could only share it
+            return self.streams
         self.streams = min(self.maximum, self.streams * 2)
         self.settled = self.streams >= self.maximum
         self._step_began = now
         self._samples = [(now, total_bytes)]
+        self._loaded_rtt, self._rtt_asked = None, False
         return self.streams
 
     def _recent_rate(self, now: float, span: float) -> float:

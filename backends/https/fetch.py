@@ -76,9 +76,12 @@ class RangedFetch(ParallelTransfer):
             return [asyncio.create_task(self._measure_rtt())]
         return []
 
-    async def _measure_rtt(self) -> None:
+    async def path_rtt(self) -> float | None:
         parts = urlsplit(self.url)
-        rtt = await connect_time(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        return await connect_time(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+
+    async def _measure_rtt(self) -> None:
+        rtt = await self.path_rtt()
         if rtt and self.tuner:
             self.rtt_s = min(self.rtt_s or rtt, rtt)
             self.target = self.tuner.start_for_rtt(rtt)

@@ -37,6 +37,16 @@ def test_steal_takes_the_back_half_of_the_lease_with_most_left():
     assert m.steal(min_split=50 * KiB) is None  # nothing left worth a new request
 
 
+def test_a_slow_victim_keeps_its_share_and_unworthy_leases_are_left_alone():
+    m = ChunkMap(100 * KiB, align=1)
+    slow, fast = m.lease(50 * KiB), m.lease(50 * KiB)
+    m.record(slow, 10 * KiB)
+    thief = m.steal(min_split=KiB, worth=lambda lease: lease is slow, keep=lambda lease: 0.25)
+    assert (thief.start, thief.end) == (20 * KiB, 50 * KiB)  # the victim keeps a quarter of its 40 KiB
+    assert slow.end == 20 * KiB and fast.end == 100 * KiB
+    assert m.steal(min_split=KiB, worth=lambda lease: False) is None
+
+
 def test_record_stops_at_a_cut_end():
     m = ChunkMap(100, align=1)
     a = m.lease(100)

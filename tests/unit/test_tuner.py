@@ -112,3 +112,38 @@ def test_kernel_round_trip_of_a_loopback_connection():
 
     rtt = asyncio.run(measure())
     assert rtt is not None and 0 < rtt < 0.002
+
+
+def run_with_queue(tuner: StreamTuner, per_stream: float, link: float, base_rtt: float, queue_rtt: float,
+                   seconds: float = 20.0, dt: float = 0.1) -> int:
+    """Like ``run_path``, answering the tuner's round-trip questions: ``queue_rtt`` while the link is full."""
+    t, total = 0.0, 0.0
+    streams = tuner.streams
+    while t < seconds:
+        t += dt
+        total += min(link, streams * per_stream) * dt
+        if tuner.wants_loaded_rtt(t):
+            tuner.loaded_rtt(queue_rtt if streams * per_stream >= link else base_rtt)
+        streams = tuner.observe(t, int(total))
+    return streams
+
+
+def test_a_full_link_settles_without_trying_a_doubling():
+    # 50 ms: 8 streams of ~150 Mbit/s fill 1 Gbit/s; the bottleneck's queue lengthens the round trip
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
+    assert run_with_queue(tuner, per_stream=19e6, link=125e6, base_rtt=0.05, queue_rtt=0.085) == 8
+    assert tuner.settled and tuner.full_link
+
+
+def test_an_idle_queue_still_lets_loss_limited_streams_double():
+    # 100 ms, loss 1e-3: the link is far from full, the round trip stays the path's own
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.1, first_step_rtts=16)
+    assert run_with_queue(tuner, per_stream=3.5e6, link=125e6, base_rtt=0.1, queue_rtt=0.14) >= 32
+    assert not tuner.full_link
+
+
+def test_the_round_trip_is_asked_once_a_step_and_late_in_it():
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05)
+    tuner.observe(0.0, 1)  # first byte: the step begins
+    assert not tuner.wants_loaded_rtt(0.1)
+    assert tuner.wants_loaded_rtt(0.5) and not tuner.wants_loaded_rtt(0.55)
