@@ -3,18 +3,89 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from .base import ProbeResult
 
+#: a handshake begun early is used only this fresh (a queued job may start much later: measure again then)
+EARLY_SECONDS = 20.0
+_early: dict[tuple[str, int], tuple[socket.socket, float]] = {}
+_early_lock = threading.Lock()
+
+
+def begin_handshake(host: str, port: int) -> None:
+    """Send a TCP SYN to ``host:port`` now and return at once; ``connect_time`` reads the round trip later.
+
+    For a backend that knows where it will connect before it has imported what it connects with
+    (aiohttp takes ~0.2 s to import): the handshake crosses the path meanwhile, so the round trip that
+    decides how many streams to open is known when the first streams open, not one round trip later.
+    Blocking only for name resolution (call it from a worker thread); errors are left to the real
+    connections, which report them in words.
+    """
+    with _early_lock:
+        _drop_stale(time.monotonic())
+        if (host, port) in _early:
+            return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, IndexError):
+        return
+    sock.setblocking(False)
+    began = time.monotonic()
+    if sock.connect_ex(address) not in (0, errno.EINPROGRESS):
+        sock.close()
+        return
+    with _early_lock:
+        old = _early.pop((host, port), None)
+        _early[(host, port)] = (sock, began)
+    if old:
+        old[0].close()
+
+
+def _drop_stale(now: float) -> None:
+    for key, (sock, began) in list(_early.items()):
+        if now - began > EARLY_SECONDS:
+            sock.close()
+            del _early[key]
+
+
+def _take_early(host: str, port: int) -> tuple[socket.socket, float] | None:
+    with _early_lock:
+        _drop_stale(time.monotonic())
+        return _early.pop((host, port), None)
+
+
+async def _early_rtt(sock: socket.socket, began: float, timeout: float) -> float | None:
+    """The round trip of a handshake ``begin_handshake`` started (waits for it if it is still on its way)."""
+    loop = asyncio.get_running_loop()
+    answered = loop.create_future()
+    loop.add_writer(sock.fileno(), lambda: answered.done() or answered.set_result(None))
+    try:
+        await asyncio.wait_for(answered, max(0.0, timeout - (time.monotonic() - began)))
+        if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            return None
+        return kernel_rtt(sock) or time.monotonic() - began
+    except asyncio.TimeoutError:
+        return None
+    finally:
+        loop.remove_writer(sock.fileno())
+        sock.close()
+
 
 async def connect_time(host: str, port: int, timeout: float = 10.0) -> float | None:
-    """Seconds for one TCP handshake to ``host:port``: one round trip, measured cheaply."""
+    """Seconds for one TCP handshake to ``host:port``: one round trip, measured cheaply (or the one
+    ``begin_handshake`` started)."""
+    early = _take_early(host, port)
+    if early is not None:
+        return await _early_rtt(*early, timeout)
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(host, port, type=1)

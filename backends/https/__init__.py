@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..errors import BadRequest
-from ..netprobe import sweep_down
+from ..netprobe import begin_handshake, sweep_down
 from ..partfile import PartFile, check_destination
 from ..urls import redact
 
@@ -36,21 +36,25 @@ class HttpsBackend:
         return Availability(True)
 
     def check(self, request: TransferRequest) -> None:
-        from .session import validate_url
+        from .address import validate_url
 
-        validate_url(request.source)
+        host, port = validate_url(request.source)
         if "://" in request.dest:
             raise BadRequest("HTTPS downloads go to a local file; copying from a web server straight to another "
                              "server is not supported. Copy to here first.")
         check_destination(Path(request.dest), request.options.overwrite)
+        if request.options.streams == "auto":
+            begin_handshake(host, port)  # its round trip sets the first stream count; it crosses the path
+            # while the transfer imports aiohttp
 
     def discard(self, request: TransferRequest) -> None:
         """Remove what a cancelled download left behind."""
         PartFile(request.dest).discard()
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
+        from .address import validate_url
         from .remote import head
-        from .session import open_session, validate_url
+        from .session import open_session
 
         validate_url(url)
         async with open_session(options.ca_file, options.insecure) as session:
@@ -75,9 +79,10 @@ class HttpsBackend:
 
         A server without ranges gets one plain GET: the result then has one stream, whatever was asked.
         """
+        from .address import validate_url
         from .probe import RangeStreams
         from .remote import head
-        from .session import open_session, validate_url
+        from .session import open_session
 
         validate_url(url)
         async with open_session(options.ca_file, options.insecure) as session:

@@ -85,6 +85,8 @@ class RangedFetch(ParallelTransfer):
         if rtt and self.tuner:
             self.rtt_s = min(self.rtt_s or rtt, rtt)
             self.target = self.tuner.start_for_rtt(rtt)
+            if self.target > len(self._workers):
+                self._spawn(self.target - len(self._workers))  # now, not at the monitor's next tick
 
     def classify(self, exc: BaseException) -> TransferError:
         # before the first answer, a refused or unknown host is a wrong address: fail at once

@@ -8,7 +8,7 @@ from app.engine.routes import resolve_destination
 from app.units import format_bytes, format_duration, format_rate, parse_rate
 from backends.checksums import parse_checksum, parse_sidecar
 from backends.errors import BadRequest
-from backends.https.session import validate_url
+from backends.https.address import validate_url
 from backends.urls import redact, remote_name
 
 HEX = "ab" * 32

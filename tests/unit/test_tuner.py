@@ -114,6 +114,55 @@ def test_kernel_round_trip_of_a_loopback_connection():
     assert rtt is not None and 0 < rtt < 0.002
 
 
+def _early_handshakes(monkeypatch=None, stale: bool = False) -> tuple[float | None, float | None, int]:
+    """begin_handshake, then connect_time twice, against a loopback server counting its connections."""
+    import asyncio
+
+    from backends import netprobe
+
+    if stale:
+        monkeypatch.setattr(netprobe, "EARLY_SECONDS", 0.0)
+
+    async def measure():
+        accepted = []
+        server = await asyncio.start_server(lambda r, w: (accepted.append(1), w.close()), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            await asyncio.to_thread(netprobe.begin_handshake, "127.0.0.1", port)  # as a backend's check does
+            first = await netprobe.connect_time("127.0.0.1", port)
+            await asyncio.sleep(0.05)
+            after_first = len(accepted)
+            second = await netprobe.connect_time("127.0.0.1", port)
+            return first, second, after_first
+
+    return asyncio.run(measure())
+
+
+def test_a_handshake_begun_early_is_the_round_trip_read_later():
+    first, second, connections = _early_handshakes()
+    assert first is not None and 0 < first < 0.002
+    assert connections == 1  # connect_time used the early handshake instead of making its own
+    assert second is not None and 0 < second < 0.002  # it is used once; the next measure is a fresh one
+
+
+def test_a_stale_early_handshake_is_not_used(monkeypatch):
+    first, _, connections = _early_handshakes(monkeypatch, stale=True)
+    assert first is not None and connections == 2  # closed as too old; connect_time measured afresh
+
+
+def test_an_early_handshake_to_a_closed_port_reads_as_unknown():
+    import asyncio
+    import socket
+
+    from backends import netprobe
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, not listening: refused
+        netprobe.begin_handshake("127.0.0.1", port)
+        assert asyncio.run(netprobe.connect_time("127.0.0.1", port)) is None
+
+
 def run_with_queue(tuner: StreamTuner, per_stream: float, link: float, base_rtt: float, queue_rtt: float,
                    seconds: float = 20.0, dt: float = 0.1) -> int:
     """Like ``run_path``, answering the tuner's round-trip questions: ``queue_rtt`` while the link is full."""
