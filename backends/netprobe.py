@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import select
 import socket
 import struct
 import sys
@@ -29,6 +30,8 @@ def begin_handshake(host: str, port: int) -> None:
     Blocking only for name resolution (call it from a worker thread); errors are left to the real
     connections, which report them in words.
     """
+    if not _KERNEL_RTT:
+        return  # the handshake's time could only be read off a clock that runs on while Python imports
     with _early_lock:
         _drop_stale(time.monotonic())
         if (host, port) in _early:
@@ -57,6 +60,21 @@ def _drop_stale(now: float) -> None:
             del _early[key]
 
 
+def answered_rtt(host: str, port: int) -> float | None:
+    """The round trip of an early handshake that the server has already answered, without waiting
+    (None: none was begun, or its answer is still on its way - ``connect_time`` waits for it then)."""
+    with _early_lock:
+        entry = _early.get((host, port))
+        if entry is None or not select.select([], [entry[0]], [], 0)[1]:
+            return None
+        del _early[(host, port)]
+    sock = entry[0]
+    try:
+        return None if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) else kernel_rtt(sock)
+    finally:
+        sock.close()
+
+
 def _take_early(host: str, port: int) -> tuple[socket.socket, float] | None:
     with _early_lock:
         _drop_stale(time.monotonic())
@@ -72,7 +90,7 @@ async def _early_rtt(sock: socket.socket, began: float, timeout: float) -> float
         await asyncio.wait_for(answered, max(0.0, timeout - (time.monotonic() - began)))
         if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
             return None
-        return kernel_rtt(sock) or time.monotonic() - began
+        return kernel_rtt(sock)
     except asyncio.TimeoutError:
         return None
     finally:
@@ -119,6 +137,7 @@ def kernel_rtt(sock) -> float | None:
 
 
 _TCPI_RTT = 68  # offset of tcpi_rtt (µs) in struct tcp_info: 8 bytes of u8 fields, then 15 u32 before it
+_KERNEL_RTT = sys.platform.startswith("linux") and hasattr(socket, "TCP_INFO")
 
 
 class RateSampler:

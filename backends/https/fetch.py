@@ -21,7 +21,7 @@ import aiohttp
 from ..base import Sink
 from ..chunks import ChunkMap, Lease
 from ..errors import RemoteChanged, TransferError
-from ..netprobe import connect_time
+from ..netprobe import answered_rtt, connect_time
 from ..parallel import ParallelTransfer
 from ..partfile import PartFile
 from ..ratelimit import RateLimit
@@ -66,6 +66,12 @@ class RangedFetch(ParallelTransfer):
         if validators is not None:
             self._identified.set()
         self._first_offset = chunks.pending_start()
+        if tuner and rtt_s is None:
+            parts = urlsplit(url)
+            rtt = answered_rtt(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+            if rtt:  # the handshake begun when the job was checked has its answer: open the right count at once
+                self.rtt_s = rtt
+                self.target = tuner.start_for_rtt(rtt)
 
     @property
     def fetched(self) -> int:

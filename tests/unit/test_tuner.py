@@ -145,6 +145,22 @@ def test_a_handshake_begun_early_is_the_round_trip_read_later():
     assert second is not None and 0 < second < 0.002  # it is used once; the next measure is a fresh one
 
 
+def test_an_answered_early_handshake_is_read_without_waiting():
+    import socket
+    import time
+
+    from backends import netprobe
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        assert netprobe.answered_rtt("127.0.0.1", port) is None  # none begun
+        netprobe.begin_handshake("127.0.0.1", port)
+        time.sleep(0.01)  # loopback answers at once
+        rtt = netprobe.answered_rtt("127.0.0.1", port)
+        assert rtt is not None and 0 < rtt < 0.002
+        assert netprobe.answered_rtt("127.0.0.1", port) is None  # used up
+
+
 def test_a_stale_early_handshake_is_not_used(monkeypatch):
     first, _, connections = _early_handshakes(monkeypatch, stale=True)
     assert first is not None and connections == 2  # closed as too old; connect_time measured afresh
