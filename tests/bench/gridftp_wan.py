@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, prepare_wan, replace_section, wan_arguments  # noqa: E402
 from tests.servers.gridftp import GridftpServer  # noqa: E402
 
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 81), ("100ms-1e-3", 100, 1000, 1e-3, 82)]
@@ -123,13 +123,13 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -> 
         (folder / "hosts").write_text(f"127.0.0.1 localhost\n{own} {socket.gethostname()}\n"
                                       f"198.18.{net}.1 client-a\n{host} gridftp-b\n")
     server = GridftpServer(work / f"gridftp-{name}", listen=host,
-                           argv_prefix=(str(WANEM), "exec", link, "b", "--")).start()
+                           argv_prefix=tuple(on_host(link, "b"))).start()
     try:
         big = server.data / "big.bin"
         if not big.exists():
             os.link(work / "data" / "big.bin", big)
         server.give(big)
-        client = Client(server.url(big), [str(WANEM), "exec", link, "a", "--"], work, size)
+        client = Client(server.url(big), on_host(link, "a"), work, size)
         return measure(name, client, rounds, sweep=True)
     finally:
         server.stop()

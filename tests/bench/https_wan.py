@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import precompile, replace_section, warm_cache  # noqa: E402
+from tests.bench.report import on_host, precompile, replace_section, warm_cache  # noqa: E402
 from tests.servers.nginx import Nginx, make_certificates  # noqa: E402
 
 WANEM = ROOT.parent / "shared" / "tools" / "wanem"
@@ -126,9 +126,9 @@ def bench_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -
     prefix = work / f"nginx-{name}"
     certs = make_certificates(prefix / "tls", names=(f"IP:{server_ip}",))
     server = Nginx(prefix, work / "data", listen=server_ip, certs=certs)
-    server.start(argv_prefix=(str(WANEM), "exec", link, "b", "--"))
+    server.start(argv_prefix=tuple(on_host(link, "b")))
     try:
-        ns = [str(WANEM), "exec", link, "a", "--"]
+        ns = on_host(link, "a")
         tools = Tools(server.url("big.bin"), str(certs["ca"]), work / "out" / "big.bin", size, ns)
         results: dict[str, list[float]] = {"ferry": [], "ferry-warm": [], "aria2c": [], "curl": []}
         reported: dict[str, list[float | None]] = {k: [] for k in results}

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, prepare_wan, replace_section, wan_arguments  # noqa: E402
 from tests.servers.nginx import Nginx, make_certificates  # noqa: E402
 
 PATHS = [  # name, rtt ms, rate Mbit/s, loss, wanem --net
@@ -59,8 +59,8 @@ def bench_path(name, rtt, rate, loss, net, work: Path, rounds: int, preflight_on
     prefix = work / f"nginx-{name}"
     certs = make_certificates(prefix / "tls", names=(f"IP:{server_ip}",))
     server = Nginx(prefix, work / "data", listen=server_ip, certs=certs)
-    server.start(argv_prefix=(str(WANEM), "exec", link, "b", "--"))
-    ns = [str(WANEM), "exec", link, "a", "--"]
+    server.start(argv_prefix=tuple(on_host(link, "b")))
+    ns = on_host(link, "a")
     url, ca = server.url("big.bin"), str(certs["ca"])
     out = work / "out" / "big.bin"
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments, warm_cache  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, prepare_wan, replace_section, wan_arguments, warm_cache  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 71), ("100ms-1e-3", 100, 1000, 1e-3, 72)]
@@ -89,9 +89,9 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, sma
     subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
                     "--net", str(net)], check=True, capture_output=True)
     host = f"198.18.{net}.2"
-    server = Sshd(work / f"sshd-{name}", listen=host).start(argv_prefix=(str(WANEM), "exec", link, "b", "--"))
+    server = Sshd(work / f"sshd-{name}", listen=host).start(argv_prefix=tuple(on_host(link, "b")))
     try:
-        return measure(name, server, host, [str(WANEM), "exec", link, "a", "--"], work, size, rounds, small)
+        return measure(name, server, host, on_host(link, "a"), work, size, rounds, small)
     finally:
         server.stop()
         subprocess.run([str(WANEM), "down", link], capture_output=True)

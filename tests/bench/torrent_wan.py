@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.report import WANEM, MiB, prepare_wan, replace_section, wan_arguments  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, prepare_wan, replace_section, wan_arguments  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
 PATHS = [("50ms-1e-4", 50, 1000, 1e-4, 61), ("100ms-1e-3", 100, 1000, 1e-3, 62)]
@@ -105,8 +105,8 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int, k: 
     subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
                     "--net", str(net)], check=True, capture_output=True)
     host = f"198.18.{net}.2"
-    a = [str(WANEM), "exec", link, "a", "--"]
-    b = [str(WANEM), "exec", link, "b", "--"]
+    a = on_host(link, "a")
+    b = on_host(link, "b")
     server = Sshd(work / f"sshd-{name}", listen=host).start(argv_prefix=tuple(b))
     big = server.home / "big.bin"
     if not big.exists():
