@@ -380,11 +380,17 @@ class ParallelTransfer:
         return lease.remaining / self._lease_rate(lease)
 
     def _lease_rate(self, lease: Lease) -> float:
+        """How fast the lease is moving now: its average since it began, or its stream's recent rate when that
+        is lower. A stream that has just lost packets (or waits out a retransmission timeout) slows down long
+        after its lease began; judged by the average it kept most of its lease at a steal and ended 0.3-0.4 s
+        after every other stream (traced on SSH at 50 ms: two leases of 7.5 MB moving at 4 MB/s)."""
         began = self._lease_began.get(lease.id)
         done = lease.cursor - lease.start
         if began is None or done <= 0:
             return max(self._stream_rate(), 1.0)
-        return max(done / max(1e-3, time.monotonic() - began), 1.0)
+        average = done / max(1e-3, time.monotonic() - began)
+        recent = self._stream_rates.get(self._lease_stream.get(lease.id, -1))
+        return max(average if recent is None else min(average, recent), 1.0)
 
     def _victim_share(self, lease: Lease) -> float:
         """Split so that both halves end together: the victim keeps its rate's share of the rest

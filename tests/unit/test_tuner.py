@@ -66,8 +66,9 @@ def test_goes_back_when_more_streams_were_slower():
     assert run_costly_path(tuner, lambda n: 350e6 if n == 1 else 260e6) == 1 and tuner.settled
 
 
-def test_first_step_waits_out_slow_start_when_asked():
-    # slow start at 50 ms: the rate climbs for ~0.6 s; judged after 16 RTT the doubling shows no gain
+def test_first_step_waits_out_slow_start():
+    # slow start at 50 ms: the rate climbs for ~0.6 s. A first step judged at 0.4 s (6 RTT) saw the streams
+    # mid-ramp and doubled on a full link; a step whose rate still rises is stretched until it levels off
     def ramp(t: float, n: int) -> float:
         return min(1.0, t / 0.6) * min(125e6, n * 30e6)
 
@@ -76,16 +77,46 @@ def test_first_step_waits_out_slow_start_when_asked():
     def rate_of(n: int) -> float:
         return ramp(clock["t"], n)
 
-    eager = StreamTuner(start=8, maximum=64, rtt_s=0.05)
-    patient = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
-    for tuner in (eager, patient):
-        clock["t"], total, streams = 0.0, 0.0, tuner.streams
+    short = StreamTuner(start=8, maximum=64, rtt_s=0.05)
+    long_first = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
+    for tuner in (short, long_first):
+        clock["t"], total, streams, judged_at = 0.0, 0.0, tuner.streams, None
         while clock["t"] < 6.0:
             clock["t"] += 0.05
             total += rate_of(streams) * 0.05
+            if tuner.wants_loaded_rtt(clock["t"]):  # the bottleneck's queue grows as the link fills
+                tuner.loaded_rtt(0.05 * (1 + 0.5 * (rate_of(streams) / 125e6) ** 2))
             streams = tuner.observe(clock["t"], int(total))
-        tuner.final = streams
-    assert patient.history[0][0] == 8 and patient.final <= 16 < eager.final
+            if tuner.history and judged_at is None:
+                judged_at = clock["t"]
+        assert tuner.history[0][0] == 8 and judged_at >= 0.6  # not before the ramp ended
+        assert streams <= 16  # 8 streams filled the link; at most one doubling was tried
+
+
+def test_a_rising_step_is_stretched_only_so_far():
+    # a rate that keeps climbing (a very long slow start) is judged at twice the step's length at the latest
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05)  # step 0.4 s
+    t, total = 0.0, 0.0
+    while not tuner.history:
+        t += 0.05
+        total += 1e6 * (1.5 ** (t / 0.05)) * 0.05  # +50 % every tick
+        if tuner.wants_loaded_rtt(t):
+            tuner.loaded_rtt(0.058)  # a queue has begun to build (1.16 x the idle round trip)
+        tuner.observe(t, int(total))
+    assert 0.8 <= t < 0.9
+
+
+def test_a_rising_step_without_a_queue_is_not_stretched():
+    # loss-bound streams before their first losses: the rate rises, the round trip stays the path's own
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.1)  # step 0.6 s
+    t, total = 0.0, 0.0
+    while not tuner.history:
+        t += 0.05
+        total += 1e6 * (1.2 ** (t / 0.05)) * 0.05
+        if tuner.wants_loaded_rtt(t):
+            tuner.loaded_rtt(0.103)
+        tuner.observe(t, int(total))
+    assert t < 0.75 and tuner.streams == 16  # judged at the step's end (0.6 s after the first byte)
 
 
 def test_measured_round_trip_sets_the_first_count_both_ways():
@@ -207,8 +238,33 @@ def test_an_idle_queue_still_lets_loss_limited_streams_double():
     assert not tuner.full_link
 
 
-def test_the_round_trip_is_asked_once_a_step_and_late_in_it():
-    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05)
+def test_the_round_trip_is_asked_late_in_a_step_one_at_a_time_and_the_longest_counts():
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05)  # first step: 0.4 s
     tuner.observe(0.0, 1)  # first byte: the step begins
     assert not tuner.wants_loaded_rtt(0.1)
-    assert tuner.wants_loaded_rtt(0.5) and not tuner.wants_loaded_rtt(0.55)
+    assert tuner.wants_loaded_rtt(0.2) and not tuner.wants_loaded_rtt(0.25)  # one question at a time
+    tuner.loaded_rtt(0.07)  # a sample in a trough of the queue
+    assert tuner.wants_loaded_rtt(0.28)
+    tuner.loaded_rtt(0.09)
+    assert tuner.wants_loaded_rtt(0.34)
+    tuner.loaded_rtt(None)  # a probe that failed
+    assert not tuner.wants_loaded_rtt(0.38)  # three answers a step
+    assert tuner.observe(0.41, 40_000_000) == 4 and tuner.full_link  # 90 ms >= 1.3 x 50 ms
+
+
+def test_a_verdict_waits_for_the_round_trip_it_asked_for():
+    # the loaded round trip is asked two round trips before the step ends; the step may end before it answers
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05)  # first step: 0.4 s
+    tuner.observe(0.0, 1)
+    assert not tuner.wants_loaded_rtt(0.15) and tuner.wants_loaded_rtt(0.38)
+    assert tuner.observe(0.42, 50_000_000) == 8 and not tuner.settled  # no answer yet: no verdict
+    tuner.loaded_rtt(0.085)  # the queue is filling: the link is full
+    assert tuner.observe(0.45, 52_000_000) == 8 and tuner.settled and tuner.full_link
+
+
+def test_an_unanswered_round_trip_does_not_hold_the_verdict_for_long():
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05)
+    tuner.observe(0.0, 1)
+    assert tuner.wants_loaded_rtt(0.35)
+    assert tuner.observe(0.42, 50_000_000) == 8  # waiting for the answer
+    assert tuner.observe(0.56, 70_000_000) == 16  # three round trips past the step: decided without it
