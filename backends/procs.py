@@ -1,10 +1,23 @@
-"""Child processes every backend starts (ssh, scp, globus-url-copy) share these settings."""
+"""Child processes every backend starts (ssh, scp, tar, globus-url-copy) share these settings.
+
+Every helper gets SIGTERM when Ferry dies, even by SIGKILL, so none outlives it (Linux's
+``PR_SET_PDEATHSIG``). util-linux's ``setpriv --pdeathsig TERM`` sets it and then execs the
+helper, so Python can start it with a plain vfork and exec; a ``preexec_fn`` that sets it makes
+Python fork the whole interpreter instead: 3.3-4.3 ms a spawn on the event loop against ~1 ms
+(measured with 20 spawns), and an SSH transfer starts ~20 helpers before its data flows. Without
+``setpriv`` (older util-linux, or not Linux) the ``preexec_fn`` stays.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 import sys
+from functools import lru_cache
+
+_LINUX = sys.platform.startswith("linux")
 
 
 def _die_with_parent() -> None:
@@ -17,8 +30,29 @@ def _die_with_parent() -> None:
         pass
 
 
-#: keyword arguments for ``asyncio.create_subprocess_exec``/``subprocess.Popen``
-CHILD = {"preexec_fn": _die_with_parent} if sys.platform.startswith("linux") else {}
+@lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    """util-linux's setpriv, if it has ``--pdeathsig`` (2.33 and later); asked once."""
+    path = shutil.which("setpriv") if _LINUX else None
+    if path is None:
+        return None
+    try:
+        ok = subprocess.run([path, "--pdeathsig", "TERM", "--", "true"], capture_output=True, timeout=5).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return path if ok else None
+
+
+def child_argv(argv: list[str]) -> list[str]:
+    """How to start ``argv`` as a helper that dies with Ferry: behind ``setpriv --pdeathsig`` when there is one
+    (pass ``child_kwargs()`` too)."""
+    setpriv = _setpriv()
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
+
+
+def child_kwargs() -> dict:
+    """Keyword arguments for ``asyncio.create_subprocess_exec``/``subprocess.Popen`` that go with ``child_argv``."""
+    return {"preexec_fn": _die_with_parent} if _LINUX and _setpriv() is None else {}
 
 
 def other_process_alive(pid: int | None) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import LocalError, NoSpace, NotFound, PermissionDenied, TransferError, Transient, Unreachable
-from ..procs import CHILD
+from ..procs import child_argv, child_kwargs
 
 TOOL = "globus-url-copy"
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
@@ -100,8 +100,8 @@ class Progress:
 async def run(args: list[str], progress: Progress) -> tuple[int, str]:
     """Run to the end; returns (exit status, stderr). Cancelling kills the process group."""
     proc = await asyncio.create_subprocess_exec(
-        *args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True, **CHILD)
+        *child_argv(args), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, **child_kwargs())
 
     async def pump_out() -> None:
         assert proc.stdout is not None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..errors import BadRequest, LocalError, NotFound
+from ..netprobe import begin_handshake
 from ..partfile import PartFile, check_destination
 from ..registry import scheme_of
 from .target import SCHEMES, parse_target, remote_join
@@ -57,7 +58,9 @@ class SshBackend:
             raise BadRequest("Copying between two SSH servers directly is not supported yet; copy to here first.")
         from .session import ssh_options
 
-        parse_target(remote, ssh_options(request.options))
+        target = parse_target(remote, ssh_options(request.options))
+        if request.options.streams == "auto":
+            begin_handshake(target.host, target.port)  # its round trip decides how many logins start at once
         path = Path(local)
         if _is_remote(request.source):
             if not path.parent.is_dir():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..errors import NoSpace as NoSpaceError
-from ..procs import CHILD, other_process_alive
+from ..procs import child_argv, child_kwargs, other_process_alive
 from .target import SshOptions, Target, known_hosts_path
 
 # AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
@@ -215,7 +215,8 @@ class Master:
         argv = [*self.ssh.base_argv(), "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
                 self.ssh.target.alias]
         self.proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **CHILD
+            *child_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            **child_kwargs()
         )
         waited = 0.0
         try:
@@ -233,9 +234,9 @@ class Master:
                       stdout=subprocess.PIPE) -> asyncio.subprocess.Process:
         """Start one command as a new channel of this connection (``stdout``: a pipe, or a descriptor to use)."""
         return await asyncio.create_subprocess_exec(
-            *self.ssh.channel_argv(self.socket, command),
+            *child_argv(self.ssh.channel_argv(self.socket, command)),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **CHILD,
+            stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **child_kwargs(),
         )
 
     async def start_early(self, command: str, stdin: bytes) -> None:

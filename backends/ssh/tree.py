@@ -25,7 +25,7 @@ from pathlib import Path
 from ..base import NOT_COMPARED, Sink, TransferOptions
 from ..errors import Corrupt, LocalError
 from ..hashing import manifest_digest
-from ..procs import CHILD
+from ..procs import child_argv, child_kwargs
 from . import scripts
 from .files import FileOutcome, download_file, upload_file
 from .openssh import ssh_error
@@ -315,8 +315,8 @@ async def _small_uploads(session: SshSession, root: Path, remote_root: str, smal
 def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: list[str], totals: Totals,
              sink: Sink | None, socket) -> dict[str, str]:
     argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_EXTRACT))
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            **CHILD)
+    proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, **child_kwargs())
     hashes: dict[str, str] = {}
     try:
         proc.stdin.write(scripts.encode_path(remote_root))

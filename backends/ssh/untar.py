@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import Corrupt, TransferError
 from ..partfile import os_error
-from ..procs import CHILD
+from ..procs import child_argv, child_kwargs
 from . import scripts
 from .openssh import ssh_error
 from .target import Entry
@@ -69,7 +69,8 @@ def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket
     """
     argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
     request = scripts.many_names(root, [e.rel for e in small])
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **CHILD)
+    proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **child_kwargs())
     feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
     feeder.start()
     tar = native_tar()
@@ -109,8 +110,8 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
         raise os_error(exc, dest, "write") from None
     try:
         argv = [tar, "-x", "-f", "-", "-C", str(work), "--no-same-owner"]
-        untar = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 **CHILD)
+        untar = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, **child_kwargs())
         total = sum(e.size for e in small)
         _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)))
         status = untar.wait()
