@@ -63,10 +63,10 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                 moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4)
             if sink:
                 sink.stage("verifying")
-            digests = await asyncio.to_thread(hasher.finish, entry.size)
+            # the last bytes are hashed while the server says whether the file changed meanwhile (a round trip)
+            digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, entry.size), session.stat(remote))
         finally:
             hasher.stop()
-        now = await session.stat(remote)
         if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
             raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
         server = await remote_sum if remote_sum else None

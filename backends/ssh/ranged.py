@@ -134,6 +134,8 @@ class _Reader:
 
 
 class SshDownload(_SshStreams):
+    asks_ahead = True
+
     def __init__(self, ssh: OpenSsh, remote_path: str, chunks: ChunkMap, part: PartFile, **kw) -> None:
         super().__init__(ssh, chunks, record=part, **kw)
         self.remote_path, self.part = remote_path, part
@@ -144,14 +146,14 @@ class SshDownload(_SshStreams):
         self._readers.add(reader)
         return reader
 
-    def take_lease(self, stream: _Reader) -> Lease | None:
+    def take_lease(self, stream: _Reader, number: int) -> Lease | None:
         ahead = stream.ahead
         if ahead is not None and ahead.reclaimed:
             stream.stale = ahead.sent  # its bytes are on their way down this channel: drop it first
         elif ahead is not None and self.chunks.is_active(ahead.lease) and not ahead.lease.finished:
             return ahead.lease
         stream.ahead = None
-        return self._next_lease()
+        return self._next_lease(number)
 
     def reclaim(self) -> Lease | None:
         """The largest range a stream asked for ahead and has not begun: at the end of a file a stream that

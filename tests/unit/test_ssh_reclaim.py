@@ -34,18 +34,18 @@ def _download_with_an_ahead_range():
 
 def test_an_idle_stream_takes_over_a_range_asked_ahead_and_not_begun():
     run, chunks, slow, idle, current, ahead = _download_with_an_ahead_range()
-    assert run.take_lease(idle) is ahead
+    assert run.take_lease(idle, 2) is ahead
     assert slow.ahead.reclaimed
     chunks.record(current, current.remaining)
     chunks.finish(current)
-    nxt = run.take_lease(slow)
+    nxt = run.take_lease(slow, 1)
     assert nxt is not ahead  # the slow stream no longer owns it
     assert slow.stale and slow.ahead is None  # its channel will still send those bytes: it is dropped first
 
 
 def test_closing_the_slow_stream_leaves_the_taken_range_with_its_new_owner():
     run, chunks, slow, idle, current, ahead = _download_with_an_ahead_range()
-    assert run.take_lease(idle) is ahead
+    assert run.take_lease(idle, 2) is ahead
     asyncio.run(run.close_stream(slow))
     assert chunks.is_active(ahead) and chunks.pending_bytes == 0
 
