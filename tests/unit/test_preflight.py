@@ -213,3 +213,9 @@ def test_sweep_down_loads_the_path_first_then_drops_streams_level_by_level():
     for n, rate in real.items():
         assert measured[n] == pytest.approx(rate, rel=0.15)
     assert knee(sweep_of(measured)) == 32
+
+
+def test_a_loopback_round_trip_of_microseconds_is_not_reported_as_zero():
+    # The kernel times a loopback handshake in µs (4 µs here); rounding it to 0.01 ms read as "no round trip".
+    d = RttStats([0.004, 0.006]).to_dict()
+    assert d["min_ms"] == 0.004 and d["samples_ms"] == [0.004, 0.006] and d["jitter_ms"] == 0.002
