@@ -91,9 +91,8 @@ class Metadata:
         return self._listings.pop(root, None)
 
     async def close(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
+        if self.proc is not None:
+            self.master.ssh.discard(self.proc)  # reaped once the master is gone, without a round trip's wait
         self.proc = None
 
 

@@ -120,6 +120,7 @@ class OpenSsh:
         # (command, stdin): a channel every new connection starts at once (a download's reader, which then
         # waits for its first range: the channel's round trips overlap the stat instead of following it)
         self.early_channel: tuple[str, bytes] | None = None
+        self._reaping: set[asyncio.Task] = set()
 
     def base_argv(self) -> list[str]:
         t, o = self.target, self.options
@@ -157,6 +158,16 @@ class OpenSsh:
         if self.early_channel is not None:
             await master.start_early(*self.early_channel)
         return master
+
+    def discard(self, proc: asyncio.subprocess.Process) -> None:
+        """Kill a channel's process and reap it in the background. A channel's ssh hands its pipes to the
+        master, which closes them only once the server confirms the channel's close: one round trip (55 ms
+        at 50 ms, measured) that nobody needs to wait for while the master stays up."""
+        if proc.returncode is None:
+            proc.kill()
+        task = asyncio.ensure_future(proc.wait())
+        self._reaping.add(task)
+        task.add_done_callback(self._reaping.discard)
 
     def handshake_done(self) -> None:
         """A login that was not an OpenSSH stream's (the control connection, the RTT probe) has finished."""
@@ -199,6 +210,7 @@ class OpenSsh:
         self._spare.clear()
         # all at once: each stop waits for its ssh to exit (~15 ms); one after another that was 0.23 s for 8
         await asyncio.gather(*(m.stop() for m in masters))
+        await asyncio.gather(*self._reaping, return_exceptions=True)  # their masters are gone: at once now
         self.lead = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -270,15 +282,19 @@ class Master:
         return proc.returncode or 0, out, err
 
     async def stop(self) -> None:
-        """Close the connection now: every byte it carried has already arrived (or will be fetched again)."""
+        """Close the connection now: every byte it carried has already arrived (or will be fetched again).
+
+        The master dies first: it holds the pipes of its channels' processes, which otherwise end only
+        a round trip after their own kill (``OpenSsh.discard``)."""
+        if self.proc and self.proc.returncode is None:
+            self.proc.kill()
         early = self.take_early()
         if early is not None:
             os.close(early[1])
             if early[0].returncode is None:
                 early[0].kill()
-                await early[0].wait()
-        if self.proc and self.proc.returncode is None:
-            self.proc.kill()
+            await early[0].wait()
+        if self.proc:
             await self.proc.wait()
         try:
             os.unlink(self.socket)

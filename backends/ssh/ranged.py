@@ -124,10 +124,9 @@ class _Reader:
         return self.proc
 
     async def drop(self) -> None:
-        """Abandon the channel (a cut lease, or a broken frame); the master stays."""
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
+        """Abandon the channel (a cut lease, or a broken frame, or the end); the master stays."""
+        if self.proc is not None:
+            self.master.ssh.discard(self.proc)
         if self.out is not None:
             self.out.close()
         self.proc, self.out = None, None

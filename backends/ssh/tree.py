@@ -168,10 +168,8 @@ async def _over_masters(session: SshSession, groups: list[list], work) -> list:
     try:
         return await asyncio.gather(*(asyncio.to_thread(work, g, m.socket) for g, m in zip(groups, masters,
                                                                                             strict=True)))
-    finally:
-        for master in masters:
-            if not session.openssh.owns(master):  # the lead connection still answers the folder's hashes
-                await master.stop()
+    finally:  # the lead connection still answers the folder's hashes
+        await asyncio.gather(*(m.stop() for m in masters if not session.openssh.owns(m)))
 
 
 async def _small_downloads(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
