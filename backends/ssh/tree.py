@@ -31,7 +31,7 @@ from .files import FileOutcome, download_file, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
-from .untar import place, safe_rel, tar_get
+from .untar import EarlyTar, place, safe_rel, tar_get
 
 TAR_STREAMS = 4
 
@@ -163,11 +163,10 @@ def _tar_streams(items: list, size_of) -> int:
 
 
 async def _over_masters(session: SshSession, groups: list[list], work) -> list:
-    """Run ``work(group, socket)`` in threads, each over its own multiplexed OpenSSH connection."""
+    """Run ``await work(group, master)`` for each group, each over its own multiplexed OpenSSH connection."""
     masters = await asyncio.gather(*(session.openssh.open_master() for _ in groups))
     try:
-        return await asyncio.gather(*(asyncio.to_thread(work, g, m.socket) for g, m in zip(groups, masters,
-                                                                                            strict=True)))
+        return await asyncio.gather(*(work(g, m) for g, m in zip(groups, masters, strict=True)))
     finally:  # the lead connection still answers the folder's hashes
         await asyncio.gather(*(m.stop() for m in masters if not session.openssh.owns(m)))
 
@@ -180,19 +179,33 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
         return await asyncio.to_thread(_sftp_small_get, session, root, dest, small, totals, sink)
     groups = _groups(small, lambda e: e.size, _tar_streams(small, lambda e: e.size))
 
-    def fetch(group: list[Entry], socket) -> dict[str, str]:
+    def fetch(group: list[Entry], socket, early: EarlyTar | None) -> dict[str, str]:
         key = f"tar:{id(group)}"
 
         def progress(nbytes: int) -> None:
             totals.live[key] = nbytes
             totals.report(sink)
 
-        hashes = tar_get(session, root, dest, group, progress, socket)
+        hashes = tar_get(session, root, dest, group, progress, socket, early)
         totals.live.pop(key, None)
         totals.add(sum(e.size for e in group), sink)
         return hashes
 
-    results = await _over_masters(session, groups, fetch)
+    async def over(group: list[Entry], master) -> dict[str, str]:
+        # the channel this connection opened at login on the folder's path saves a new channel's round trips
+        early = master.take_early()
+        if early is None or early[0].returncode is not None:
+            if early is not None:
+                os.close(early[1])
+            return await asyncio.to_thread(fetch, group, master.socket, None)
+        proc, sent = await EarlyTar.ask(early, [e.rel for e in group])
+        try:
+            return await asyncio.to_thread(fetch, group, master.socket, proc)
+        finally:
+            sent.cancel()  # done by now, unless the stream failed before reading every name
+            await asyncio.gather(sent, return_exceptions=True)
+
+    results = await _over_masters(session, groups, over)
     return {rel: digest for result in results for rel, digest in result.items()}
 
 
@@ -305,8 +318,9 @@ async def _small_uploads(session: SshSession, root: Path, remote_root: str, smal
         return await asyncio.to_thread(_sftp_small_put, session, root, remote_root, small, totals, sink)
     groups = _groups(small, lambda item: item[1].st_size, _tar_streams(small, lambda item: item[1].st_size))
     groups = groups or [[]]
-    results = await _over_masters(session, groups, lambda group, socket: _tar_put(
-        session, root, remote_root, group, folders if group is groups[0] else [], totals, sink, socket))
+    results = await _over_masters(session, groups, lambda group, master: asyncio.to_thread(
+        _tar_put, session, root, remote_root, group, folders if group is groups[0] else [], totals, sink,
+        master.socket))
     return {rel: digest for result in results for rel, digest in result.items()}
 
 

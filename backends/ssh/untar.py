@@ -18,6 +18,7 @@ the stream is read with ``tarfile`` as before.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import functools
 import hashlib
@@ -62,17 +63,24 @@ def safe_rel(rel: str) -> str:
     return rel
 
 
-def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket) -> dict[str, str]:
+def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket,
+            early: EarlyTar | None = None) -> dict[str, str]:
     """Fetch ``small`` (files under ``root``) over one connection; returns {rel: sha256}.
 
-    ``progress(nbytes)`` is called as file bytes arrive (from this thread).
+    ``progress(nbytes)`` is called as file bytes arrive (from this thread). With ``early``, the stream
+    comes over the channel the connection opened at login (``scripts.READ_RANGES`` turned into tar),
+    already asked for on the event loop; else over a new channel.
     """
-    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
-    request = scripts.many_names(root, [e.rel for e in small])
-    proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            **child_kwargs())
-    feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
-    feeder.start()
+    feeder = None
+    if early is not None:
+        proc = early
+    else:
+        argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
+        request = scripts.many_names(root, [e.rel for e in small])
+        proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, **child_kwargs())
+        feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
+        feeder.start()
     tar = native_tar()
     try:
         if tar:
@@ -81,7 +89,8 @@ def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket
             hashes = _unpack_python(proc, dest, small, progress, session.target.host)
     finally:
         proc.stdout.close()
-        feeder.join()
+        if feeder is not None:
+            feeder.join()
         status = proc.wait()
     if status != 0:
         raise ssh_error(proc.stderr.read().decode("utf-8", "replace"), session.target)
@@ -90,6 +99,45 @@ def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket
         raise TransferError(f"{len(missing)} files did not arrive (for example {missing[0]}); they may have been "
                             "removed on the server meanwhile. Run again with --sync.")
     return hashes
+
+
+class EarlyTar:
+    """A connection's early channel (an asyncio process on the event loop) as the unpacking thread sees a
+    ``Popen``: its output is a plain pipe, its status and stderr are asked of the loop."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, read_end: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._proc, self._loop = proc, loop
+        self.stdout = open(read_end, "rb", buffering=0)  # noqa: SIM115 - closed by tar_get
+        self.stderr = self
+
+    @classmethod
+    async def ask(cls, early: tuple[asyncio.subprocess.Process, int],
+                  rels: list[str]) -> tuple[EarlyTar, asyncio.Future]:
+        """Send the tar request down the early channel; the future ends when the names are all written."""
+        proc, read_end = early
+
+        async def send() -> None:
+            try:
+                proc.stdin.write(scripts.tar_request(rels))
+                await proc.stdin.drain()
+                proc.stdin.close()
+            except (ConnectionError, OSError):
+                pass  # the channel ended: its status and stderr say why
+
+        return cls(proc, read_end, asyncio.get_running_loop()), asyncio.ensure_future(send())
+
+    def _on_loop(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def wait(self) -> int:
+        return self._on_loop(self._proc.wait())
+
+    def read(self) -> bytes:
+        """stderr (``self.stderr`` is this object)."""
+        return self._on_loop(self._proc.stderr.read())
+
+    def kill(self) -> None:
+        self._loop.call_soon_threadsafe(lambda: self._proc.returncode is None and self._proc.kill())
 
 
 def _feed(proc: subprocess.Popen, data: bytes) -> None:

@@ -68,6 +68,18 @@ def test_folder_download_streams_small_files_and_keeps_modes_and_times(sshd, rem
     assert spent < 120  # one round trip per file would be far slower; the real figure is in the benchmark
 
 
+def test_folder_download_turns_every_logins_first_channel_into_a_tar_stream(sshd, remote_tree, tmp_path,
+                                                                           ferry_home):
+    # four streams: every connection logs in with a range reader open on the path (a download's first
+    # channel), and each of the four tar streams is asked for down one of those, odd names included
+    proc = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), "--streams", "4", "--json",
+                    env_home=ferry_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digest(tmp_path / "run42") == tree_digest(remote_tree)
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
+    assert not (sshd.home / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
 def test_folder_sync_skips_what_is_already_there(sshd, remote_tree, tmp_path, ferry_home):
     first = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), env_home=ferry_home,
                      timeout=300)
