@@ -13,6 +13,7 @@ it: a folder, an upload, an SFTP-only account, a password, or a host key to ask 
 from __future__ import annotations
 
 import asyncio
+import zlib
 
 from ..errors import TransferError
 from . import scripts
@@ -76,15 +77,36 @@ class Metadata:
 
     async def _read_listing(self, root: str) -> None:
         """A folder's stat is followed by its listing (``scripts.STAT_EACH``), kept for ``listing``."""
-        records = []
         try:
-            while not (record := (await self.proc.stdout.readuntil(b"\0"))[:-1]).startswith(b"END "):
-                records.append(record)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            first = (await self.proc.stdout.readuntil(b"\0"))[:-1]
+            records = await self._gzipped_records() if first == b"GZ" else await self._plain_records(first)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, zlib.error, ValueError):
             self._listings[root] = None  # the channel broke: the walk asks again over a fresh one
             await self.close()  # and the next stat opens a fresh channel instead of writing to this one
             return
-        self._listings[root] = scripts.tree_answer(records) if record == b"END 0" else None
+        end = records.pop()
+        self._listings[root] = scripts.tree_answer(records) if end == b"END 0" else None
+
+    async def _plain_records(self, record: bytes) -> list[bytes]:
+        records = [record]
+        while not record.startswith(b"END "):
+            record = (await self.proc.stdout.readuntil(b"\0"))[:-1]
+            records.append(record)
+        return records
+
+    async def _gzipped_records(self) -> list[bytes]:
+        """The records from one gzip member; nothing may follow it (the server waits for the next path)."""
+        inflate = zlib.decompressobj(wbits=31)
+        data = bytearray()
+        while not inflate.eof:
+            chunk = await self.proc.stdout.read(1 << 16)
+            if not chunk:
+                raise ValueError("the listing ended early")
+            data += inflate.decompress(chunk)
+        records = bytes(data).split(b"\0")
+        if inflate.unused_data or records.pop() != b"" or not records or not records[-1].startswith(b"END "):
+            raise ValueError("a malformed listing")
+        return records
 
     def listing(self, root: str) -> list[Entry] | None:
         """Everything under ``root`` as its stat listed it; None when it could not (no GNU find there)."""

@@ -41,7 +41,9 @@ _FIND_TREE = "find -L . -mindepth 1 \\( -type f -o -type d \\) -printf '%y %s %T
 # for each path line in: "FERRY-STAT MODE_HEX SIZE MTIME" (symlinks followed) then the login folder and a NUL,
 # "FERRY-NONE" when there is no such file, or "FERRY-ERR MESSAGE". A folder's answer goes on with its listing
 # (``_FIND_TREE`` records, then "END STATUS" and a NUL; a record never starts with "END": its first field is
-# f or d): a folder download needs it next, and this saves the round trips of another channel. GNU and
+# f or d): a folder download needs it next, and this saves the round trips of another channel. Where the
+# server has gzip, a "GZ" record comes first and the rest arrives as one gzip member (``gzip -1``: 2,000
+# files' 100 KB listing is 21 KB, two round trips fewer of slow start on a fresh connection). GNU and
 # BusyBox stat take -c; BSD's (no -c, tried on "/") takes -f, with %Xp for the mode in hex. One channel
 # answers a job's stats, one round trip each.
 STAT_EACH = (
@@ -49,7 +51,9 @@ STAT_EACH = (
     'while IFS= read -r p; do f=$(printf "$p."); f=${f%.}; '
     'if [ -n "$g" ]; then m=$(stat -L -c "%f %s %Y" -- "$f" 2>&1); else m=$(stat -L -f "%Xp %z %m" "$f" 2>&1); fi; '
     'r=$?; if [ "$r" -eq 0 ]; then printf "FERRY-STAT %s\\n%s\\0" "$m" "$PWD"; '
-    'if [ -d "$f" ]; then (cd "$f" && exec ' + _FIND_TREE + ') 2>/dev/null; printf "END %s\\0" "$?"; fi; '
+    'if [ -d "$f" ]; then if command -v gzip >/dev/null 2>&1; then printf "GZ\\0"; '
+    '{ (cd "$f" && exec ' + _FIND_TREE + ') 2>/dev/null; printf "END %s\\0" "$?"; } | gzip -1; '
+    'else (cd "$f" && exec ' + _FIND_TREE + ') 2>/dev/null; printf "END %s\\0" "$?"; fi; fi; '
     'else case $m in *"No such file"*) printf "FERRY-NONE\\n";; '
     '*) printf "FERRY-ERR %s\\n" "$(printf %s "$m" | tr "\\n" " ")";; esac; fi; done'
 )
