@@ -44,6 +44,13 @@ def format_rate(bytes_per_second: float) -> str:
     return f"{mbit / 1000:.2f} Gbit/s" if mbit >= 1000 else f"{mbit:.0f} Mbit/s" if mbit >= 10 else f"{mbit:.1f} Mbit/s"
 
 
+def format_ms(ms: float | None) -> str:
+    """A round trip: whole milliseconds on a WAN, two significant digits on a LAN (loopback is ~0.01 ms, not 0)."""
+    if ms is None:
+        return "?"
+    return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms" if ms >= 1 else f"{ms:.2g} ms"
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "--"

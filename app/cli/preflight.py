@@ -13,6 +13,7 @@ import json
 import sys
 import time
 
+from app.units import format_ms
 from backends.base import TransferOptions
 
 from .copy import add_ssh_arguments, backend_options, parse_streams
@@ -112,7 +113,8 @@ def _show(result: dict, as_json: bool) -> int:
     rtt = result["rtt"]
     sweep = "  ".join(f"{n}: {v:.0f}" for n, v in result["sweep"].items())
     print(f"Path to {result['host']} ({result['backend']}), measured in {result['seconds']:.1f} s")
-    print(f"  Round trip    {rtt['min_ms']} ms (median {rtt['median_ms']}, jitter {rtt['jitter_ms']} ms)")
+    print(f"  Round trip    {format_ms(rtt['min_ms'])} (median {format_ms(rtt['median_ms'])}, jitter "
+          f"{format_ms(rtt['jitter_ms'])})")
     print(f"  Sweep         streams: Mbit/s  {sweep}")
     print(f"  Bottleneck    about {result['bottleneck_mbps']:.0f} Mbit/s; bandwidth-delay product "
           f"{result['bdp_bytes'] / 1e6:.1f} MB")

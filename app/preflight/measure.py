@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from app.units import format_ms
 from backends.base import TransferOptions
 from backends.errors import BadRequest, TransferError, Unreachable
 from backends.netprobe import connect_time
@@ -90,7 +91,8 @@ async def measure(backend, url: str, options: TransferOptions, *, quick: bool = 
     host, port = endpoint(url)
     say(Progress("rtt", f"Measuring round trips to {host}…"))
     rtt = await round_trips(host, port, 3 if quick else 6)
-    say(Progress("rtt", f"Round trip {rtt.min_ms:.1f} ms (median {rtt.median_ms:.1f}, jitter {rtt.jitter_ms:.1f})",
+    say(Progress("rtt", f"Round trip {format_ms(rtt.min_ms)} (median {format_ms(rtt.median_ms)}, jitter "
+                        f"{format_ms(rtt.jitter_ms)})",
                  rtt=rtt))
     step = step_seconds(rtt.min_ms, quick)
     counts = [n for n in COUNTS if n <= max_streams] or [1]

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from html import escape
 
-from app.units import format_bytes
+from app.units import format_bytes, format_ms
 
 from . import charts
 from .gather import ReportData, SiteSummary, Transfer
@@ -70,7 +70,7 @@ def _transfer_row(t: Transfer) -> str:
     details = [escape(n) for n in t.notes]
     details.append("TCP: " + escape(_tcp_used(t.tcp)))
     if t.rtt_ms:
-        details.append(f"RTT {t.rtt_ms:.1f} ms")
+        details.append(f"RTT {format_ms(t.rtt_ms)}")
     error = escape(t.error) if t.error else ""
     return (
         f"<tr class='{escape(t.outcome)}' data-id='{t.id}'>"

@@ -7,7 +7,7 @@ import html
 from PySide6.QtWidgets import QTextBrowser
 
 from app.engine import JobState, JobView
-from app.units import format_bytes, format_duration, format_rate
+from app.units import format_bytes, format_duration, format_ms, format_rate
 
 REMEDIES = {
     "not-found": "Check the address: the file may have moved or been renamed on the server.",
@@ -48,7 +48,7 @@ def render(view: JobView | None) -> str:
             ("Verified", ("yes — " if result.get("verified") else "no — ") + (result.get("verify_method") or "")),
         ]
         if result.get("rtt_ms"):
-            rows.append(("Round trip", f"{result['rtt_ms']:.1f} ms"))
+            rows.append(("Round trip", format_ms(result["rtt_ms"])))
         if result.get("restarts"):
             rows.append(("Restarts", f"{result['restarts']} (the file changed on the server)"))
     if view.attempts:

@@ -31,6 +31,7 @@ from app.preflight import apply_to_site
 from app.preflight.recommend import streams_phrase
 from app.sites import Site
 from app.store import Store
+from app.units import format_ms
 from backends.base import TransferOptions
 
 OTHER = "Another address…"
@@ -222,7 +223,8 @@ class AdvicePage(QWizardPage):
         rtt = r.get("rtt") or {}
         n = r.get("recommended_streams")
         rows = [
-            ("Round trip", f"{rtt.get('min_ms')} ms (median {rtt.get('median_ms')}, jitter {rtt.get('jitter_ms')})"),
+            ("Round trip", f"{format_ms(rtt.get('min_ms'))} (median {format_ms(rtt.get('median_ms'))}, "
+                           f"jitter {format_ms(rtt.get('jitter_ms'))})"),
             ("Bottleneck", f"about {r.get('bottleneck_mbps', 0):.0f} Mbit/s"),
             ("Bandwidth-delay product", f"{(r.get('bdp_bytes') or 0) / 1e6:.1f} MB"),
             ("Loss", r.get("loss_note", "")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.engine.routes import resolve_destination
-from app.units import format_bytes, format_duration, format_rate, parse_rate
+from app.units import format_bytes, format_duration, format_ms, format_rate, parse_rate
 from backends.checksums import parse_checksum, parse_sidecar
 from backends.errors import BadRequest
 from backends.https.address import validate_url
@@ -77,3 +77,8 @@ def test_formatting():
     assert format_bytes(1536) == "1.5 KiB" and format_bytes(None) == "?"
     assert format_rate(125e6) == "1.00 Gbit/s" and format_rate(12.5e6) == "100 Mbit/s"
     assert format_duration(59) == "59s" and format_duration(3700) == "1h01m" and format_duration(None) == "--"
+
+
+def test_round_trips_read_as_people_expect_on_a_wan_and_a_lan():
+    assert format_ms(48.7) == "49 ms" and format_ms(2.44) == "2.4 ms" and format_ms(None) == "?"
+    assert format_ms(0.004) == "0.004 ms" and format_ms(0.0412) == "0.041 ms"  # never "0.0 ms" on loopback
