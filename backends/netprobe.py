@@ -124,7 +124,7 @@ def kernel_rtt(sock) -> float | None:
     being spawned, imports in another thread): enough to take a LAN for a long path. The kernel
     times the SYN and its answer where they happen.
     """
-    if sock is None or not sys.platform.startswith("linux") or not hasattr(socket, "TCP_INFO"):
+    if sock is None or not _KERNEL_RTT:
         return None
     try:
         raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -27,6 +26,7 @@ from ..partfile import PartFile
 from ..ratelimit import RateLimit
 from ..tuner import StreamTuner
 from ..urls import redact
+from .address import validate_url
 from .identity import RangesIgnored, Validators, unsatisfied_size
 from .session import map_error, status_error
 
@@ -67,8 +67,7 @@ class RangedFetch(ParallelTransfer):
             self._identified.set()
         self._first_offset = chunks.pending_start()
         if tuner and rtt_s is None:
-            parts = urlsplit(url)
-            rtt = answered_rtt(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+            rtt = answered_rtt(*validate_url(url))
             if rtt:  # the handshake begun when the job was checked has its answer: open the right count at once
                 self.rtt_s = rtt
                 self.target = tuner.start_for_rtt(rtt)
@@ -83,8 +82,7 @@ class RangedFetch(ParallelTransfer):
         return []
 
     async def path_rtt(self) -> float | None:
-        parts = urlsplit(self.url)
-        return await connect_time(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        return await connect_time(*validate_url(self.url))
 
     async def _measure_rtt(self) -> None:
         rtt = await self.path_rtt()

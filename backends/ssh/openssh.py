@@ -265,8 +265,12 @@ class Master:
         self.early = (proc, read_end)
 
     def take_early(self) -> tuple[asyncio.subprocess.Process, int] | None:
-        """The channel ``start_early`` began (its process, the read end of its output), once."""
+        """The channel ``start_early`` began (its process, the read end of its output), once, if it still runs
+        (one that ended has its pipe closed here)."""
         early, self.early = self.early, None
+        if early is not None and early[0].returncode is not None:
+            os.close(early[1])
+            return None
         return early
 
     async def run(self, command: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, bytes, bytes]:
@@ -291,8 +295,7 @@ class Master:
         early = self.take_early()
         if early is not None:
             os.close(early[1])
-            if early[0].returncode is None:
-                early[0].kill()
+            early[0].kill()
             await early[0].wait()
         if self.proc:
             await self.proc.wait()

@@ -109,11 +109,9 @@ class _Reader:
             if self.ahead is not None:
                 self.ahead.sent = False  # asked on a channel that is gone
             early = self.master.take_early()
-            if early is not None and early[0].returncode is None:  # started at login, path already sent
+            if early is not None:  # started at login, path already sent
                 self.proc, self.out = early[0], PipeSource(early[1])
                 return self.proc
-            if early is not None:
-                os.close(early[1])
             read_end, write_end = os.pipe()
             try:
                 self.proc = await self.master.channel(scripts.command(scripts.READ_RANGES, BLOCK), stdout=write_end)

@@ -194,9 +194,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
     async def over(group: list[Entry], master) -> dict[str, str]:
         # the channel this connection opened at login on the folder's path saves a new channel's round trips
         early = master.take_early()
-        if early is None or early[0].returncode is not None:
-            if early is not None:
-                os.close(early[1])
+        if early is None:
             return await asyncio.to_thread(fetch, group, master.socket, None)
         proc, sent = await EarlyTar.ask(early, [e.rel for e in group])
         try:
