@@ -10,8 +10,8 @@ An anonymous globus-gridftp-server runs on host b; host a fetches a 1 GiB file:
   sha256 and Ferry's) next to bare ``-p 8 -verify-checksum -checksum-alg SHA256``;
 * Ferry ``--streams auto`` with a fresh data folder (no benchmark log yet).
 
-Figures are size / wall time of the whole command (``wanem exec`` included for both). Ferry's
-modules are byte-compiled first, as a regular install does. ``--loopback`` adds the unshaped
+Figures are size / wall time of the whole command (started with ``ip netns exec`` on the emulated
+host, for both). Ferry's modules are byte-compiled first, as a regular install does. ``--loopback`` adds the unshaped
 loopback, where this VM's disk and CPU make runs vary by 2× and the figures mean little.
 
     sudo .venv/bin/python tests/bench/gridftp_wan.py [--rounds 2] [--write docs/benchmarks.md]
