@@ -195,7 +195,8 @@ class ParallelTransfer:
                 self.tuner.rtt_s = self.rtt_s or self.tuner.rtt_s
                 if self.tuner.wants_loaded_rtt(now):
                     self._rtt_sample = asyncio.ensure_future(self._sample_rtt(self.tuner))
-                self.target = self.tuner.observe(now, self.moved)
+                left = self.chunks.size - self.chunks.bytes_done if self.chunks.size_known else None
+                self.target = self.tuner.observe(now, self.moved, left)
             want = self.target - len(self._workers)
             if want > 0 and self.chunks.pending_bytes >= MIN_LEASE:
                 self._spawn(min(want, self.chunks.pending_bytes // MIN_LEASE))

@@ -39,6 +39,18 @@ MAX_STRETCH = 2.0
 QUEUE_HINT = 1.1
 #: the longest a first step waits out slow start (0.8 s: 16 RTT at 50 ms; at 100 ms growth must not wait longer)
 FIRST_STEP_CAP = 0.8
+#: once settled, the tuner keeps watching: a rate that falls below this share of the best it showed since means
+#: the verdict was taken on a transient. Loss-bound streams run at their slow-start top for seconds before their
+#: first losses bring each down to its share (traced at 100 ms / 1e-3: 16 SSH streams at 830-990 Mbit/s for 5 s,
+#: then 810, 790, 670 ... 530 over the next 6 s, where 32 would have held the link)
+DECAY = 0.8
+#: the settled rate is judged over windows this long (at least ``WATCH_RTTS`` round trips)
+WATCH_SECONDS = 1.0
+WATCH_RTTS = 10
+#: more streams are tried again only while at least this much transfer time is left (new SSH logins take 1-2 s
+#: at 100 ms before they carry data)
+REOPEN_LEFT_SECONDS = 3.0
+MAX_REOPENS = 3
 
 
 def initial_streams(rtt_s: float | None, size: int | None, maximum: int, min_bytes_per_stream: int) -> int:
@@ -75,6 +87,10 @@ class StreamTuner:
         self._rtt_pending = False  # a round trip under load asked for and not answered yet
         self._rtt_answers = 0
         self.full_link = False  # settled because the path's queue was filling, not by a doubling's verdict
+        self.reopens = 0  # times a settled count was doubled again because the rate fell (``_watch_settled``)
+        self._watch: list[tuple[float, int]] = []  # (time, bytes) since settling
+        self._best = 0.0  # the best windowed rate since settling
+        self._decayed_at: float | None = None  # when the rate was seen to fall; a loaded round trip decides
 
     def start_for_rtt(self, rtt_s: float) -> int:
         """A round trip measured before any data: a long path starts with more streams, a LAN with fewer
@@ -103,6 +119,11 @@ class StreamTuner:
         the step's second half (the queue builds only once the streams have left slow start), one sample
         at a time, ``LOAD_SAMPLES`` at most.
         """
+        if self.settled and self._decayed_at is not None and not self._rtt_pending and self.rtt_s:
+            if self._rtt_answers >= LOAD_SAMPLES:
+                return False
+            self._rtt_pending = True  # the rate fell: is the link full (others share it now) or not?
+            return True
         if self.settled or self._rtt_pending or self._step_began is None or not self.rtt_s:
             return False
         elapsed = now - self._step_began
@@ -124,10 +145,11 @@ class StreamTuner:
         first = min(self.first_step_rtts * self.rtt_s, FIRST_STEP_CAP)
         return self.step_seconds if self.history else max(self.step_seconds, first)
 
-    def observe(self, now: float, total_bytes: int) -> int:
-        """Feed the running byte count; returns how many streams should be running."""
+    def observe(self, now: float, total_bytes: int, left_bytes: int | None = None) -> int:
+        """Feed the running byte count (and, when known, how many bytes are still to move);
+        returns how many streams should be running."""
         if self.settled:
-            return self.streams
+            return self._watch_settled(now, total_bytes, left_bytes)
         if self._step_began is None:
             if total_bytes == 0:
                 return self.streams  # the clock starts with the first byte, not the handshakes
@@ -148,21 +170,67 @@ class StreamTuner:
             (n0, r0), (n1, r1) = self.history[-2], self.history[-1]
             fair_share = r0 / n0 if n0 else 0.0
             if r1 - r0 < GAIN * fair_share * (n1 - n0):
-                self.settled = True  # the knee: more streams no longer pay
+                self._settle(now, total_bytes, rate)  # the knee: more streams no longer pay
                 if r1 < r0 and self.rtt_s < LAN_RTT:
                     # on a LAN the ends are CPU-bound (a cipher per stream): back to the last count. On a long
                     # path a slower step is new streams still in slow start, not a verdict on them.
                     self.streams = n0
                 return self.streams
         if self._loaded_rtt is not None and self._loaded_rtt >= QUEUE_GROWTH * self.rtt_s:
-            self.settled = self.full_link = True  # the link is full: another doubling could only share it
+            self._settle(now, total_bytes, rate)
+            self.full_link = True  # the link is full: another doubling could only share it
             return self.streams
+        return self._double(now, total_bytes)
+
+    def _double(self, now: float, total_bytes: int) -> int:
         self.streams = min(self.maximum, self.streams * 2)
         self.settled = self.streams >= self.maximum
         self._step_began = now
         self._samples = [(now, total_bytes)]
         self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
         return self.streams
+
+    def _settle(self, now: float, total_bytes: int, rate: float) -> None:
+        self.settled = True
+        self._watch, self._best, self._decayed_at = [(now, total_bytes)], rate, None
+        self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
+
+    def _watch_settled(self, now: float, total_bytes: int, left_bytes: int | None) -> int:
+        """A settled count is doubled again when the rate falls well below its best since (``DECAY``), while
+        enough is left to move, unless a round trip under load says the link is full: then the streams are
+        sharing it with someone else's traffic and more of them would only push that aside."""
+        if self.streams >= self.maximum or self.reopens >= MAX_REOPENS or self.rtt_s < LAN_RTT or not self._watch:
+            return self.streams  # (on a LAN a slower second is the disk or the CPU, never a window)
+        self._watch.append((now, total_bytes))
+        window = max(WATCH_SECONDS, WATCH_RTTS * self.rtt_s)
+        while len(self._watch) > 2 and self._watch[1][0] <= now - window:
+            self._watch.pop(0)
+        (t0, b0), (t1, b1) = self._watch[0], self._watch[-1]
+        if t1 - t0 < window:
+            return self.streams
+        rate = (b1 - b0) / (t1 - t0)
+        if self._decayed_at is None:
+            self._best = max(self._best, rate)
+            enough_left = left_bytes is None or left_bytes >= rate * REOPEN_LEFT_SECONDS
+            if rate < DECAY * self._best and enough_left:
+                self._decayed_at = now  # ask the path's round trip under load first (``wants_loaded_rtt``)
+                self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
+            return self.streams
+        if self._rtt_answers < LOAD_SAMPLES and now - self._decayed_at < (LOAD_SAMPLES + ANSWER_WAIT_RTTS) * self.rtt_s:
+            return self.streams  # the round trips asked are on their way
+        if self._loaded_rtt is not None and self._loaded_rtt >= QUEUE_GROWTH * self.rtt_s:
+            self._best, self._decayed_at = rate, None  # a full link, shared now: this is the new level
+            return self.streams
+        self.reopens += 1
+        # the next verdict weighs the doubling against the level the rate fell to: the window's last quarter
+        # (the whole window still holds some of the old top, against which any doubling looks too small)
+        recent = [(t, b) for t, b in self._watch if t >= now - window / 4]
+        if len(recent) >= 2 and recent[-1][0] > recent[0][0]:
+            rate = (recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0])
+        self.history.append((self.streams, rate))
+        self.full_link = False
+        self._watch, self._decayed_at = [], None
+        return self._double(now, total_bytes)
 
     def _queue_building(self) -> bool:
         return self._loaded_rtt is not None and self._loaded_rtt >= QUEUE_HINT * self.rtt_s

@@ -268,3 +268,63 @@ def test_an_unanswered_round_trip_does_not_hold_the_verdict_for_long():
     assert tuner.wants_loaded_rtt(0.35)
     assert tuner.observe(0.42, 50_000_000) == 8  # waiting for the answer
     assert tuner.observe(0.56, 70_000_000) == 16  # three round trips past the step: decided without it
+
+
+def run_changing(tuner: StreamTuner, per_stream, link, base_rtt: float, queue_rtt: float, seconds: float = 20.0,
+                 size: float | None = None, dt: float = 0.1) -> int:
+    """Like ``run_with_queue`` on a path that changes: ``per_stream(t)`` and ``link(t)`` in B/s; ``size``: the
+    file's, so the tuner is told how much is left."""
+    t, total = 0.0, 0.0
+    streams = tuner.streams
+    while t < seconds and (size is None or total < size):
+        t += dt
+        total += min(link(t), streams * per_stream(t)) * dt
+        if tuner.wants_loaded_rtt(t):
+            tuner.loaded_rtt(queue_rtt if streams * per_stream(t) >= link(t) else base_rtt)
+        streams = tuner.observe(t, int(total), None if size is None else max(0, int(size - total)))
+    return streams
+
+
+def _after(when: float, before: float, after: float):
+    return lambda t: before if t < when else after
+
+
+def test_a_count_settled_on_a_transient_is_doubled_again_when_the_rate_falls():
+    # 100 ms, 1e-3: streams run at their slow-start top (8 fill the link, the queue shows) until their first
+    # losses bring each down to ~32 Mbit/s; the count judged on the top would hold half the link
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.1, first_step_rtts=16)
+    final = run_changing(tuner, per_stream=_after(4.0, 16e6, 4e6), link=lambda t: 125e6, base_rtt=0.1,
+                         queue_rtt=0.14)
+    assert tuner.reopens >= 1 and final >= 32
+    assert any(n == 8 for n, _ in tuner.history)  # the fall is in the record the job reports
+
+
+def test_a_steady_rate_after_settling_keeps_the_count():
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
+    assert run_changing(tuner, per_stream=lambda t: 19e6, link=lambda t: 125e6, base_rtt=0.05,
+                        queue_rtt=0.085, seconds=30) == 8
+    assert tuner.reopens == 0 and tuner.full_link
+
+
+def test_a_fall_on_a_full_link_is_shared_traffic_not_a_reason_for_more_streams():
+    # someone else's transfer takes half the bottleneck: the queue stays full, so the count stays
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.05, first_step_rtts=16)
+    assert run_changing(tuner, per_stream=lambda t: 19e6, link=_after(5.0, 125e6, 60e6), base_rtt=0.05,
+                        queue_rtt=0.085) == 8
+    assert tuner.reopens == 0
+
+
+def test_no_more_streams_when_little_is_left():
+    # the same fall as above, but the file ends within three seconds of it at the fallen rate
+    tuner = StreamTuner(start=8, maximum=64, rtt_s=0.1, first_step_rtts=16)
+    run_changing(tuner, per_stream=_after(4.0, 16e6, 4e6), link=lambda t: 125e6, base_rtt=0.1, queue_rtt=0.14,
+                 size=4.0 * 125e6 + 1.5 * 32e6)
+    assert tuner.reopens == 0
+
+
+def test_a_lan_never_reopens():
+    # on a LAN a slower second is the disk or the CPU: more streams would only cost more CPU
+    tuner = StreamTuner(start=1, maximum=64, rtt_s=0.0005)
+    run_changing(tuner, per_stream=_after(3.0, 400e6, 100e6), link=lambda t: 1.25e9, base_rtt=0.0005,
+                 queue_rtt=0.0005)
+    assert tuner.reopens == 0
