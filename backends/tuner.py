@@ -5,6 +5,8 @@ On a long path one TCP stream is capped by its window (window / RTT) and by loss
 full. So the tuner starts with a guess from the round-trip time, then doubles
 the stream count while the aggregate rate keeps growing with it, and stops at the
 knee: when the streams just added brought less than half of their fair share.
+It keeps watching after that: a rate that falls well below its best on a path without a
+queue means the knee was judged on a transient, and the doubling goes on.
 aria2 stops at 16 whatever the path; the tuner may go to 64.
 
 Pure logic (times and byte counts in, a stream count out), so it is unit-tested
