@@ -189,13 +189,17 @@ class StreamTuner:
         self.settled = self.streams >= self.maximum
         self._step_began = now
         self._samples = [(now, total_bytes)]
-        self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
+        self._forget_rtt()
         return self.streams
+
+    def _forget_rtt(self) -> None:
+        """A new question about the path (a step, a settled count, a fall): earlier answers do not count."""
+        self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
 
     def _settle(self, now: float, total_bytes: int, rate: float) -> None:
         self.settled = True
         self._watch, self._best, self._decayed_at = [(now, total_bytes)], rate, None
-        self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
+        self._forget_rtt()
 
     def _watch_settled(self, now: float, total_bytes: int, left_bytes: int | None) -> int:
         """A settled count is doubled again when the rate falls well below its best since (``DECAY``), while
@@ -216,7 +220,7 @@ class StreamTuner:
             enough_left = left_bytes is None or left_bytes >= rate * REOPEN_LEFT_SECONDS
             if rate < DECAY * self._best and enough_left:
                 self._decayed_at = now  # ask the path's round trip under load first (``wants_loaded_rtt``)
-                self._loaded_rtt, self._rtt_pending, self._rtt_answers = None, False, 0
+                self._forget_rtt()
             return self.streams
         if self._rtt_answers < LOAD_SAMPLES and now - self._decayed_at < (LOAD_SAMPLES + ANSWER_WAIT_RTTS) * self.rtt_s:
             return self.streams  # the round trips asked are on their way

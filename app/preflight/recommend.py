@@ -72,13 +72,13 @@ class RttStats:
         return sum(abs(a - b) for a, b in zip(s, s[1:], strict=False)) / (len(s) - 1)
 
     def to_dict(self) -> dict:
-        # Microseconds (the kernel's resolution): a loopback round trip of 4 µs is not 0.
-        return {"samples_ms": [round(x, 3) for x in self.samples_ms], "min_ms": _r(self.min_ms, 3),
-                "median_ms": _r(self.median_ms, 3), "jitter_ms": _r(self.jitter_ms, 3)}
+        return {"samples_ms": [_ms(x) for x in self.samples_ms], "min_ms": _ms(self.min_ms),
+                "median_ms": _ms(self.median_ms), "jitter_ms": _ms(self.jitter_ms)}
 
 
-def _r(x: float | None, digits: int = 2) -> float | None:
-    return round(x, digits) if x is not None else None
+def _ms(x: float | None) -> float | None:
+    """Milliseconds to the microsecond (the kernel's resolution): a loopback round trip of 4 µs is not 0."""
+    return round(x, 3) if x is not None else None
 
 
 def flattened(sweep: list[SweepPoint]) -> bool:
@@ -153,7 +153,7 @@ class Analysis:
         return {
             "url": self.url, "backend": self.backend, "host": self.host,
             "measured_at": self.measured_at, "seconds": round(self.seconds, 2),
-            "rtt_ms": _r(self.rtt.min_ms, 3), "rtt": self.rtt.to_dict(),
+            "rtt_ms": _ms(self.rtt.min_ms), "rtt": self.rtt.to_dict(),
             "sweep": {str(p.streams): round(p.mbps, 1) for p in self.sweep},
             "bottleneck_mbps": round(self.bottleneck_mbps, 1),
             "loss_estimate": self.loss_estimate, "loss_note": self.loss_note,
