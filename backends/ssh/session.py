@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 SMALL_FILE = 4 * 1024 * 1024
 #: a listing or a hash of a whole folder may take a while on a slow disk
 LONG_COMMAND = 3600.0
+#: from this round trip on, ``auto`` starts with several waves of logins (they queue for the handshake slots):
+#: at 100 ms / 0.1 % loss one TCP connection settles at ~30 Mbit/s, so the first wave of 8 fills a third of
+#: 1 Gbit/s and the tuner's verdict on doubling it came ~3 s into the transfer; 1 GiB measured ~620 Mbit/s with
+#: ``auto`` from 8 against ~700 with 32 or 48 streams from the start (docs/benchmarks.md)
+LONG_PATH_RTT = 0.08
+LONG_PATH_WAVES = 4
 
 
 def _first_streams(transfer: TransferOptions, options: SshOptions) -> int:
@@ -45,13 +51,14 @@ def _auto_streams(rtt_s: float | None, size: int | None, transfer: TransferOptio
     """Where ``auto`` starts. On a LAN (under 2 ms) one TCP window is never the limit, ssh's cipher is, one
     core per stream on both ends: start with one stream and let the tuner add a second only if it pays
     (on this 2-core machine four streams over loopback were 35 % slower than one, measured). Otherwise
-    the shared table, capped by the logins that may run at once."""
+    the shared table, capped by the logins that may run at once (four waves of them from 80 ms on)."""
     if transfer.initial_streams:
         return transfer.initial_streams
     if rtt_s is not None and rtt_s < LAN_RTT:
         return 1
     guess = initial_streams(rtt_s, size, transfer.max_streams, SMALL_FILE)
-    return max(1, min(guess, options.max_handshakes))
+    waves = LONG_PATH_WAVES if rtt_s is not None and rtt_s >= LONG_PATH_RTT else 1
+    return max(1, min(guess, options.max_handshakes * waves))
 
 
 def _connect_control(target: Target, options: SshOptions, ask: AskTrust | None) -> Control:
