@@ -25,11 +25,13 @@ from pathlib import Path
 from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..errors import NoSpace as NoSpaceError
 from ..procs import child_argv, child_kwargs, other_process_alive
+from .dialer import Dial, resolve_dial
 from .target import SshOptions, Target, known_hosts_path
 
 # AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
 CIPHERS = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes256-ctr"
 MASTER_WAIT = 30.0
+CONNECT_TIMEOUT = 20
 
 
 @lru_cache(maxsize=4)
@@ -121,6 +123,13 @@ class OpenSsh:
         # waits for its first range: the channel's round trips overlap the stat instead of following it)
         self.early_channel: tuple[str, bytes] | None = None
         self._reaping: set[asyncio.Task] = set()
+        self._dial: asyncio.Future | None = None
+
+    def dial(self) -> asyncio.Future:
+        """How the masters connect (``dialer.py``: Nagle off), asked of ``ssh -G`` once per job."""
+        if self._dial is None:
+            self._dial = asyncio.ensure_future(resolve_dial(self.base_argv(), self.target.alias, CONNECT_TIMEOUT))
+        return self._dial
 
     def base_argv(self) -> list[str]:
         t, o = self.target, self.options
@@ -132,7 +141,7 @@ class OpenSsh:
             "-o", "Compression=no",
             "-o", "IPQoS=throughput",
             "-o", f"Ciphers={CIPHERS}",
-            "-o", "ConnectTimeout=20",
+            "-o", f"ConnectTimeout={CONNECT_TIMEOUT}",
             "-o", "ServerAliveInterval=15",
             "-o", "ServerAliveCountMax=4",
             "-o", "LogLevel=ERROR",
@@ -224,11 +233,12 @@ class Master:
         self.early: tuple[asyncio.subprocess.Process, int] | None = None
 
     async def start(self) -> None:
-        argv = [*self.ssh.base_argv(), "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
+        dial: Dial = await asyncio.shield(self.ssh.dial())
+        argv = [*self.ssh.base_argv(), *dial.argv, "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
                 self.ssh.target.alias]
         self.proc = await asyncio.create_subprocess_exec(
             *child_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            **child_kwargs()
+            env={**os.environ, **dial.env} if dial.env else None, **child_kwargs()
         )
         waited = 0.0
         try:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.nginx import free_port
+
 from .conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
 
@@ -158,6 +160,18 @@ def test_wrong_key_and_wrong_password_are_refused(sshd, remote_big, tmp_path, fe
     proc = labferry("copy", url, str(tmp_path / "y.bin"), "--known-hosts", str(sshd.known_hosts),
                     "--identity", str(stranger), env_home=ferry_home)
     assert_clean_failure(proc, 3, words=("refused the login",))
+
+
+@pytest.mark.parametrize("where", ["refused", "unknown host"])
+def test_a_server_that_cannot_be_reached_is_one_sentence(sshd, tmp_path, ferry_home, where):
+    """The OpenSSH logins connect through Ferry's dialer (Nagle off); its failures read as ssh's own."""
+    if where == "refused":
+        url, words = f"sftp://{sshd.user}@127.0.0.1:{free_port()}/x.bin", ("refused",)
+    else:
+        url, words = f"sftp://{sshd.user}@no-such-host.invalid/x.bin", ("no-such-host.invalid",)
+    proc = labferry("copy", url, str(tmp_path), *sshd.args(), env_home=ferry_home)
+    assert_clean_failure(proc, 4, words=words)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_remote_path_missing(sshd, tmp_path, ferry_home):
