@@ -11,9 +11,9 @@ a master's login 0.63-0.69 s without, 0.56-0.59 s with (the dialer's Python star
 
 It is used only where it changes nothing else: on POSIX, from a Python interpreter (not a
 frozen bundle, whose executable is Ferry itself), and when the user's SSH configuration (as
-``ssh -G`` resolves it, system-wide file included) names no ProxyCommand or ProxyJump, no
-bind address or interface and no address family. The host and port reach the dialer in its
-environment, never in the shell command ssh builds from ProxyCommand.
+``ssh -G`` resolves it, system-wide file included) changes nothing about how ssh connects (no
+ProxyCommand or ProxyJump, bind address, address family, CheckHostIP, ...). The host and port
+reach the dialer in its environment, never in the shell command ssh builds from ProxyCommand.
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 socket.send_fds(socket.socket(fileno=1), [b"\\0"], [sock.fileno()])
 """
 
-#: ``ssh -G`` settings under which ssh must open the connection itself (their default values aside)
+#: ``ssh -G`` settings under which ssh must open the connection itself (their default values aside): a proxy
+#: or jump host, a source address, an address family, canonical names, retried connects, or a host-key check
+#: by IP address (ssh skips it on a connection it did not open)
 OWN_CONNECT = {"proxycommand": "none", "proxyjump": "none", "bindaddress": "", "bindinterface": "",
-               "addressfamily": "any"}
+               "addressfamily": "any", "canonicalizehostname": "false", "connectionattempts": "1",
+               "checkhostip": "no"}
 
 
 @dataclass(frozen=True)

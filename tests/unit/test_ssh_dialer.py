@@ -38,6 +38,9 @@ def test_a_plain_configuration_connects_through_the_dialer():
     "bindaddress 10.0.0.5",
     "bindinterface eth1",
     "addressfamily inet6",
+    "checkhostip yes",
+    "canonicalizehostname yes",
+    "connectionattempts 3",
 ])
 def test_a_configuration_that_shapes_the_connection_is_left_to_ssh(line):
     key = line.split()[0]  # ``ssh -G`` prints each setting once
