@@ -27,6 +27,13 @@ MIN_PROBE_BYTES = 64 * 1024 * 1024
 # run for another protocol does not pay ~0.2 s importing them
 
 
+def _import_aiohttp() -> None:
+    """aiohttp first, its import-time TLS contexts over the lazily read system store (``trust.py``)."""
+    from .trust import import_aiohttp
+
+    import_aiohttp()
+
+
 class HttpsBackend:
     name = "https"
     schemes = ("https", "http")
@@ -52,6 +59,7 @@ class HttpsBackend:
         PartFile(request.dest).discard()
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
+        _import_aiohttp()
         from .address import validate_url
         from .remote import head
         from .session import open_session
@@ -62,6 +70,7 @@ class HttpsBackend:
         return info
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
+        _import_aiohttp()
         from .download import Download
         from .session import open_session
 
@@ -79,6 +88,7 @@ class HttpsBackend:
 
         A server without ranges gets one plain GET: the result then has one stream, whatever was asked.
         """
+        _import_aiohttp()
         from .address import validate_url
         from .probe import RangeStreams
         from .remote import head

@@ -25,6 +25,7 @@ from ..errors import (
     Unreachable,
 )
 from ..urls import redact
+from .trust import lazy_system_folder, verified_context
 
 #: long transfers must never time out as a whole; a silent socket must
 STALL_SECONDS = 30.0
@@ -36,14 +37,12 @@ def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
     """The system's trust store plus, with ``--ca-file``, a lab's own CA; verification off only when asked."""
     if insecure:
         return False
-    if not ca_file:
-        return True  # aiohttp's own verified context, built at its import: building another costs ~25 ms
-    ctx = ssl.create_default_context()
+    if not ca_file and lazy_system_folder() is None:
+        return True  # aiohttp's own verified context, built at its import: building another costs ~45 ms
     try:
-        ctx.load_verify_locations(cafile=ca_file)
+        return verified_context(ca_file)
     except (OSError, ssl.SSLError) as exc:
         raise BadRequest(f"Could not read the CA file {ca_file} ({exc}). Give a PEM file with the lab's CA.") from None
-    return ctx
 
 
 @dataclass
