@@ -40,9 +40,11 @@ def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
     if not ca_file and lazy_system_folder() is None:
         return True  # aiohttp's own verified context, built at its import: building another costs ~45 ms
     try:
-        return verified_context(ca_file)
+        ctx = verified_context(ca_file)
     except (OSError, ssl.SSLError) as exc:
         raise BadRequest(f"Could not read the CA file {ca_file} ({exc}). Give a PEM file with the lab's CA.") from None
+    ctx.set_alpn_protocols(["http/1.1"])  # as aiohttp's own contexts say: the one protocol it speaks
+    return ctx
 
 
 @dataclass
