@@ -110,3 +110,24 @@ def test_folder_upload_with_odd_names(sshd, tmp_path, ferry_home):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["verified"] is True
     assert not (target / "pwned").exists() and not (tmp_path / "pwned").exists() and not (sshd.home / "pwned").exists()
+
+
+def test_folder_upload_into_many_new_folders_over_parallel_tar_streams(sshd, tmp_path, ferry_home):
+    # 1,600 small files (14 MB: four tar streams) in 400 new folders, each folder's four files spread over the
+    # four streams, which unpack side by side on the server: each stream must find (or make) every folder.
+    # While only the first stream carried the folders, GNU tar failed a file whose folder another stream
+    # created between its failed open and its own mkdir
+    local = tmp_path / "run"
+    for i in range(1600):
+        sub = local / f"lane{i // 200}" / f"tile{i // 4:03d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"r{i:04d}.fq").write_bytes(os.urandom(9000))
+    for _ in range(3):
+        target = sshd.home / f"incoming-{time.monotonic_ns()}"
+        target.mkdir()
+        sshd.give(target)
+        proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json",
+                        env_home=ferry_home, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
+        assert tree_digest(target / "run") == tree_digest(local)
