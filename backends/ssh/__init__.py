@@ -149,7 +149,7 @@ class SshBackend:
             remote = remote_join(remote, local.name)
             existing = await asyncio.to_thread(control.stat, remote)
         if local.is_dir():
-            from .tree import upload_tree
+            from .uptree import upload_tree
 
             return await upload_tree(session, local, remote, request.options, sink, _records())
         if existing is not None and not request.options.overwrite and request.options.sync is None:

@@ -72,6 +72,13 @@ SHA256_MANY = (
 )
 # everything under a folder in one round trip (``_FIND_TREE``)
 LIST_TREE = _PATH + '; cd "$f" || exit 91; exec ' + _FIND_TREE
+# each line in: "MODE STAMP PATH" (octal mode and ``touch -t`` time, in UTC, as Ferry formats them; the path
+# encoded): the folders' own mode and time, set once every file is in them (a read-only folder set earlier would
+# stop the tar streams still writing into it; and each file added changes its folder's time)
+SET_FOLDERS = (
+    'export TZ=UTC0; while read -r m t p; do f=$(printf "$p."); f=${f%.}; '
+    'chmod -- "$m" "$f" && touch -m -t "$t" -- "$f" || exit 93; done'
+)
 # a tar stream of the named files (NUL-separated list after the folder line), relative to the folder
 TAR_CREATE = _PATH + '; cd "$f" || exit 91; exec tar -cf - --null -T -'
 TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'

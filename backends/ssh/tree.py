@@ -1,4 +1,4 @@
-"""Folders over SSH: small files as one ``tar`` stream, large ones with parallel streams.
+"""Folder downloads over SSH: small files as ``tar`` streams, large ones with parallel streams (uploads: ``uptree.py``).
 
 ``scp -r`` spends a round trip per file (≈ 0.2 s each at 50 ms); a tar stream sends
 thousands of small files as fast as one file of the same size. Large files in the same
@@ -16,8 +16,6 @@ import asyncio
 import hashlib
 import os
 import stat as statmod
-import subprocess
-import tarfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +23,7 @@ from pathlib import Path
 from ..base import NOT_COMPARED, Sink, TransferOptions
 from ..errors import Corrupt, LocalError
 from ..hashing import manifest_digest
-from ..procs import child_argv, child_kwargs
-from . import scripts
-from .files import FileOutcome, download_file, upload_file
-from .openssh import ssh_error
+from .files import FileOutcome, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
 from .untar import EarlyTar, place, safe_rel, tar_get
@@ -57,7 +52,7 @@ class Totals:
             sink.progress(self.done + sum(self.live.values()), self.total, max(1, self.streams))
 
 
-class _FileSink:
+class FileSink:
     """A sink for one large file inside a folder job: reports into the folder's totals."""
 
     def __init__(self, totals: Totals, key: str, outer: Sink | None) -> None:
@@ -102,8 +97,9 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         if clashes:
             raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
                              "Pass --sync to skip those that are unchanged, or --overwrite to replace them.")
-    for entry in [e for e in entries if e.is_dir]:
-        (dest / entry.rel).mkdir(parents=True, exist_ok=True)
+    folders = [e for e in entries if e.is_dir]
+    for entry in folders:
+        _writable_folder(dest / entry.rel)
     dest.mkdir(parents=True, exist_ok=True)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]
@@ -115,7 +111,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         moved = 0
         for entry in large:
             out = await download_file(session, entry, remote_join(root, entry.rel), dest / entry.rel, options,
-                                      _FileSink(totals, entry.rel, sink), f"{session.target.display}|{entry.rel}")
+                                      FileSink(totals, entry.rel, sink), f"{session.target.display}|{entry.rel}")
             hashes[entry.rel] = out.sha256
             methods.add(out.verify_method)
             totals.live.pop(entry.rel, None)
@@ -133,7 +129,10 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         server_sums.cancel()
         raise
     hashes.update(small_hashes)
-    verified, method = _check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
+    for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):  # every file is in: now their own
+        os.chmod(dest / entry.rel, entry.mode & 0o777)
+        os.utime(dest / entry.rel, (entry.mtime, entry.mtime))
+    verified, method = check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
         else (False, NOT_COMPARED)
     methods.add(method)
     all_verified = verified and all(m.startswith("sha256") for m in methods)
@@ -145,7 +144,16 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
                        max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
 
 
-def _groups(items: list, size_of, count: int) -> list[list]:
+def _writable_folder(path: Path) -> None:
+    """``path`` as a folder this job can write into: made, or (a read-only folder of an earlier copy, with --sync
+    or --overwrite) given owner rwx until the end, when it gets the server's mode again."""
+    path.mkdir(parents=True, exist_ok=True)
+    mode = os.stat(path).st_mode
+    if mode & 0o700 != 0o700:
+        os.chmod(path, mode | 0o700)
+
+
+def split_groups(items: list, size_of, count: int) -> list[list]:
     """Split ``items`` into ``count`` groups of about equal bytes (largest first, into the lightest group)."""
     groups: list[list] = [[] for _ in range(max(1, count))]
     loads = [0] * len(groups)
@@ -156,13 +164,13 @@ def _groups(items: list, size_of, count: int) -> list[list]:
     return [g for g in groups if g]
 
 
-def _tar_streams(items: list, size_of) -> int:
+def tar_stream_count(items: list, size_of) -> int:
     """Parallel tar streams: more TCP windows ramp up faster, but each costs a login."""
     total = sum(size_of(i) for i in items)
     return max(1, min(TAR_STREAMS, len(items) // 200 + 1, total // (2 * 1024 * 1024) + 1))
 
 
-async def _over_masters(session: SshSession, groups: list[list], work) -> list:
+async def over_masters(session: SshSession, groups: list[list], work) -> list:
     """Run ``await work(group, master)`` for each group, each over its own multiplexed OpenSSH connection."""
     masters = await asyncio.gather(*(session.openssh.open_master() for _ in groups))
     try:
@@ -177,7 +185,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
         return {}
     if session.openssh is None:
         return await asyncio.to_thread(_sftp_small_get, session, root, dest, small, totals, sink)
-    groups = _groups(small, lambda e: e.size, _tar_streams(small, lambda e: e.size))
+    groups = split_groups(small, lambda e: e.size, tar_stream_count(small, lambda e: e.size))
 
     def fetch(group: list[Entry], socket, early: EarlyTar | None) -> dict[str, str]:
         key = f"tar:{id(group)}"
@@ -203,7 +211,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
             sent.cancel()  # done by now, unless the stream failed before reading every name
             await asyncio.gather(sent, return_exceptions=True)
 
-    results = await _over_masters(session, groups, over)
+    results = await over_masters(session, groups, over)
     return {rel: digest for result in results for rel, digest in result.items()}
 
 
@@ -223,7 +231,7 @@ def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entr
     return hashes
 
 
-def _check_small(hashes: dict[str, str], rels: list[str], server: list[str | None]) -> tuple[bool, str]:
+def check_small(hashes: dict[str, str], rels: list[str], server: list[str | None]) -> tuple[bool, str]:
     """Compare the small files' hashes here with the server's (same order as ``rels``)."""
     if not rels:
         return True, "sha256 computed by the server matched"
@@ -234,154 +242,3 @@ def _check_small(hashes: dict[str, str], rels: list[str], server: list[str | Non
         raise Corrupt(f"{len(bad)} files differ from the server's SHA-256 (for example {bad[0]}). "
                       "Run the transfer again with --sync.")
     return True, "sha256 computed by the server matched for every small file"
-
-
-# -- uploads -----------------------------------------------------------------------------------
-
-def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-    files, folders = [], []
-    for folder, dirnames, filenames in os.walk(root):
-        rel_folder = os.path.relpath(folder, root)
-        for name in sorted(dirnames):
-            folders.append(name if rel_folder == "." else f"{rel_folder}/{name}")
-        for name in sorted(filenames):
-            path = os.path.join(folder, name)
-            st = os.stat(path)
-            if statmod.S_ISREG(st.st_mode):
-                files.append((name if rel_folder == "." else f"{rel_folder}/{name}", st))
-    return files, folders
-
-
-async def upload_tree(session: SshSession, root: Path, remote_root: str, options: TransferOptions,
-                      sink: Sink | None, records: Path) -> FileOutcome:
-    control = session.control
-    files, folders = await asyncio.to_thread(_walk_local, root)
-    if options.sync:
-        existing = {e.rel: e for e in await asyncio.to_thread(_walk_remote_or_empty, control, remote_root)}
-        keep = []
-        for rel, st in files:
-            there = existing.get(rel)
-            if there is None or there.size != st.st_size or there.mtime != int(st.st_mtime):
-                keep.append((rel, st))
-        if sink and len(keep) < len(files):
-            sink.note(f"Sync: {len(files) - len(keep)} files are already on the server, unchanged; skipped.")
-        files = keep
-    await asyncio.to_thread(control.mkdirs, remote_root)
-    small = [(rel, st) for rel, st in files if st.st_size < SMALL_FILE]
-    large = [(rel, st) for rel, st in files if st.st_size >= SMALL_FILE]
-    for parent in sorted({rel.rsplit("/", 1)[0] for rel, _ in large if "/" in rel}):
-        await asyncio.to_thread(control.mkdirs, remote_join(remote_root, parent))
-    totals = Totals(sum(st.st_size for _, st in files))
-    hashes: dict[str, str] = {}
-    methods: set[str] = set()
-
-    async def large_files() -> int:
-        moved = 0
-        for rel, st in large:
-            out = await upload_file(session, root / rel, remote_join(remote_root, rel), options,
-                                    _FileSink(totals, rel, sink), records)
-            hashes[rel] = out.sha256
-            methods.add(out.verify_method)
-            totals.live.pop(rel, None)
-            totals.done += st.st_size
-            moved += out.moved
-        return moved
-
-    small_hashes, moved_large = await asyncio.gather(
-        _small_uploads(session, root, remote_root, small, folders, totals, sink), large_files())
-    hashes.update(small_hashes)
-    rels = [rel for rel, _ in small]
-    if options.verify:
-        server = await asyncio.to_thread(control.sha256_many, remote_root, rels)
-        verified, method = _check_small(small_hashes, rels, server)
-    else:
-        verified, method = False, NOT_COMPARED
-    methods.add(method)
-    summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
-        "; ".join(sorted(methods))
-    all_verified = verified and all(m.startswith("sha256") for m in methods)
-    return FileOutcome(totals.total, totals.total - sum(st.st_size for _, st in large) + moved_large,
-                       max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
-
-
-def _walk_remote_or_empty(control, root: str) -> list[Entry]:
-    return control.walk_fast(root) if control.stat(root) is not None else []
-
-
-async def _small_uploads(session: SshSession, root: Path, remote_root: str, small, folders: list[str],
-                         totals: Totals, sink: Sink | None) -> dict[str, str]:
-    if not small and not folders:
-        return {}
-    if session.openssh is None:
-        return await asyncio.to_thread(_sftp_small_put, session, root, remote_root, small, totals, sink)
-    groups = _groups(small, lambda item: item[1].st_size, _tar_streams(small, lambda item: item[1].st_size))
-    groups = groups or [[]]
-    results = await _over_masters(session, groups, lambda group, master: asyncio.to_thread(
-        _tar_put, session, root, remote_root, group, folders, totals, sink, master.socket))
-    return {rel: digest for result in results for rel, digest in result.items()}
-
-
-def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: list[str], totals: Totals,
-             sink: Sink | None, socket) -> dict[str, str]:
-    """One tar stream to the server's ``tar -x``: every folder first (parents before children), then ``small``.
-
-    Every stream carries every folder. The streams unpack side by side, and GNU tar gives up on a file whose
-    folder is missing when another process creates that folder between its failed open and its own
-    ``mkdir`` (``maybe_recoverable``: ENOENT is retried only when this tar made the folder itself): a file
-    fails with "Cannot open: No such file or directory" (1,600 files in 400 new folders: 2 of 3 test runs
-    while only the first stream carried the folders). A folder that exists already is fine for tar; each
-    stream sets the same mode on it at its end.
-    """
-    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_EXTRACT))
-    proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, **child_kwargs())
-    hashes: dict[str, str] = {}
-    try:
-        proc.stdin.write(scripts.encode_path(remote_root))
-        with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-            for rel in folders:
-                tar.addfile(tar.gettarinfo(str(root / rel), arcname=rel))
-            for rel, _ in small:
-                info = tar.gettarinfo(str(root / rel), arcname=rel)
-                with open(root / rel, "rb") as fh:
-                    data = fh.read()
-                hashes[rel] = hashlib.sha256(data).hexdigest()
-                info.size = len(data)
-                tar.addfile(info, _Bytes(data))
-                totals.add(len(data), sink)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass  # the remote side failed; its stderr says why
-    status = proc.wait()
-    if status != 0:
-        raise ssh_error(proc.stderr.read().decode("utf-8", "replace"), session.target)
-    return hashes
-
-
-class _Bytes:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def read(self, n: int = -1) -> bytes:
-        chunk = self.data[self.pos:] if n < 0 else self.data[self.pos:self.pos + n]
-        self.pos += len(chunk)
-        return chunk
-
-
-def _sftp_small_put(session: SshSession, root: Path, remote_root: str, small, totals: Totals,
-                    sink: Sink | None) -> dict[str, str]:
-    hashes = {}
-    control = session.control
-    for rel, st in small:
-        if "/" in rel:
-            control.mkdirs(remote_join(remote_root, rel.rsplit("/", 1)[0]))
-        data = (root / rel).read_bytes()
-        target = remote_join(remote_root, rel)
-        with control.sftp.open(target + ".part", "wb") as fh:
-            fh.set_pipelined(True)
-            fh.write(data)
-        control.rename(target + ".part", target)
-        control.finish_file(target, st.st_mode, int(st.st_mtime))
-        hashes[rel] = hashlib.sha256(data).hexdigest()
-        totals.add(len(data), sink)
-    return hashes

@@ -131,3 +131,73 @@ def test_folder_upload_into_many_new_folders_over_parallel_tar_streams(sshd, tmp
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
         assert tree_digest(target / "run") == tree_digest(local)
+
+
+def test_folder_upload_keeps_read_only_folders_and_folder_times(sshd, tmp_path, ferry_home):
+    # a sequencing run made read-only once written, as labs protect raw data: its 1,600 files go over four tar
+    # streams into a folder that must stay writable until the last of them is in, then become 0555 again
+    local = tmp_path / "run"
+    raw = local / "raw"
+    (local / "meta").mkdir(parents=True)
+    raw.mkdir()
+    for i in range(1600):
+        (raw / f"r{i:04d}.fq").write_bytes(os.urandom(9000))
+    (local / "meta" / "samples.csv").write_text("id,name\n1,a\n")
+    stamps = {"raw": (0o555, 1_600_000_123), "meta": (0o750, 1_600_000_456), ".": (0o755, 1_600_000_789)}
+    for rel, (mode, mtime) in stamps.items():
+        os.utime(local / rel, (mtime, mtime))
+        os.chmod(local / rel, mode)
+    target = sshd.home / f"incoming-{time.monotonic_ns()}"
+    target.mkdir()
+    sshd.give(target)
+    try:
+        proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json",
+                        env_home=ferry_home, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
+        assert tree_digest(target / "run") == tree_digest(local)
+        for rel, (mode, mtime) in stamps.items():
+            st = os.stat(target / "run" / rel)
+            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+    finally:
+        os.chmod(raw, 0o755)  # so pytest can remove its temporary folder
+        if (target / "run" / "raw").exists():
+            os.chmod(target / "run" / "raw", 0o755)
+
+
+def test_folder_download_keeps_folder_modes_and_times_and_syncs_into_read_only_ones(sshd, tmp_path, ferry_home):
+    remote = sshd.home / f"run-{time.monotonic_ns()}"
+    (remote / "raw").mkdir(parents=True)
+    (remote / "meta" / "deep").mkdir(parents=True)
+    for i in range(300):
+        (remote / "raw" / f"r{i:03d}.fq").write_bytes(os.urandom(9000))
+    (remote / "meta" / "deep" / "samples.csv").write_text("id,name\n1,a\n")
+    sshd.give(remote)
+    stamps = {"raw": (0o555, 1_600_000_123), "meta": (0o750, 1_600_000_456), "meta/deep": (0o700, 1_600_000_999)}
+    for rel, (mode, mtime) in stamps.items():
+        os.utime(remote / rel, (mtime, mtime))
+        os.chmod(remote / rel, mode)
+    dest = tmp_path / remote.name  # copied into an existing folder, as cp -r does
+    try:
+        proc = labferry("copy", sshd.url(str(remote)), str(tmp_path), *sshd.args(), env_home=ferry_home,
+                        timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert tree_digest(dest) == tree_digest(remote)
+        for rel, (mode, mtime) in stamps.items():
+            st = os.stat(dest / rel)
+            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+
+        os.chmod(remote / "raw", 0o755)  # a file changes in the read-only folder; --sync must fetch it
+        (remote / "raw" / "r007.fq").write_bytes(b"changed")
+        os.utime(remote / "raw", (1_600_000_123, 1_600_000_123))
+        os.chmod(remote / "raw", 0o555)
+        again = labferry("copy", sshd.url(str(remote)), str(tmp_path), *sshd.args(), "--sync", "--json",
+                         env_home=ferry_home, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout.strip().splitlines()[-1])["bytes"] == len(b"changed"), again.stderr
+        assert (dest / "raw" / "r007.fq").read_bytes() == b"changed"
+        assert os.stat(dest / "raw").st_mode & 0o777 == 0o555
+    finally:
+        for folder in (remote / "raw", dest / "raw"):
+            if folder.exists():
+                os.chmod(folder, 0o755)
