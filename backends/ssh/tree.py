@@ -23,6 +23,7 @@ from pathlib import Path
 from ..base import NOT_COMPARED, Sink, TransferOptions
 from ..errors import Corrupt, LocalError
 from ..hashing import manifest_digest
+from ..partfile import os_error
 from .files import FileOutcome, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
@@ -130,8 +131,11 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         raise
     hashes.update(small_hashes)
     for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):  # every file is in: now their own
-        os.chmod(dest / entry.rel, entry.mode & 0o777)
-        os.utime(dest / entry.rel, (entry.mtime, entry.mtime))
+        try:
+            os.chmod(dest / entry.rel, entry.mode & 0o777)
+            os.utime(dest / entry.rel, (entry.mtime, entry.mtime))
+        except OSError as exc:
+            raise os_error(exc, dest / entry.rel, "write") from None
     verified, method = check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
         else (False, NOT_COMPARED)
     methods.add(method)
