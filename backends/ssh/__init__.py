@@ -151,7 +151,8 @@ class SshBackend:
         if local.is_dir():
             from .uptree import upload_tree
 
-            return await upload_tree(session, local, remote, request.options, sink, _records())
+            there = existing if existing is not None and existing.is_dir else None
+            return await upload_tree(session, local, remote, request.options, sink, _records(), there)
         if existing is not None and not request.options.overwrite and request.options.sync is None:
             raise LocalError(f"{remote} already exists on {session.target.host}. Pass --overwrite to replace it.")
         parent = remote.rsplit("/", 1)[0] or "/"

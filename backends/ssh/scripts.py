@@ -72,6 +72,8 @@ SHA256_MANY = (
 )
 # everything under a folder in one round trip (``_FIND_TREE``)
 LIST_TREE = _PATH + '; cd "$f" || exit 91; exec ' + _FIND_TREE
+# each line in: an encoded folder path, given owner rwx (a read-only folder an upload writes into again)
+OPEN_FOLDERS = 'while IFS= read -r p; do f=$(printf "$p."); f=${f%.}; chmod u+rwx -- "$f" || exit 93; done'
 # each line in: "MODE STAMP PATH" (octal mode and ``touch -t`` time, in UTC, as Ferry formats them; the path
 # encoded): the folders' own mode and time, set once every file is in them (a read-only folder set earlier would
 # stop the tar streams still writing into it; and each file added changes its folder's time)

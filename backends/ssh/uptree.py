@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ..base import NOT_COMPARED, Sink, TransferOptions
+from ..errors import LocalError
 from ..hashing import manifest_digest
 from ..procs import child_argv, child_kwargs
 from . import scripts
@@ -41,19 +42,34 @@ def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str]
 
 
 async def upload_tree(session: SshSession, root: Path, remote_root: str, options: TransferOptions,
-                      sink: Sink | None, records: Path) -> FileOutcome:
+                      sink: Sink | None, records: Path, there: Entry | None = None) -> FileOutcome:
+    """``root`` into ``remote_root``; ``there`` is ``remote_root``'s entry when it exists already."""
     control = session.control
     files, folders = await asyncio.to_thread(_walk_local, root)
+    existing = {e.rel: e for e in await asyncio.to_thread(control.walk_fast, remote_root)} if there else {}
     if options.sync:
-        existing = {e.rel: e for e in await asyncio.to_thread(_walk_remote_or_empty, control, remote_root)}
         keep = []
         for rel, st in files:
-            there = existing.get(rel)
-            if there is None or there.size != st.st_size or there.mtime != int(st.st_mtime):
+            old = existing.get(rel)
+            if old is None or old.size != st.st_size or old.mtime != int(st.st_mtime):
                 keep.append((rel, st))
         if sink and len(keep) < len(files):
             sink.note(f"Sync: {len(files) - len(keep)} files are already on the server, unchanged; skipped.")
         files = keep
+    elif not options.overwrite:
+        clashes = [rel for rel, _ in files if rel in existing]
+        if clashes:
+            raise LocalError(f"{len(clashes)} of the files already exist in {remote_root} on {session.target.host} "
+                             f"(for example {clashes[0]}). Pass --sync to skip those that are unchanged, or "
+                             "--overwrite to replace them.")
+    locked = ([remote_root] if there and there.mode & 0o700 != 0o700 else []) + [
+        remote_join(remote_root, rel) for rel in folders
+        if rel in existing and existing[rel].mode & 0o700 != 0o700]
+    if locked and control.can_exec():  # read-only folders of an earlier copy: writable until _set_folders
+        status, _, err = await asyncio.to_thread(control.run, scripts.OPEN_FOLDERS,
+                                                 b"".join(scripts.encode_path(path) for path in locked))
+        if status != 0:
+            raise ssh_error(err.decode("utf-8", "replace"), session.target)
     await asyncio.to_thread(control.mkdirs, remote_root)
     small = [(rel, st) for rel, st in files if st.st_size < SMALL_FILE]
     large = [(rel, st) for rel, st in files if st.st_size >= SMALL_FILE]
@@ -107,10 +123,6 @@ def _set_folders(control, root: Path, remote_root: str, folders: list[str], sink
         message = err.decode("utf-8", "replace").strip().splitlines()
         sink.note(f"The files arrived, but the server would not take the folders' permissions and times "
                   f"({message[0] if message else f'status {status}'}).")
-
-
-def _walk_remote_or_empty(control, root: str) -> list[Entry]:
-    return control.walk_fast(root) if control.stat(root) is not None else []
 
 
 async def _small_uploads(session: SshSession, root: Path, remote_root: str, small, folders: list[str],

@@ -159,6 +159,26 @@ def test_folder_upload_keeps_read_only_folders_and_folder_times(sshd, tmp_path, 
         for rel, (mode, mtime) in stamps.items():
             st = os.stat(target / "run" / rel)
             assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+
+        refused = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), env_home=ferry_home)
+        assert refused.returncode != 0 and "--sync" in refused.stderr and "Traceback" not in refused.stderr
+
+        # one small file changes in the read-only folder and a large one appears; --sync sends both into the
+        # server's 0555 folder (the large one through ranged streams into big.bam.part there)
+        os.chmod(raw, 0o755)
+        (raw / "r0007.fq").write_bytes(b"changed")
+        write_random(raw / "big.bam", 6 * MiB, seed=77)
+        os.utime(raw, (1_600_000_123, 1_600_000_123))
+        os.chmod(raw, 0o555)
+        synced = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--sync", "--json",
+                          env_home=ferry_home, timeout=300)
+        assert synced.returncode == 0, synced.stderr
+        summary = json.loads(synced.stdout.strip().splitlines()[-1])
+        assert summary["bytes"] == len(b"changed") + 6 * MiB
+        assert summary["retries"] == 0, synced.stderr  # not a failed first try that opened the folder by chance
+        assert tree_digest(target / "run") == tree_digest(local)
+        st = os.stat(target / "run" / "raw")
+        assert (st.st_mode & 0o777, int(st.st_mtime)) == stamps["raw"]
     finally:
         os.chmod(raw, 0o755)  # so pytest can remove its temporary folder
         if (target / "run" / "raw").exists():
