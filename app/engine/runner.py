@@ -112,6 +112,10 @@ class JobRunner:
 
     def _options(self):
         options = self.job.options
+        if (self.retries or self.job.bytes_done) and not options.overwrite and not options.sync:
+            # an earlier attempt (a fault, a pause, a restart) wrote some of a folder: those files passed the
+            # check that nothing was there before, so they are this job's own, kept when unchanged (as --sync)
+            options = replace(options, sync="size-mtime")
         if options.streams == "auto" and not options.initial_streams:
             # a fresh preflight of this host first, then the fastest recent transfer there
             from app.preflight import fresh_streams

@@ -1,0 +1,36 @@
+"""What a job's second attempt asks of its backend."""
+
+from __future__ import annotations
+
+from app.engine.job import Job
+from app.engine.runner import JobRunner
+from backends.base import TransferOptions
+
+
+def runner(**options) -> JobRunner:
+    job = Job(id=1, source="sftp://u@h/run42", dest="/tmp/x", backend="ssh",
+              options=TransferOptions(streams=4, **options))
+    return JobRunner(None, job, job.source)
+
+
+def test_a_first_attempt_asks_exactly_what_the_user_asked():
+    assert runner()._options().sync is None
+
+
+def test_a_retried_or_resumed_job_keeps_what_its_earlier_attempt_wrote():
+    retried = runner()
+    retried.retries = 1
+    assert retried._options().sync == "size-mtime"
+    resumed = runner()
+    resumed.job.bytes_done = 123  # paused, restarted or retried by the user after it had moved bytes
+    assert resumed._options().sync == "size-mtime"
+    assert resumed.job.options.sync is None  # the stored job is unchanged
+
+
+def test_overwrite_and_an_explicit_sync_stay_as_asked():
+    over = runner(overwrite=True)
+    over.retries = 1
+    assert over._options().sync is None and over._options().overwrite
+    checksum = runner(sync="checksum")
+    checksum.job.bytes_done = 5
+    assert checksum._options().sync == "checksum"
