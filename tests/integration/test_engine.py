@@ -187,3 +187,26 @@ def test_passwords_in_urls_never_reach_the_database(nginx, tmp_path, ferry_home)
         assert engine.wait(job.id, timeout=30).state == JobState.DONE
     raw = b"".join(p.read_bytes() for p in ferry_home.glob("ferry.sqlite3*"))
     assert b"hunter2" not in raw and b"alice:***@" in raw
+
+
+def test_a_paused_folder_download_resumes_with_the_files_it_has(sshd, tmp_path):
+    # small files arrive first over tar; the large one is slowed down so the pause catches it half-way. The
+    # resumed run must take the files it wrote itself as done (not refuse them as "already there") and go on
+    remote = sshd.home / f"engine-run-{time.monotonic_ns()}"
+    (remote / "small").mkdir(parents=True)
+    small = {f"small/s{i:03d}.txt": write_random(remote / "small" / f"s{i:03d}.txt", 5000, seed=i) for i in range(200)}
+    big = write_random(remote / "big.bam", 24 * MiB, seed=99)
+    sshd.give(remote)
+    options = TransferOptions(streams=2, limit_rate=3 * MiB, backend_options={
+        "identity": str(sshd.key), "known_hosts": str(sshd.known_hosts)})
+    with Engine(retry=FAST_RETRY) as engine:
+        here = tmp_path / "here"
+        job = engine.submit(sshd.url(str(remote)), str(here), options)
+        assert wait_until(lambda: engine.job(job.id).bytes_done > 6 * MiB, timeout=60)
+        assert engine.pause(job.id).state == JobState.PAUSED
+        assert all((here / rel).exists() for rel in small) and not (here / "big.bam").exists()
+        engine.resume(job.id)
+        final = engine.wait(job.id, timeout=120)
+    assert final.state == JobState.DONE, final.error
+    assert sha256_of(here / "big.bam") == big
+    assert all(sha256_of(here / rel) == digest for rel, digest in small.items())
