@@ -44,6 +44,12 @@ def _with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
     return box
 
 
+#: what to do with files already at the destination (the CLI's default, --sync, --overwrite)
+EXISTING_CHOICES = [("Stop, replace nothing", "stop"), ("Skip unchanged files (sync)", "sync"),
+                    ("Replace them (overwrite)", "overwrite")]
+EXISTING_OPTIONS = {"stop": {}, "sync": {"sync": "size-mtime"}, "overwrite": {"overwrite": True}}
+
+
 class NewTransferDialog(QDialog):
     """Source, destination and options; the engine checks them when the job is submitted."""
 
@@ -63,6 +69,9 @@ class NewTransferDialog(QDialog):
         self.checksum.setPlaceholderText("optional: sha256:HEX or md5:HEX")
         self.limit = QLineEdit(self)
         self.limit.setPlaceholderText("optional: 50M (MiB/s) or 400Mbit")
+        self.existing = QComboBox(self)
+        for label, key in EXISTING_CHOICES:
+            self.existing.addItem(label, key)
         form.addRow("From", _with_browse(self.source, False, self))
         if sites and browse is not None:
             remote = QPushButton("Browse a site…", self)
@@ -76,6 +85,7 @@ class NewTransferDialog(QDialog):
         form.addRow("Streams", self.streams)
         form.addRow("Checksum", self.checksum)
         form.addRow("Rate limit", self.limit)
+        form.addRow("If files exist", self.existing)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
@@ -94,6 +104,7 @@ class NewTransferDialog(QDialog):
             "streams": "auto" if streams == "auto" else int(streams),
             "checksum": parse_checksum(self.checksum.text()) if self.checksum.text().strip() else None,
             "limit_rate": parse_rate(self.limit.text()) if self.limit.text().strip() else None,
+            "existing": dict(EXISTING_OPTIONS[self.existing.currentData()]),
         }
 
     def _accept(self) -> None:

@@ -235,7 +235,7 @@ class MainWindow(HistoryTab, QMainWindow):
         if dialog.exec():
             values = dialog.values()
             self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
-                        limit_rate=values["limit_rate"])
+                        limit_rate=values["limit_rate"], **values["existing"])
 
     def browse_site(self, parent) -> str | None:
         """Pick a file or folder on an SSH or GridFTP site; returns ``site:NAME/path``."""

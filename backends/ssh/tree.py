@@ -97,7 +97,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         clashes = [e.rel for e in files if (dest / e.rel).exists()]
         if clashes:
             raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
-                             "Pass --sync to skip those that are unchanged, or --overwrite to replace them.")
+                             "Use --sync (in the app: Skip unchanged files) to keep those that are unchanged, or "
+                             "--overwrite (Replace them) to replace them.")
     folders = [e for e in entries if e.is_dir]
     for entry in folders:
         _writable_folder(dest / entry.rel)

@@ -60,8 +60,8 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
         clashes = [rel for rel, _ in files if rel in existing]
         if clashes:
             raise LocalError(f"{len(clashes)} of the files already exist in {remote_root} on {session.target.host} "
-                             f"(for example {clashes[0]}). Pass --sync to skip those that are unchanged, or "
-                             "--overwrite to replace them.")
+                             f"(for example {clashes[0]}). Use --sync (in the app: Skip unchanged files) to keep those "
+                             "that are unchanged, or --overwrite (Replace them) to replace them.")
     locked = ([remote_root] if there and there.mode & 0o700 != 0o700 else []) + [
         remote_join(remote_root, rel) for rel in folders
         if rel in existing and existing[rel].mode & 0o700 != 0o700]

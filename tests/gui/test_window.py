@@ -266,3 +266,38 @@ def test_cycles_are_collected_on_the_gui_thread(qtbot, window):
         node = Node()
         node.me = node
     qtbot.waitUntil(lambda: ref() is None, timeout=5_000)
+
+
+def test_new_transfer_says_what_to_do_with_files_that_are_there(qtbot, window, sshd, tmp_path):
+    from app.ui.dialogs import NewTransferDialog
+
+    dialog = NewTransferDialog(window, "sftp://example.org/run", str(tmp_path))
+    qtbot.addWidget(dialog)
+    assert dialog.values()["existing"] == {}  # the default replaces nothing
+    dialog.existing.setCurrentIndex(dialog.existing.findData("sync"))
+    assert dialog.values()["existing"] == {"sync": "size-mtime"}
+
+    remote = sshd.home / f"gui-run-{time.monotonic_ns()}"
+    remote.mkdir()
+    for i in range(20):
+        write_random(remote / f"s{i:02d}.fq", 4000, seed=300 + i)
+    sshd.give(remote)
+    ssh = {"identity": str(sshd.key), "known_hosts": str(sshd.known_hosts)}
+
+    def latest():
+        views = [v for v in window.queue_model.views() if v.source.endswith(remote.name)]
+        return max(views, key=lambda v: v.id) if views else None
+
+    def submitted(before, **overrides):  # the same transfer again reuses its row: wait for its next outcome
+        window.submit(sshd.url(str(remote)), str(tmp_path), backend_options=dict(ssh), **overrides)
+        qtbot.waitUntil(lambda: (v := latest()) is not None and v.state.terminal and (v.state, v.error) != before,
+                        timeout=60_000)
+        return latest()
+
+    first = submitted(None)
+    assert first.state == JobState.DONE, first.error
+    again = submitted((first.state, first.error))  # the folder is there now: nothing replaced without being asked
+    assert again.state == JobState.FAILED and "Skip unchanged files" in again.error
+    synced = submitted((again.state, again.error), **dialog.values()["existing"])
+    assert synced.state == JobState.DONE, synced.error
+    assert synced.result["bytes"] == 0
