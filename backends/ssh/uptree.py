@@ -146,8 +146,8 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
     folder is missing when another process creates that folder between its failed open and its own
     ``mkdir`` (``maybe_recoverable``: ENOENT is retried only when this tar made the folder itself): a file
     fails with "Cannot open: No such file or directory" (1,600 files in 400 new folders: 2 of 3 test runs
-    while only the first stream carried the folders). A folder that exists already is fine for tar; each
-    stream sets the same mode on it at its end.
+    while only the first stream carried the folders). A folder that exists already is fine for tar. Folders
+    go owner-writable (each stream applies that at its end); ``_set_folders`` gives them their own mode last.
     """
     argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_EXTRACT))
     proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
