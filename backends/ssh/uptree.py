@@ -27,25 +27,33 @@ from .target import Entry, remote_join
 from .tree import FileSink, Totals, check_small, over_masters, split_groups, tar_stream_count
 
 
-def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-    files, folders = [], []
+def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str], list[str]]:
+    """Files (symlinks followed: their content goes, as ``scp -r`` and the downloads' ``find -L`` do), folders,
+    and the links that lead nowhere (left out; the job says so)."""
+    files, folders, broken = [], [], []
     for folder, dirnames, filenames in os.walk(root):
         rel_folder = os.path.relpath(folder, root)
         for name in sorted(dirnames):
             folders.append(name if rel_folder == "." else f"{rel_folder}/{name}")
         for name in sorted(filenames):
-            path = os.path.join(folder, name)
-            st = os.stat(path)
+            rel = name if rel_folder == "." else f"{rel_folder}/{name}"
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except FileNotFoundError:
+                broken.append(rel)
+                continue
             if statmod.S_ISREG(st.st_mode):
-                files.append((name if rel_folder == "." else f"{rel_folder}/{name}", st))
-    return files, folders
+                files.append((rel, st))
+    return files, folders, broken
 
 
 async def upload_tree(session: SshSession, root: Path, remote_root: str, options: TransferOptions,
                       sink: Sink | None, records: Path, there: Entry | None = None) -> FileOutcome:
     """``root`` into ``remote_root``; ``there`` is ``remote_root``'s entry when it exists already."""
     control = session.control
-    files, folders = await asyncio.to_thread(_walk_local, root)
+    files, folders, broken = await asyncio.to_thread(_walk_local, root)
+    if broken and sink:
+        sink.note(f"Left out {len(broken)} symbolic link(s) in {root} that lead nowhere (for example {broken[0]}).")
     existing = {e.rel: e for e in await asyncio.to_thread(control.walk_fast, remote_root)} if there else {}
     if options.sync:
         keep = []
@@ -155,7 +163,8 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
     hashes: dict[str, str] = {}
     try:
         proc.stdin.write(scripts.encode_path(remote_root))
-        with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+        # dereference: a symlinked file goes as the file it names (a link header with data broke the stream)
+        with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT, dereference=True) as tar:
             for rel in folders:
                 info = tar.gettarinfo(str(root / rel), arcname=rel)
                 info.mode |= 0o700  # writable while the streams fill it: its own mode is set at the end

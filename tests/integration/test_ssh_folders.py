@@ -221,3 +221,22 @@ def test_folder_download_keeps_folder_modes_and_times_and_syncs_into_read_only_o
         for folder in (remote / "raw", dest / "raw"):
             if folder.exists():
                 os.chmod(folder, 0o755)
+
+
+def test_folder_upload_sends_what_symlinks_name_and_leaves_out_broken_ones(sshd, tmp_path, ferry_home):
+    local = tmp_path / "run"
+    (local / "d").mkdir(parents=True)
+    (local / "d" / "real.txt").write_text("data\n")
+    (local / "d" / "alias.txt").symlink_to("real.txt")  # as scp -r, and as downloads' find -L: the content goes
+    (local / "d" / "gone.txt").symlink_to("/nonexistent/file")
+    target = sshd.home / f"incoming-{time.monotonic_ns()}"
+    target.mkdir()
+    sshd.give(target)
+    proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json", env_home=ferry_home,
+                    timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["retries"] == 0 and summary["verified"] is True, proc.stderr
+    alias = target / "run" / "d" / "alias.txt"
+    assert not alias.is_symlink() and alias.read_text() == "data\n"
+    assert not os.path.lexists(target / "run" / "d" / "gone.txt") and "gone.txt" in proc.stderr
