@@ -70,14 +70,11 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
             raise LocalError(f"{len(clashes)} of the files already exist in {remote_root} on {session.target.host} "
                              f"(for example {clashes[0]}). Use --sync (in the app: Skip unchanged files) to keep those "
                              "that are unchanged, or --overwrite (Replace them) to replace them.")
-    locked = ([remote_root] if there and there.mode & 0o700 != 0o700 else []) + [
-        remote_join(remote_root, rel) for rel in folders
+    locked = ([(remote_root, there.mode)] if there and there.mode & 0o700 != 0o700 else []) + [
+        (remote_join(remote_root, rel), existing[rel].mode) for rel in folders
         if rel in existing and existing[rel].mode & 0o700 != 0o700]
-    if locked and control.can_exec():  # read-only folders of an earlier copy: writable until _set_folders
-        status, _, err = await asyncio.to_thread(control.run, scripts.OPEN_FOLDERS,
-                                                 b"".join(scripts.encode_path(path) for path in locked))
-        if status != 0:
-            raise ssh_error(err.decode("utf-8", "replace"), session.target)
+    if locked:  # read-only folders of an earlier copy: writable until _set_folders
+        await asyncio.to_thread(_open_folders, session, locked)
     await asyncio.to_thread(control.mkdirs, remote_root)
     small = [(rel, st) for rel, st in files if st.st_size < SMALL_FILE]
     large = [(rel, st) for rel, st in files if st.st_size >= SMALL_FILE]
@@ -102,8 +99,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     small_hashes, moved_large = await asyncio.gather(
         _small_uploads(session, root, remote_root, small, folders, totals, sink), large_files())
     hashes.update(small_hashes)
-    if session.openssh is not None and control.can_exec():
-        await asyncio.to_thread(_set_folders, control, root, remote_root, folders, sink)
+    await asyncio.to_thread(_set_folders, session, root, remote_root, folders, {rel for rel, _ in files}, sink)
     rels = [rel for rel, _ in small]
     if options.verify:
         server = await asyncio.to_thread(control.sha256_many, remote_root, rels)
@@ -118,19 +114,48 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
                        max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
 
 
-def _set_folders(control, root: Path, remote_root: str, folders: list[str], sink: Sink | None) -> None:
-    """Give the server's folders the local ones' mode and time, deepest first, once all files are in."""
-    stamps = []
-    for rel in [*sorted(folders, key=lambda r: r.count("/"), reverse=True), "."]:
-        st = os.stat(root / rel)
-        stamp = time.strftime("%Y%m%d%H%M.%S", time.gmtime(st.st_mtime))
-        path = remote_root if rel == "." else remote_join(remote_root, rel)
-        stamps.append(f"{st.st_mode & 0o777:o} {stamp} ".encode() + scripts.encode_path(path))
-    status, _, err = control.run(scripts.SET_FOLDERS, b"".join(stamps))
-    if status != 0 and sink:
-        message = err.decode("utf-8", "replace").strip().splitlines()
-        sink.note(f"The files arrived, but the server would not take the folders' permissions and times "
-                  f"({message[0] if message else f'status {status}'}).")
+def _open_folders(session: SshSession, locked: list[tuple[str, int]]) -> None:
+    """Give the existing read-only folders an upload writes into owner rwx (one command, or SFTP per folder)."""
+    control = session.control
+    if control.can_exec():
+        status, _, err = control.run(scripts.OPEN_FOLDERS, b"".join(scripts.encode_path(path) for path, _ in locked))
+        if status != 0:
+            raise ssh_error(err.decode("utf-8", "replace"), session.target)
+        return
+    for path, mode in locked:
+        control.finish_file(path, mode | 0o700, None)
+
+
+def _set_folders(session: SshSession, root: Path, remote_root: str, folders: list[str], sent: set[str],
+                 sink: Sink | None) -> None:
+    """Give the server's folders the local ones' mode and time, deepest first, once all files are in.
+
+    One command where the account runs commands; over SFTP (an account without), the folders no file went into
+    are made first, then each gets its mode and time (two round trips a folder)."""
+    control = session.control
+    deepest_first = [*sorted(folders, key=lambda r: r.count("/"), reverse=True), "."]
+    stamps = [(remote_root if rel == "." else remote_join(remote_root, rel), os.stat(root / rel))
+              for rel in deepest_first]
+    if session.openssh is not None and control.can_exec():
+        lines = [f"{st.st_mode & 0o777:o} {time.strftime('%Y%m%d%H%M.%S', time.gmtime(st.st_mtime))} ".encode()
+                 + scripts.encode_path(path) for path, st in stamps]
+        status, _, err = control.run(scripts.SET_FOLDERS, b"".join(lines))
+        if status != 0 and sink:
+            message = err.decode("utf-8", "replace").strip().splitlines()
+            sink.note(f"The files arrived, but the server would not take the folders' permissions and times "
+                      f"({message[0] if message else f'status {status}'}).")
+        return
+    holding = {rel.rsplit("/", 1)[0] for rel in sent if "/" in rel}
+    holding |= {parent for rel in holding for parent in _parents(rel)}
+    for rel in sorted(set(folders) - holding, key=lambda r: r.count("/")):  # empty folders, parents first
+        control.mkdirs(remote_join(remote_root, rel))
+    for path, st in stamps:
+        control.finish_file(path, st.st_mode & 0o777, int(st.st_mtime))
+
+
+def _parents(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 async def _small_uploads(session: SshSession, root: Path, remote_root: str, small, folders: list[str],

@@ -240,3 +240,31 @@ def test_folder_upload_sends_what_symlinks_name_and_leaves_out_broken_ones(sshd,
     alias = target / "run" / "d" / "alias.txt"
     assert not alias.is_symlink() and alias.read_text() == "data\n"
     assert not os.path.lexists(target / "run" / "d" / "gone.txt") and "gone.txt" in proc.stderr
+
+
+def test_sftp_only_folder_upload_keeps_folder_modes_and_times(sshd_sftp_only, tmp_path, ferry_home):
+    server = sshd_sftp_only  # no commands there: files go over paramiko's SFTP, folders are set one by one
+    local = tmp_path / "run"
+    (local / "raw").mkdir(parents=True)
+    (local / "empty").mkdir()
+    for i in range(5):
+        (local / "raw" / f"r{i}.fq").write_bytes(os.urandom(3000))
+    stamps = {"raw": (0o555, 1_600_000_123), "empty": (0o750, 1_600_000_456), ".": (0o755, 1_600_000_789)}
+    for rel, (mode, mtime) in stamps.items():
+        os.utime(local / rel, (mtime, mtime))
+        os.chmod(local / rel, mode)
+    target = server.home / f"incoming-{time.monotonic_ns()}"
+    target.mkdir()
+    server.give(target)
+    try:
+        proc = labferry("copy", str(local), server.url(str(target)) + "/", *server.args(), "--json",
+                        env_home=ferry_home, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert tree_digest(target / "run") == tree_digest(local)
+        for rel, (mode, mtime) in stamps.items():
+            st = os.stat(target / "run" / rel)
+            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+    finally:
+        os.chmod(local / "raw", 0o755)
+        if (target / "run" / "raw").exists():
+            os.chmod(target / "run" / "raw", 0o755)
