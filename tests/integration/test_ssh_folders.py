@@ -27,6 +27,32 @@ def tree_digest(root) -> dict[str, tuple[str, int, int]]:
     return out
 
 
+def stamp_folders(root, stamps: dict[str, tuple[int, int]]) -> None:
+    """Give folders under ``root`` (``"."``: root itself) a mode and an mtime."""
+    for rel, (mode, mtime) in stamps.items():
+        os.utime(root / rel, (mtime, mtime))
+        os.chmod(root / rel, mode)
+
+
+def folder_stamps(root, stamps: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The mode and mtime the folders named in ``stamps`` have under ``root``."""
+    return {rel: (os.stat(root / rel).st_mode & 0o777, int(os.stat(root / rel).st_mtime)) for rel in stamps}
+
+
+def fresh_target(server):
+    """A new folder on the server that its test user may write into."""
+    target = server.home / f"incoming-{time.monotonic_ns()}"
+    target.mkdir()
+    server.give(target)
+    return target
+
+
+def upload(server, local, target, ferry_home, *extra: str):
+    """``labferry copy LOCAL sftp://…/TARGET/ --json``: the folder arrives as TARGET/LOCAL's name."""
+    return labferry("copy", str(local), server.url(str(target)) + "/", *server.args(), "--json", *extra,
+                    env_home=ferry_home, timeout=300)
+
+
 def make_tree(root, small: int, large: int) -> None:
     for i in range(small):
         sub = root / f"d{i % 20:02d}" / ("deep" if i % 7 == 0 else "")
@@ -102,8 +128,7 @@ def test_folder_upload_with_odd_names(sshd, tmp_path, ferry_home):
     target = sshd.home / "incoming"
     target.mkdir(exist_ok=True)
     sshd.give(target)
-    proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json", env_home=ferry_home,
-                    timeout=300)
+    proc = upload(sshd, local, target, ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert tree_digest(target / "outgoing") == tree_digest(local)
     assert (target / "outgoing" / "empty-folder").is_dir()
@@ -123,11 +148,8 @@ def test_folder_upload_into_many_new_folders_over_parallel_tar_streams(sshd, tmp
         sub.mkdir(parents=True, exist_ok=True)
         (sub / f"r{i:04d}.fq").write_bytes(os.urandom(9000))
     for _ in range(3):
-        target = sshd.home / f"incoming-{time.monotonic_ns()}"
-        target.mkdir()
-        sshd.give(target)
-        proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json",
-                        env_home=ferry_home, timeout=300)
+        target = fresh_target(sshd)
+        proc = upload(sshd, local, target, ferry_home)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
         assert tree_digest(target / "run") == tree_digest(local)
@@ -144,21 +166,14 @@ def test_folder_upload_keeps_read_only_folders_and_folder_times(sshd, tmp_path, 
         (raw / f"r{i:04d}.fq").write_bytes(os.urandom(9000))
     (local / "meta" / "samples.csv").write_text("id,name\n1,a\n")
     stamps = {"raw": (0o555, 1_600_000_123), "meta": (0o750, 1_600_000_456), ".": (0o755, 1_600_000_789)}
-    for rel, (mode, mtime) in stamps.items():
-        os.utime(local / rel, (mtime, mtime))
-        os.chmod(local / rel, mode)
-    target = sshd.home / f"incoming-{time.monotonic_ns()}"
-    target.mkdir()
-    sshd.give(target)
+    stamp_folders(local, stamps)
+    target = fresh_target(sshd)
     try:
-        proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json",
-                        env_home=ferry_home, timeout=300)
+        proc = upload(sshd, local, target, ferry_home)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
         assert tree_digest(target / "run") == tree_digest(local)
-        for rel, (mode, mtime) in stamps.items():
-            st = os.stat(target / "run" / rel)
-            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+        assert folder_stamps(target / "run", stamps) == stamps
 
         refused = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), env_home=ferry_home)
         assert refused.returncode != 0 and "--sync" in refused.stderr and "Traceback" not in refused.stderr
@@ -170,8 +185,7 @@ def test_folder_upload_keeps_read_only_folders_and_folder_times(sshd, tmp_path, 
         write_random(raw / "big.bam", 6 * MiB, seed=77)
         os.utime(raw, (1_600_000_123, 1_600_000_123))
         os.chmod(raw, 0o555)
-        synced = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--sync", "--json",
-                          env_home=ferry_home, timeout=300)
+        synced = upload(sshd, local, target, ferry_home, "--sync")
         assert synced.returncode == 0, synced.stderr
         summary = json.loads(synced.stdout.strip().splitlines()[-1])
         assert summary["bytes"] == len(b"changed") + 6 * MiB
@@ -194,18 +208,14 @@ def test_folder_download_keeps_folder_modes_and_times_and_syncs_into_read_only_o
     (remote / "meta" / "deep" / "samples.csv").write_text("id,name\n1,a\n")
     sshd.give(remote)
     stamps = {"raw": (0o555, 1_600_000_123), "meta": (0o750, 1_600_000_456), "meta/deep": (0o700, 1_600_000_999)}
-    for rel, (mode, mtime) in stamps.items():
-        os.utime(remote / rel, (mtime, mtime))
-        os.chmod(remote / rel, mode)
+    stamp_folders(remote, stamps)
     dest = tmp_path / remote.name  # copied into an existing folder, as cp -r does
     try:
         proc = labferry("copy", sshd.url(str(remote)), str(tmp_path), *sshd.args(), env_home=ferry_home,
                         timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert tree_digest(dest) == tree_digest(remote)
-        for rel, (mode, mtime) in stamps.items():
-            st = os.stat(dest / rel)
-            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+        assert folder_stamps(dest, stamps) == stamps
 
         os.chmod(remote / "raw", 0o755)  # a file changes in the read-only folder; --sync must fetch it
         (remote / "raw" / "r007.fq").write_bytes(b"changed")
@@ -229,11 +239,8 @@ def test_folder_upload_sends_what_symlinks_name_and_leaves_out_broken_ones(sshd,
     (local / "d" / "real.txt").write_text("data\n")
     (local / "d" / "alias.txt").symlink_to("real.txt")  # as scp -r, and as downloads' find -L: the content goes
     (local / "d" / "gone.txt").symlink_to("/nonexistent/file")
-    target = sshd.home / f"incoming-{time.monotonic_ns()}"
-    target.mkdir()
-    sshd.give(target)
-    proc = labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--json", env_home=ferry_home,
-                    timeout=300)
+    target = fresh_target(sshd)
+    proc = upload(sshd, local, target, ferry_home)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["retries"] == 0 and summary["verified"] is True, proc.stderr
@@ -250,20 +257,13 @@ def test_sftp_only_folder_upload_keeps_folder_modes_and_times(sshd_sftp_only, tm
     for i in range(5):
         (local / "raw" / f"r{i}.fq").write_bytes(os.urandom(3000))
     stamps = {"raw": (0o555, 1_600_000_123), "empty": (0o750, 1_600_000_456), ".": (0o755, 1_600_000_789)}
-    for rel, (mode, mtime) in stamps.items():
-        os.utime(local / rel, (mtime, mtime))
-        os.chmod(local / rel, mode)
-    target = server.home / f"incoming-{time.monotonic_ns()}"
-    target.mkdir()
-    server.give(target)
+    stamp_folders(local, stamps)
+    target = fresh_target(server)
     try:
-        proc = labferry("copy", str(local), server.url(str(target)) + "/", *server.args(), "--json",
-                        env_home=ferry_home, timeout=300)
+        proc = upload(server, local, target, ferry_home)
         assert proc.returncode == 0, proc.stderr
         assert tree_digest(target / "run") == tree_digest(local)
-        for rel, (mode, mtime) in stamps.items():
-            st = os.stat(target / "run" / rel)
-            assert (st.st_mode & 0o777, int(st.st_mtime)) == (mode, mtime), rel
+        assert folder_stamps(target / "run", stamps) == stamps
     finally:
         os.chmod(local / "raw", 0o755)
         if (target / "run" / "raw").exists():
