@@ -145,8 +145,7 @@ def _set_folders(session: SshSession, root: Path, remote_root: str, folders: lis
             sink.note(f"The files arrived, but the server would not take the folders' permissions and times "
                       f"({message[0] if message else f'status {status}'}).")
         return
-    holding = {rel.rsplit("/", 1)[0] for rel in sent if "/" in rel}
-    holding |= {parent for rel in holding for parent in _parents(rel)}
+    holding = {parent for rel in sent for parent in _parents(rel)}
     for rel in sorted(set(folders) - holding, key=lambda r: r.count("/")):  # empty folders, parents first
         control.mkdirs(remote_join(remote_root, rel))
     for path, st in stamps:
@@ -154,6 +153,7 @@ def _set_folders(session: SshSession, root: Path, remote_root: str, folders: lis
 
 
 def _parents(rel: str) -> list[str]:
+    """The folders ``rel`` is in: "a/b/c" → ["a", "a/b"]."""
     parts = rel.split("/")
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
