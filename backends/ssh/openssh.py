@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -80,6 +81,10 @@ def ssh_error(stderr: str, target: Target) -> TransferError:
         return Unreachable(f"The server at {where} refused the connection. Check the port, or whether sshd runs.")
     if "no space left" in low or "disk quota exceeded" in low:
         return NoSpaceError(f"The server's disk is full ({text}). Free some space there and run the transfer again.")
+    if "unix_listener" in low or "control socket" in low or "mux_client" in low:
+        # ssh's own control socket on this machine, not a path on the server
+        return Transient(f"Ferry's local SSH control socket failed ({text}); Ferry will retry. If this repeats, "
+                         f"check that {tempfile.gettempdir()} is writable and not cleaned while Ferry runs.")
     if "no such file" in low:
         return NotFound(f"The server has no such file ({text}). Check the path.")
     if "permission denied" in low or "read-only file system" in low:
@@ -87,18 +92,34 @@ def ssh_error(stderr: str, target: Target) -> TransferError:
     return Transient(f"The SSH connection to {where} failed ({text or 'no message'}); Ferry will retry.")
 
 
+#: the socket folders this process made and has not removed: they carry its pid like the ones an earlier process
+#: with the same pid left behind, and jobs running side by side (the GUI runs three) must keep each other's
+_MADE_HERE: set[Path] = set()
+_MADE_LOCK = threading.Lock()
+
+
 def _socket_folder() -> Path:
     """A private folder for the connections' control sockets, in the temporary folder (a socket's path must
     stay under 108 bytes). Named by Ferry's pid, so the folders a killed Ferry left behind are removed by the
     next one."""
-    for old in Path(tempfile.gettempdir()).glob("ferry-ssh-*-*"):
-        pid = old.name.split("-")[2]
-        try:
-            if pid.isdigit() and old.stat().st_uid == os.getuid() and not other_process_alive(int(pid)):
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            continue
-    return Path(tempfile.mkdtemp(prefix=f"ferry-ssh-{os.getpid()}-"))
+    with _MADE_LOCK:
+        for old in Path(tempfile.gettempdir()).glob("ferry-ssh-*-*"):
+            pid = old.name.split("-")[2]
+            try:
+                if (old not in _MADE_HERE and pid.isdigit() and old.stat().st_uid == os.getuid()
+                        and not other_process_alive(int(pid))):
+                    shutil.rmtree(old, ignore_errors=True)
+            except OSError:
+                continue
+        made = Path(tempfile.mkdtemp(prefix=f"ferry-ssh-{os.getpid()}-"))
+        _MADE_HERE.add(made)
+    return made
+
+
+def _remove_socket_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    with _MADE_LOCK:
+        _MADE_HERE.discard(folder)
 
 
 @dataclass
@@ -221,7 +242,7 @@ class OpenSsh:
         await asyncio.gather(*(m.stop() for m in masters))
         await asyncio.gather(*self._reaping, return_exceptions=True)  # their masters are gone: at once now
         self.lead = None
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        _remove_socket_folder(self.workdir)
 
 
 class Master:

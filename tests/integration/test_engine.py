@@ -210,3 +210,23 @@ def test_a_paused_folder_download_resumes_with_the_files_it_has(sshd, tmp_path):
     assert final.state == JobState.DONE, final.error
     assert sha256_of(here / "big.bam") == big
     assert all(sha256_of(here / rel) == digest for rel, digest in small.items())
+
+
+def test_ssh_jobs_running_side_by_side_keep_their_connections(sshd, tmp_path):
+    # the GUI runs up to three jobs at once, often to the same collaborator: each job's OpenSSH sockets live in
+    # a folder of its own, which a job starting later must not take for one a crashed Ferry left behind
+    remote = sshd.home / f"side-by-side-{time.monotonic_ns()}"
+    remote.mkdir()
+    digests = {f"f{i}.bin": write_random(remote / f"f{i}.bin", 6 * MiB, seed=70 + i) for i in range(2)}
+    up = write_random(tmp_path / "up.bin", 6 * MiB, seed=72)
+    sshd.give(remote)
+    options = TransferOptions(streams=2, limit_rate=2 * MiB, backend_options={
+        "identity": str(sshd.key), "known_hosts": str(sshd.known_hosts)})
+    with Engine(max_jobs=3, retry=RetryPolicy(max_retries=0)) as engine:
+        jobs = [engine.submit(sshd.url(str(remote / name)), str(tmp_path / name), options) for name in digests]
+        jobs.append(engine.submit(str(tmp_path / "up.bin"), sshd.url(str(remote / "up.bin")), options))
+        assert wait_until(lambda: all(engine.job(j.id).state == JobState.RUNNING for j in jobs), timeout=30)
+        finals = [engine.wait(j.id, timeout=60) for j in jobs]
+    assert [f.state for f in finals] == [JobState.DONE] * 3, [f.error for f in finals]
+    assert all(sha256_of(tmp_path / name) == digest for name, digest in digests.items())
+    assert sha256_of(remote / "up.bin") == up
