@@ -4,7 +4,8 @@ Every stream is one master connection (``ssh -M -S SOCKET -N``): its own TCP con
 window and congestion control, authenticated once. Each lease then runs as a new channel
 over it (``ssh -S SOCKET host 'sh -c …'``), which costs one round trip instead of a
 handshake. At most ``max_handshakes`` masters authenticate at once, because sshd's
-``MaxStartups`` (default 10:30:100) starts dropping unauthenticated connections past ten.
+``MaxStartups`` (default 10:30:100) starts dropping unauthenticated connections past ten;
+jobs running side by side to the same server share that limit.
 
 HPN-SSH (``hpnssh`` on PATH) grows its channel window with the socket buffer, lifting
 OpenSSH's 2 MiB-per-round-trip cap; its NONE cipher switch is passed only when the binary
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -122,6 +124,16 @@ def _remove_socket_folder(folder: Path) -> None:
         _MADE_HERE.discard(folder)
 
 
+#: sshd's MaxStartups counts every unauthenticated connection to the server, whichever job opened it: jobs side
+#: by side to one server (the GUI runs three) share that server's handshake slots, per event loop
+_SERVER_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _server_slots(target: Target, size: int) -> asyncio.Semaphore:
+    per_loop = _SERVER_SLOTS.setdefault(asyncio.get_running_loop(), {})
+    return per_loop.setdefault((target.host, target.port), asyncio.Semaphore(max(1, size)))
+
+
 @dataclass
 class OpenSsh:
     target: Target
@@ -183,7 +195,7 @@ class OpenSsh:
     async def _connect(self) -> Master:
         self._count += 1
         master = Master(self, self.workdir / f"m{self._count}")
-        async with self._handshakes:
+        async with self._handshakes, _server_slots(self.target, self.options.max_handshakes):
             await master.start()
         if self.early_channel is not None:
             await master.start_early(*self.early_channel)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 from pathlib import Path
@@ -42,3 +43,35 @@ def test_a_failing_local_control_socket_is_not_called_a_missing_remote_file():
     mux = ssh_error("Control socket connect(/tmp/ferry-ssh-1-x/m3): No such file or directory", target)
     assert isinstance(mux, Transient)
     assert isinstance(ssh_error("scp: /data/run1.bam: No such file or directory", target), NotFound)
+
+
+def test_jobs_to_one_server_share_its_handshake_slots(monkeypatch):
+    # sshd's MaxStartups drops unauthenticated connections past ten, whichever job opened them
+    from backends.ssh import openssh
+
+    running, peak = set(), []
+
+    async def start(self):
+        running.add(self)
+        peak.append(len(running))
+        await asyncio.sleep(0.02)
+        running.discard(self)
+
+    monkeypatch.setattr(openssh.Master, "start", start)
+
+    async def main():
+        options = SshOptions(max_handshakes=4)
+        jobs = [openssh.OpenSsh(parse_target("sftp://alice@example.org/x", options), options, client="ssh")
+                for _ in range(3)]
+        other = openssh.OpenSsh(parse_target("sftp://alice@example.net/x", options), options, client="ssh")
+        for ssh in (*jobs, other):
+            ssh.handshake_done(), ssh.handshake_done()  # no control login, no probe: each job alone may use 4
+        masters = await asyncio.gather(*(ssh._connect() for ssh in jobs for _ in range(4)))
+        assert len(masters) == 12 and max(peak) == 4
+        peak.clear()
+        await asyncio.gather(*(ssh._connect() for ssh in (jobs[0], other) for _ in range(4)))
+        assert max(peak) == 8  # another server has slots of its own
+        for ssh in (*jobs, other):
+            await ssh.cleanup()
+
+    asyncio.run(main())
