@@ -20,7 +20,7 @@ from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, 
 from ..errors import BadRequest, LocalError, NotFound, TransferError
 from ..hashing import hash_file, manifest_digest
 from ..netprobe import connect_time
-from ..partfile import check_destination
+from ..partfile import check_destination, human_size
 from ..registry import scheme_of
 from . import files, folders, guc
 from .control import Control, Entry, open_control
@@ -32,6 +32,16 @@ from .urls import SCHEMES, GridUrl, local_url, trailing_slash
 
 def _is_remote(location: str) -> bool:
     return scheme_of(location) in SCHEMES
+
+
+def _uncapped_note(options: TransferOptions) -> str | None:
+    """A rate cap (``--limit-rate``, the GUI's bandwidth cap) that this backend cannot keep, said rather than
+    ignored: globus-url-copy has no rate option, and its data never passes through Ferry."""
+    if not options.limit_rate:
+        return None
+    return (f"GridFTP transfers cannot be capped (globus-url-copy has no rate option), so this one ignores the "
+            f"{human_size(options.limit_rate)}/s limit. To leave room on a shared link, use --streams 1 or an "
+            "sftp:// or https:// address, which keep the cap.")
 
 
 class GridftpBackend:
@@ -101,12 +111,19 @@ class GridftpBackend:
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         self.check(request)
+        uncapped = _uncapped_note(request.options)
+        if uncapped:
+            sink.note(uncapped)
         source_remote, dest_remote = _is_remote(request.source), _is_remote(request.dest)
         if source_remote and dest_remote:
-            return await self._third_party(request, sink)
-        if source_remote:
-            return await self._download(request, sink)
-        return await self._upload(request, sink)
+            result = await self._third_party(request, sink)
+        elif source_remote:
+            result = await self._download(request, sink)
+        else:
+            result = await self._upload(request, sink)
+        if uncapped:
+            result.notes = [uncapped, *result.notes]
+        return result
 
     async def _source_entry(self, remote: GridUrl) -> tuple[Entry | None, list[Entry]]:
         """The source's entry and, for a folder, its whole tree (None and [] where Ferry cannot look)."""

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from app.engine import Engine, JobState, RetryPolicy
+from backends.base import TransferOptions
+
 from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
 
@@ -237,3 +240,18 @@ def test_auto_streams_come_from_the_benchmark_log(gridftp, grid_big, tmp_path, f
     assert again.returncode == 0, again.stderr
     out = result_of(again)
     assert out["streams"] == 3 and any("best recent result" in note for note in out["notes"])
+
+
+def test_jobs_side_by_side_each_finish_exact(gridftp, tmp_path):
+    # the GUI runs three jobs at once, often from one server: each globus-url-copy keeps to its own file
+    names = {f"side{i}.bin": write_random(gridftp.data / f"side{i}.bin", 24 * MiB, seed=80 + i) for i in range(3)}
+    for name in names:
+        gridftp.give(gridftp.data / name)
+    with Engine(max_jobs=3, retry=RetryPolicy(max_retries=0)) as engine:
+        jobs = [engine.submit(gridftp.url(gridftp.data / name), str(tmp_path / name),
+                              TransferOptions(streams=2, limit_rate=8 * MiB)) for name in names]
+        finals = [engine.wait(job.id, timeout=120) for job in jobs]
+    assert [f.state for f in finals] == [JobState.DONE] * 3, [f.error for f in finals]
+    assert all(sha256_of(tmp_path / name) == digest for name, digest in names.items())
+    # the GUI's bandwidth cap reaches every job; globus-url-copy cannot keep it, and the job says so
+    assert all(any("cannot be capped" in note and "8.0 MiB/s" in note for note in f.notes) for f in finals)
