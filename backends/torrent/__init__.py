@@ -76,7 +76,7 @@ class TorrentBackend:
 
         self.check(request)
         extra = request.options.backend_options
-        lab = _lab_options(extra, default_listen="0.0.0.0:0")
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
         params = load_torrent(request.source)
         if extra.get("seed"):
             from .seed import seed
@@ -107,12 +107,13 @@ class TorrentBackend:
         raise TransferError("A swarm cannot be measured like a server; run a preflight on one of its hosts instead.")
 
 
-def _lab_options(extra: dict, default_listen: str):
+def _lab_options(extra: dict, default_listen: str, download_limit: int = 0):
+    """``download_limit``: ``--limit-rate`` (the GUI's bandwidth cap), kept by libtorrent for the whole session."""
     from .lab import LabOptions
 
     return LabOptions(listen=extra.get("listen") or default_listen, discovery=bool(extra.get("discovery")),
                       encryption=extra.get("encryption") or "required",
-                      upload_limit=int(extra.get("upload_limit") or 0))
+                      upload_limit=int(extra.get("upload_limit") or 0), download_limit=int(download_limit))
 
 
 def _state_dir() -> Path:

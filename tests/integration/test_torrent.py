@@ -101,6 +101,20 @@ def test_one_seed_to_one_fetcher_over_several_connections(dataset, tmp_path):
     assert history[0]["sha256"] == dataset["digest"]
 
 
+def test_limit_rate_caps_a_fetch(dataset, tmp_path):
+    # the GUI's bandwidth cap and --limit-rate reach libtorrent's session (they were ignored before)
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    with seeding(torrent, dataset["data"], dataset["home"], connections=2) as seed:
+        began = time.monotonic()
+        proc = fetch(torrent, tmp_path, tmp_path, "--peer", f"127.0.0.1:{seed.port}", "--connections", "2",
+                     "--limit-rate", "32M")
+        spent = time.monotonic() - began
+    assert proc.returncode == 0, proc.stderr
+    assert result_of(proc)["sha256"] == dataset["digest"]
+    # 96 MiB at 32 MiB/s cannot take less than ~3 s; unlimited over the loopback it takes well under one
+    assert spent >= 2.5, spent
+
+
 def test_a_folder_torrent_arrives_whole(dataset, tmp_path):
     torrent = dataset["root"] / "cohort.torrent"
     with seeding(torrent, dataset["folder"], dataset["home"]) as seed:
