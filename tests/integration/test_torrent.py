@@ -12,10 +12,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.nginx import free_port
+from tests.servers.nginx import free_port, wait_for_port
 
 from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
+
+
+def consecutive_free_ports(count: int) -> int:
+    """The first of ``count`` free consecutive ports: a seed's sessions take PORT … PORT+count-1, and one taken
+    port makes the seed exit (a fetcher then waits out its stall timeout with no peer)."""
+    import socket
+
+    for _ in range(50):
+        base = free_port()
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(base, base + count):
+                    held.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} consecutive free ports found")
 
 
 def distinct_ports(count: int) -> list[int]:
@@ -68,10 +85,15 @@ class Seed:
 @contextlib.contextmanager
 def seeding(torrent: Path, data: Path, home: Path, *extra: str, connections: int = 2):
     """A ``labferry seed`` process; after the block, ``.log`` holds what it said."""
-    seed = Seed(free_port())
+    seed = Seed(consecutive_free_ports(connections))
     proc = popen_labferry("seed", str(torrent), "--data", str(data), "--listen", f"127.0.0.1:{seed.port}",
                           "--connections", str(connections), *extra, env_home=home)
-    time.sleep(1.0)
+    try:
+        for port in range(seed.port, seed.port + connections):
+            wait_for_port(port, timeout=30)
+    except RuntimeError:
+        proc.kill()
+        raise AssertionError(f"the seed never listened on all its ports: {proc.communicate()[1]}") from None
     assert proc.poll() is None, proc.stderr.read()
     try:
         yield seed
