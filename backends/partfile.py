@@ -153,17 +153,35 @@ class PartFile:
         return done
 
     def _open_locked(self) -> None:
-        try:
-            self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise os_error(exc, self.part, "create") from exc
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.close()
-            raise LocalError(
-                f"{self.dest} is already being transferred by another Ferry process. Wait for it, or cancel it there."
-            ) from None
+        """Open ``NAME.part`` and take its lock, or fail without touching it.
+
+        The lock is on the inode. A winner that gives up an empty part file unlinks it under its lock
+        (``close``), so a file opened just before that unlink can be locked by a second process that then
+        writes to a name nobody sees: after locking, the path must still lead to the inode we hold.
+        """
+        for _ in range(5):
+            try:
+                fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise os_error(exc, self.part, "create") from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)  # not ours: the file, its record and its lock belong to the other process
+                raise LocalError(
+                    f"{self.dest} is already being transferred by another Ferry process. Wait for it, or cancel "
+                    "it there."
+                ) from None
+            try:
+                same = os.stat(self.part).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return
+            os.close(fd)  # the name was unlinked (or replaced) between our open and our lock: open it again
+        raise LocalError(f"{self.part} keeps disappearing while Ferry opens it. Check what else writes to "
+                         f"{self.dest.parent}, then run the transfer again.")
 
     def _trusted_ranges(self, identity: Identity) -> list[Interval]:
         try:

@@ -1,8 +1,9 @@
 """The transfer engine: jobs, the scheduler, events. No Qt, no sockets of its own."""
 
+from app.jobs import JobState, JobView
+
 from .engine import Engine
 from .events import Event
-from .job import JobState, JobView
 from .routes import resolve_destination
 from .runner import RetryPolicy
 

@@ -15,14 +15,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from app.jobs import Job, JobState, JobView
+from app.store.jobs import Busy
 from backends.base import TransferOptions, TransferRequest
-from backends.errors import AuthError, TransferError, Unavailable
+from backends.errors import AuthError, LocalError, TransferError, Unavailable
 from backends.registry import Registry
 from backends.registry import registry as default_registry
 from backends.urls import redact
 
 from .events import ADDED, FINISHED, REMOVED, STATE, Event, EventBus
-from .job import Job, JobState, JobView
 from .runner import JobRunner, RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -244,14 +245,18 @@ class Engine:
         existing = self.store.jobs.unfinished_for(shown, dest)
         if existing and existing.id in self._tasks:
             return self._jobs[existing.id].view()
-        if existing and not self.store.jobs.running_elsewhere(existing.id):
-            job = self._jobs.get(existing.id) or existing
+        try:
+            job, adopted = self.store.jobs.take(shown, dest, backend.name, options)
+        except Busy as exc:
+            raise LocalError(
+                f"{redact(source)} → {dest} is already being transferred by another Ferry process (job {exc.job_id},"
+                f" process {exc.pid}). Wait for it, or pause it there and run this again to take it over."
+            ) from None
+        if adopted:
+            job = self._jobs.get(job.id) or job
             job.options, job.state, job.error, job.error_kind, job.attempts = options, JobState.QUEUED, None, None, 0
-            self._jobs[job.id] = job
             self.persist(job)
-        else:
-            job = self.store.jobs.add(shown, dest, backend.name, options)
-            self._jobs[job.id] = job
+        self._jobs[job.id] = job
         if shown != source:
             self._secrets[job.id] = source
         self._owned.add(job.id)
@@ -269,6 +274,8 @@ class Engine:
                 break
             if job.id in self._tasks or not (self.run_queue or job.id in self._owned):
                 continue
+            if not self.store.jobs.claim(job.id):
+                continue  # queued or running in another Ferry process (a CLI next to the window)
             self._tasks[job.id] = asyncio.get_running_loop().create_task(self._run(job))
 
     async def _run(self, job: Job) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .job import JobView
+from app.jobs import JobView
 
 PROGRESS_HZ = 10
 log = logging.getLogger(__name__)

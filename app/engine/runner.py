@@ -14,13 +14,13 @@ import random
 import time
 from dataclasses import asdict, dataclass, replace
 
+from app.jobs import Job, JobState
 from backends.base import Result, TransferRequest
 from backends.errors import TransferError, Unreachable
 from backends.hosttcp import host_tcp
 from backends.urls import host_of as peer_host
 
 from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
-from .job import Job, JobState
 from .progress import ProgressMeter
 
 log = logging.getLogger(__name__)

@@ -7,9 +7,12 @@ import os
 import sqlite3
 import time
 
-from app.engine.job import Job, JobState
+from app.jobs import Job, JobState
 from backends.base import TransferOptions
 from backends.procs import other_process_alive
+
+#: states in which a job belongs to the process that queued or runs it (a paused or failed one is anybody's)
+_HELD = ("queued", "running", "verifying")
 
 _COLUMNS = (
     "id, source, dest, backend, options, state, position, bytes_total, bytes_done, attempts, error, error_kind,"
@@ -26,24 +29,85 @@ def _job(row: sqlite3.Row) -> Job:
     )
 
 
+class Busy(Exception):
+    """Another live Ferry process holds the job."""
+
+    def __init__(self, job_id: int, pid: int) -> None:
+        super().__init__(f"job {job_id} is held by process {pid}")
+        self.job_id, self.pid = job_id, pid
+
+
 class JobsTable:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
     def add(self, source: str, dest: str, backend: str, options: TransferOptions) -> Job:
+        """A new job, claimed by this process; its id is never one an earlier job had (history keeps those)."""
         now = time.time()
         position = (self.conn.execute("SELECT MAX(position) FROM jobs").fetchone()[0] or 0) + 1
-        cur = self.conn.execute(
-            "INSERT INTO jobs (source, dest, backend, options, state, position, created, updated)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (source, dest, backend, json.dumps(options.to_dict()), JobState.QUEUED.value, position, now, now),
+        last = self.conn.execute(
+            "SELECT MAX(n) FROM (SELECT MAX(id) AS n FROM jobs UNION ALL SELECT MAX(job_id) FROM history)"
+        ).fetchone()[0]
+        job_id = (last or 0) + 1
+        self.conn.execute(
+            "INSERT INTO jobs (id, source, dest, backend, options, state, position, owner_pid, created, updated)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (job_id, source, dest, backend, json.dumps(options.to_dict()), JobState.QUEUED.value, position,
+             os.getpid(), now, now),
         )
-        return Job(id=cur.lastrowid, source=source, dest=dest, backend=backend, options=options,
+        return Job(id=job_id, source=source, dest=dest, backend=backend, options=options,
                    position=position, created=now)
 
+    def take(self, source: str, dest: str, backend: str, options: TransferOptions) -> tuple[Job, bool]:
+        """The job for this source and destination, claimed by this process: an unfinished one adopted (so the
+        same command resumes), else a new one. Returns (job, adopted).
+
+        One immediate transaction: two processes started together with the same command must not both adopt
+        (or both create) the job and then run it side by side. Raises ``Busy`` when another live process
+        holds it.
+        """
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            existing = self.unfinished_for(source, dest)
+            if existing is not None:
+                owner = self._live_owner(existing.id)
+                if owner:
+                    raise Busy(existing.id, owner)
+                self.conn.execute("UPDATE jobs SET owner_pid=?, updated=? WHERE id=?",
+                                  (os.getpid(), time.time(), existing.id))
+                result = (existing, True)
+            else:
+                result = (self.add(source, dest, backend, options), False)
+            self.conn.execute("COMMIT")
+            return result
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def claim(self, job_id: int) -> bool:
+        """Mark a queued job as this process's before running it; False when another live process has it."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._live_owner(job_id):
+                self.conn.execute("ROLLBACK")
+                return False
+            self.conn.execute("UPDATE jobs SET owner_pid=? WHERE id=?", (os.getpid(), job_id))
+            self.conn.execute("COMMIT")
+            return True
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _live_owner(self, job_id: int) -> int | None:
+        """The pid of another live process that has this job queued or running, if any."""
+        row = self.conn.execute("SELECT state, owner_pid FROM jobs WHERE id=?", (job_id,)).fetchone()
+        if row and row["state"] in _HELD and other_process_alive(row["owner_pid"]):
+            return row["owner_pid"]
+        return None
+
     def save(self, job: Job) -> None:
-        """Write the job's state; a running job is marked as this process's."""
-        owner = os.getpid() if job.state.active else None
+        """Write the job's state; a queued or running job is marked as this process's."""
+        owner = os.getpid() if job.state.value in _HELD else None
         self.conn.execute(
             "UPDATE jobs SET state=?, position=?, bytes_total=?, bytes_done=?, attempts=?, error=?, error_kind=?,"
             " options=?, owner_pid=?, updated=? WHERE id=?",
@@ -71,9 +135,8 @@ class JobsTable:
         return _job(row) if row else None
 
     def running_elsewhere(self, job_id: int) -> bool:
-        """True when another live process is running this job right now."""
-        row = self.conn.execute("SELECT state, owner_pid FROM jobs WHERE id=?", (job_id,)).fetchone()
-        return bool(row and row["state"] in ("running", "verifying") and other_process_alive(row["owner_pid"]))
+        """True when another live process has this job queued or running right now."""
+        return self._live_owner(job_id) is not None
 
     def interrupted_to_queued(self) -> int:
         """Jobs left running by a process that died: back in the queue, to resume."""

@@ -84,3 +84,38 @@ def test_https_backend_is_found_through_its_entry_point():
     assert registry.for_url("HTTP://h/x").name == "https"
     fresh = Registry()
     assert "http" in fresh.get("https").schemes
+
+
+def test_a_process_that_loses_the_lock_leaves_the_winners_part_file_alone(tmp_path):
+    """The loser used to close through ``close()``, which removes an empty part file with no record as if
+    it were its own: the winner then wrote to a name nobody saw and its rename failed."""
+    dest = tmp_path / "x.bin"
+    winner, loser = PartFile(dest), PartFile(dest)
+    winner.lock()  # still empty and without a record: the window in which the loser arrives
+    with pytest.raises(LocalError, match="already being transferred by another Ferry process"):
+        loser.lock()
+    assert winner.part.exists() and loser.fd is None
+    winner.adopt(Identity("https://h/x.bin", 10, '"e"', None))
+    winner.write(b"0123456789", 0)
+    assert winner.finish(10).read_bytes() == b"0123456789"
+
+
+def test_a_part_file_unlinked_between_open_and_lock_is_opened_again(tmp_path, monkeypatch):
+    """The lock is on the inode: a name that no longer leads to it must not be written."""
+    import fcntl as fcntl_module
+
+    dest = tmp_path / "y.bin"
+    part = PartFile(dest)
+    real_flock, calls = fcntl_module.flock, []
+
+    def flock_after_unlink(fd, op):
+        if not calls:
+            part.part.unlink()  # another process gave the empty file up under its lock
+        calls.append(op)
+        return real_flock(fd, op)
+
+    monkeypatch.setattr("backends.partfile.fcntl.flock", flock_after_unlink)
+    part.lock()
+    assert len(calls) == 2 and part.part.exists()
+    assert os.stat(part.part).st_ino == os.fstat(part.fd).st_ino
+    part.close()

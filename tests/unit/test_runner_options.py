@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.engine.job import Job
 from app.engine.runner import JobRunner
+from app.jobs import Job
 from backends.base import TransferOptions
 
 

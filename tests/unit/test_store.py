@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from app.engine.job import JobState
+from app.jobs import JobState
 from app.store import HistoryFilter, Store
 from app.store.db import SCHEMA_VERSION, SchemaTooNew, connect
 from backends.base import Checksum, TransferOptions
