@@ -32,6 +32,10 @@ from .errors import LocalError, NoSpace
 
 STATE_SUFFIX = ".ferry"
 STATE_VERSION = 1
+#: this process's mark in every resume record it writes. A source without validators (no ETag, no
+#: Last-Modified) cannot show that bytes an earlier run kept belong to the file it serves now: only this
+#: run's own ranges are trusted for it, as curl and aria2c trust theirs within one run.
+RUN = os.urandom(8).hex()
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class Identity:
     size: int | None
     etag: str | None
     last_modified: str | None
+
+    @property
+    def validated(self) -> bool:
+        """Whether the server gave anything that changes when the file does (besides its size)."""
+        return bool(self.etag or self.last_modified)
 
     def matches(self, other: dict) -> bool:
         return (
@@ -141,11 +150,15 @@ class PartFile:
             return []
         return [(int(s), int(e)) for s, e in record.get("done", [])]
 
-    def adopt(self, identity: Identity) -> list[Interval]:
+    def adopt(self, identity: Identity, *, proven_later: bool = False) -> list[Interval]:
         """Settle on the source's identity: keep what a previous run did for the same file,
-        else start empty; reserve the space. Returns the ranges already done."""
+        else start empty; reserve the space. Returns the ranges already done.
+
+        ``proven_later``: a checksum given by the user will prove the whole file at the end, so an earlier
+        run's bytes may be kept even when the source has no validators (a mismatch then fails the job and
+        drops the record, never exit 0)."""
         self.identity = identity
-        done = self._trusted_ranges(identity)
+        done = self._trusted_ranges(identity, proven_later)
         if not done:
             self._truncate()
         if identity.size is not None:
@@ -183,13 +196,15 @@ class PartFile:
         raise LocalError(f"{self.part} keeps disappearing while Ferry opens it. Check what else writes to "
                          f"{self.dest.parent}, then run the transfer again.")
 
-    def _trusted_ranges(self, identity: Identity) -> list[Interval]:
+    def _trusted_ranges(self, identity: Identity, proven_later: bool = False) -> list[Interval]:
         try:
             record = json.loads(self.state.read_text())
         except (OSError, ValueError):
             return []
         if record.get("version") != STATE_VERSION or not identity.matches(record):
             return []
+        if not identity.validated and record.get("run") != RUN and not proven_later:
+            return []  # another run's bytes from a server that cannot say whether its file changed
         if identity.size is None or os.fstat(self.fd).st_size != identity.size:
             return []
         return [(int(s), int(e)) for s, e in record.get("done", [])]
@@ -245,6 +260,7 @@ class PartFile:
             "last_modified": self.identity.last_modified,
             "done": [[s, e] for s, e in done],
             "saved": time.time(),
+            "run": RUN,
         }
         tmp = self.state.with_name(self.state.name + ".tmp")
         try:

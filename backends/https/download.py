@@ -38,6 +38,7 @@ class Download:
         self.hasher: FollowingHasher | None = None
         self.sidecar: asyncio.Task | None = None
         self.resumed = 0
+        self.whole = False  # one plain GET (the server ignores ranges)
         self.limiter = RateLimit(self.options.limit_rate) if self.options.limit_rate else None
 
     def note(self, message: str) -> None:
@@ -125,9 +126,13 @@ class Download:
     def _identified(self, fetch: RangedFetch, hint: list[Interval], validators: Validators, url: str) -> None:
         """The first answer arrived: settle the part file, start hashing and the sidecar lookup."""
         identity = Identity(self.source, validators.size, validators.etag, validators.last_modified)
-        done = self.part.adopt(identity)
+        done = self.part.adopt(identity, proven_later=self.options.checksum is not None)
         if done != hint:
             fetch.chunks.reset_done(done)
+        if hint and not done and not identity.validated:
+            self.note(f"The server sends no ETag or Last-Modified for {self.source}, so Ferry cannot tell whether "
+                      "the part an earlier run kept is the file it serves now: starting from the beginning "
+                      "(give --checksum to keep it and prove the whole file at the end).")
         self.resumed = total(done)
         if self.resumed:
             self.note(f"Resuming: {human_size(self.resumed)} of {human_size(validators.size)} was already here.")
@@ -152,6 +157,7 @@ class Download:
         self.part.adopt(Identity(self.source, info.size, info.etag, info.last_modified))
         self._settle(info)
         self.peak_streams = max(self.peak_streams, 1)
+        self.whole = True
         written = await fetch_whole(self.session, info.url, Validators.of(info), self.part, self.sink, self.hasher,
                                     self.limiter)
         self.fetched += written
@@ -169,9 +175,20 @@ class Download:
         if (now.size, now.etag, now.last_modified) != (info.size, info.etag, info.last_modified):
             raise RemoteChanged(f"The file at {self.source} changed on the server; starting again.")
 
+    def _checked(self) -> str:
+        """What Ferry could check without a checksum, in words: only what the server's answers allowed."""
+        info = self.info
+        held = "/".join(name for name, value in (("ETag", info.etag), ("Last-Modified", info.last_modified))
+                        if value)
+        if not held:
+            return "the server sends no ETag or Last-Modified, so only the size was checked"
+        if self.whole:
+            return f"size and {held} checked at the start and the end"
+        return f"size and {held} checked on every range"
+
     def _verify(self, digests: dict[str, str], expected: Checksum | None) -> tuple[bool, str]:
         if expected is None:
-            return False, "no checksum given or published; size and ETag/Last-Modified checked on every range"
+            return False, "no checksum given or published; " + self._checked()
         actual = digests[expected.algorithm]
         who = "you gave" if expected.source == "given" else f"in {expected.source}"
         if actual != expected.hexdigest:

@@ -61,6 +61,22 @@ def nginx(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def apache(tmp_path_factory):
+    """Apache httpd (Debian's apache2 binary, its config in a temporary folder)."""
+    from tests.servers.apache import Apache
+
+    require("apache2")
+    _open_tmp_for_others(tmp_path_factory)  # it serves as nobody when the suite runs as root
+    root = tmp_path_factory.mktemp("apache")
+    os.chmod(root, 0o755)
+    server = Apache(root / "server", root / "data").start()
+    os.chmod(server.data, 0o755)
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def big_file(nginx) -> DataFile:
     """200 MiB, with a published big.bin.sha256 sidecar."""
     path = nginx.data / "big.bin"
