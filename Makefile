@@ -24,11 +24,13 @@ system-deps:
 # (as on the CI machines) each start would compile every module again
 test: $(STAMP) system-deps
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m compileall -q app backends
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 bench-https: $(STAMP)
 	$(BIN)/python tests/bench/https_wan.py

@@ -119,7 +119,7 @@ class SiteBook:
         row = self.store.sites.get(name)
         if row is None:
             known = ", ".join(s["name"] for s in self.store.sites.all()) or "none yet"
-            raise NotFound(f"There is no site called '{name}' (known: {known}). Add it with labferry sites add.")
+            raise BadRequest(f"There is no site called '{name}' (known: {known}). Add it with labferry sites add.")
         return Site.from_row(row)
 
     def all(self) -> list[Site]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 Streams = int | Literal["auto"]
@@ -118,6 +119,17 @@ class TransferRequest:
     #: asks the user whether to trust an unknown SSH host key (host, key type, fingerprint) -> bool;
     #: the GUI's prompt, None in the CLI (which refuses unless --accept-new-host-key)
     ask_trust: Callable[[str, str, str], bool] | None = field(default=None, repr=False, compare=False)
+    #: the application's folder for a backend's own records (upload resume records, torrent resume data),
+    #: handed down by the engine: backends never import the application to find it
+    state_dir: str | None = None
+
+    def state_folder(self, name: str) -> Path:
+        """``state_dir/name``, created on first use."""
+        if not self.state_dir:
+            raise RuntimeError("this request has no state folder: the engine sets TransferRequest.state_dir")
+        folder = Path(self.state_dir) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
 
 @dataclass

@@ -94,6 +94,8 @@ class Registry:
     def for_url(self, url: str) -> Backend:
         """The backend that claims the URL's scheme."""
         scheme = scheme_of(url)
+        if scheme and "://" in url:
+            _check_authority(url)
         if not scheme:
             raise BadRequest(
                 f"'{url}' is not a URL Ferry can fetch. Give a full address such as https://host/path/file."
@@ -118,9 +120,23 @@ def scheme_of(url: str) -> str:
     if "://" not in url:
         m = _OPAQUE.match(url)
         return m.group(1).lower() if m else ""
-    return urlsplit(url).scheme.lower()
+    return url.partition("://")[0].lower() if _SCHEME.fullmatch(url.partition("://")[0]) else ""
 
 
+def _check_authority(url: str) -> None:
+    """A sentence, not a traceback, for an address no protocol can reach: a broken IPv6 literal, a port out of
+    range, port 0 (which would be read as "refused" after a connection attempt)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError as exc:
+        raise BadRequest(f"'{url}' is not a valid address ({exc}). Check it: an IPv6 host is written in brackets "
+                         "as https://[2001:db8::1]:8443/path, and a port is a number from 1 to 65535.") from None
+    if port == 0:
+        raise BadRequest(f"'{url}' names port 0, which no server listens on. Give the server's port (1-65535), "
+                         "or leave it out for the protocol's default.")
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 _OPAQUE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):\?")
 
 

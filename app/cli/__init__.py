@@ -64,7 +64,7 @@ def setup_logging() -> None:
     try:
         handler = logging.handlers.RotatingFileHandler(data_dir() / "ferry.log", maxBytes=2_000_000, backupCount=3)
     except OSError:
-        return
+        return  # a log file that cannot be opened must not stop a transfer; a data folder that cannot is said
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = N
     if not args.command:
         parser.print_help()
         return 0
-    setup_logging()
     try:
+        setup_logging()
         return args.handler(args)
     except errors.TransferError as exc:
         print(f"labferry: {exc}", file=sys.stderr)

@@ -8,12 +8,11 @@ import queue
 import sys
 import time
 
-from app.engine import Engine, JobState, resolve_destination
+from app.engine import Engine, JobState
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
+from app.requests import Defaults, Overrides, parse_streams
 from app.units import format_bytes, format_duration, format_rate, parse_rate
-from backends.base import TransferOptions
 from backends.checksums import parse_checksum
-from backends.errors import BadRequest
 
 
 def add_parser(sub) -> None:
@@ -59,27 +58,18 @@ def add_ssh_arguments(p: argparse.ArgumentParser) -> None:
                      help="with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)")
 
 
-def parse_streams(text: str) -> int | str:
-    if text == "auto":
-        return "auto"
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise BadRequest(f"--streams takes a number from 1 to 64, or auto; got '{text}'.")
-    return int(text)
-
-
-def options_from(args: argparse.Namespace, site=None) -> TransferOptions:
-    streams = args.streams or (site.streams if site else "auto")
-    extra = (site.backend_options() if site else {}) | backend_options(args)
-    return TransferOptions(
-        streams=parse_streams(streams),
+def overrides_from(args: argparse.Namespace) -> Overrides:
+    """What the user typed for this transfer; the front door (``app.requests``) merges the rest."""
+    return Overrides(
+        streams=parse_streams(args.streams) if args.streams else None,
         checksum=parse_checksum(args.checksum) if args.checksum else None,
         limit_rate=parse_rate(args.limit_rate) if args.limit_rate else None,
-        ca_file=args.ca_file or extra.pop("ca_file", None),
-        insecure=args.insecure,
-        overwrite=args.overwrite,
+        ca_file=args.ca_file,
+        insecure=args.insecure or None,
+        overwrite=args.overwrite or None,
         sync=args.sync,
-        verify=not args.no_verify,
-        backend_options=extra,
+        verify=False if args.no_verify else None,
+        backend_options=backend_options(args),
     )
 
 
@@ -126,16 +116,18 @@ class ProgressLine:
 
 def run(args: argparse.Namespace) -> int:
     from app.cli import EXIT_STATUSES
+    from app.requests import resolve
+    from app.store import Store
 
-    source, dest, site = _expand_sites(args.source, args.dest)
-    options = options_from(args, site)
-    dest = resolve_destination(source, dest)
+    with Store() as store:
+        request = resolve(args.source, args.dest, overrides_from(args), store=store,
+                          defaults=Defaults.from_settings(store.settings.all()))
     line = ProgressLine(not args.quiet)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
     view = None
     try:
-        view = engine.submit(source, str(dest), options)
+        view = request.submit_to(engine)
         view = _follow(engine, view.id, events, line)
     except KeyboardInterrupt:
         line.clear()
@@ -150,20 +142,6 @@ def run(args: argparse.Namespace) -> int:
     status = _report(view, args.json, EXIT_STATUSES)
     args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
     return status
-
-
-def _expand_sites(source: str, dest: str):
-    """``site:NAME/path`` on either side becomes the site's URL (its secret only in memory)."""
-    if not (source.startswith("site:") or dest.startswith("site:")):
-        return source, dest, None
-    from app.sites import SiteBook
-    from app.store import Store
-
-    with Store() as store:
-        book = SiteBook(store)
-        source, site_a = book.expand(source)
-        dest, site_b = book.expand(dest)
-    return source, dest, site_a or site_b
 
 
 def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):

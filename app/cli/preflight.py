@@ -13,10 +13,11 @@ import json
 import sys
 import time
 
+from app.requests import parse_streams
 from app.units import format_ms
 from backends.base import TransferOptions
 
-from .copy import add_ssh_arguments, backend_options, parse_streams
+from .copy import add_ssh_arguments, backend_options
 
 
 def _common(p: argparse.ArgumentParser) -> None:

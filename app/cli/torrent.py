@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from app.units import format_bytes, format_rate, parse_rate
-from backends.base import TransferOptions
 from backends.errors import BadRequest, LocalError
 
 
@@ -110,16 +109,21 @@ def run_seed(args: argparse.Namespace) -> int:
 
     if not 1 <= args.connections <= 64:
         raise BadRequest("--connections takes a number from 1 to 64.")
-    options = TransferOptions(streams=args.connections, backend_options={
+    from app.requests import Defaults, Overrides, resolve
+    from app.store import Store
+
+    chosen = Overrides(streams=args.connections, backend_options={
         "seed": True, "listen": args.listen, "connections": args.connections, "encryption": args.encryption,
         "discovery": args.discovery or None,
         "upload_limit": parse_rate(args.upload_limit) if args.upload_limit else None})
-    data = str(Path(args.data).expanduser().absolute())
+    with Store() as store:
+        request = resolve(args.torrent, args.data, chosen, store=store, advice=False,
+                          defaults=Defaults.from_settings(store.settings.all()))
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
     view = None
     try:
-        view = engine.submit(str(Path(args.torrent).expanduser().absolute()), data, options)
+        view = request.submit_to(engine)
         size = None
         while not (view.state.terminal or view.state == JobState.PAUSED):
             try:

@@ -4,7 +4,6 @@ from app.jobs import JobState, JobView
 
 from .engine import Engine
 from .events import Event
-from .routes import resolve_destination
 from .runner import RetryPolicy
 
-__all__ = ["Engine", "Event", "JobState", "JobView", "RetryPolicy", "resolve_destination"]
+__all__ = ["Engine", "Event", "JobState", "JobView", "RetryPolicy"]

@@ -53,6 +53,7 @@ class Engine:
         self.ask_trust = ask_trust  # the GUI's host-key question; None: refuse unknown keys
         self.bus = EventBus()
         self.store = None  # created on the engine thread
+        self.state_dir: str | None = None
         self._jobs: dict[int, Job] = {}
         self._tasks: dict[int, asyncio.Task] = {}
         self._owned: set[int] = set()
@@ -102,6 +103,7 @@ class Engine:
         self._loop = loop
         try:
             self.store = Store(self.db_path)
+            self.state_dir = str(self.store.path.parent)  # the backends' own records live beside the database
             self.store.jobs.interrupted_to_queued()
             for job in self.store.jobs.all():
                 self._jobs[job.id] = job
@@ -240,7 +242,7 @@ class Engine:
         available = backend.available()
         if not available.ok:
             raise Unavailable(available.reason)
-        await asyncio.to_thread(backend.check, TransferRequest(source, dest, options))
+        await asyncio.to_thread(backend.check, TransferRequest(source, dest, options, state_dir=self.state_dir))
         shown = redact(source)
         existing = self.store.jobs.unfinished_for(shown, dest)
         if existing and existing.id in self._tasks:
@@ -344,7 +346,8 @@ class Engine:
             return job.view()
         await self._stop(job_id, JobState.CANCELLED)
         backend = self.registry.get(job.backend)
-        await asyncio.to_thread(backend.discard, TransferRequest(job.source, job.dest, job.options))
+        await asyncio.to_thread(backend.discard, TransferRequest(job.source, job.dest, job.options,
+                                                                  state_dir=self.state_dir))
         JobRunner(self, job, job.source).record_end("cancelled")
         self.store.jobs.remove(job_id)
         self.publish(FINISHED, job)

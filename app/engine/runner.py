@@ -82,7 +82,8 @@ class JobRunner:
             while True:
                 before = job.bytes_done
                 try:
-                    request = TransferRequest(self.source, job.dest, self._options(), ask_trust=engine.ask_trust)
+                    request = TransferRequest(self.source, job.dest, self._options(), ask_trust=engine.ask_trust,
+                                              state_dir=engine.state_dir)
                     return await backend.transfer(request, sink)
                 except TransferError as exc:
                     if not self._retryable(exc):
@@ -116,18 +117,6 @@ class JobRunner:
             # an earlier attempt (a fault, a pause, a restart) wrote some of a folder: those files passed the
             # check that nothing was there before, so they are this job's own, kept when unchanged (as --sync)
             options = replace(options, sync="size-mtime")
-        if options.streams == "auto" and not options.initial_streams:
-            # a fresh preflight of this host first, then the fastest recent transfer there
-            from app.preflight import fresh_streams
-
-            host = peer_host(self.source) or peer_host(self.job.dest)
-            store = self.engine.store
-            best = None
-            if host:
-                best = fresh_streams(store, host, self.job.backend) or store.benchmarks.best_streams(
-                    host, self.job.backend)
-            if best:
-                options = replace(options, initial_streams=best)
         return options
 
     async def _tick(self) -> None:

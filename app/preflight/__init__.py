@@ -9,8 +9,8 @@ result in the store, where ``--streams auto``, the wizard and reports find it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
+from app.store.advice import fresh_streams, max_age_days
 from backends.base import TransferOptions
 from backends.errors import AuthError, BadRequest
 from backends.hosttcp import host_tcp
@@ -22,34 +22,20 @@ from .recommend import Analysis, analyse
 __all__ = ["Analysis", "Progress", "run_preflight", "resolve_target", "max_age_days", "fresh_streams",
            "apply_to_site"]
 
-#: Settings key: days after which a measurement is redone before it is trusted
-MAX_AGE_KEY = "preflight_max_age_days"
-
-
-def max_age_days(store) -> float:
-    from app.store.preflights import DEFAULT_MAX_AGE_DAYS
-
-    try:
-        return float(store.settings.get(MAX_AGE_KEY) or DEFAULT_MAX_AGE_DAYS)
-    except ValueError:
-        return DEFAULT_MAX_AGE_DAYS
-
-
 def resolve_target(store, target: str, options: TransferOptions) -> tuple[str, str | None, TransferOptions]:
-    """``site:NAME[/path]`` or a URL → (URL with any secret, site name, options with the site's settings)."""
-    if not target.startswith("site:"):
-        return target, None, options
-    from app.sites import SiteBook
+    """``site:NAME[/path]`` or a URL → (URL with any secret, site name, options with the site's settings).
 
-    book = SiteBook(store)
-    url, site = book.expand(target)
+    Through the front door's own expansion and merge (``app.requests``), as a transfer to the site would be."""
+    from app.requests import expand_site, overrides_of, site_options
+
+    url, site = expand_site(target, store)
+    if site is None:
+        return target, None, options
     path = target[5:].partition("/")[2]
     if site.protocol in ("https", "http") and not path:
         raise BadRequest(f"Name a large file on {site.name} to measure with (HTTPS needs one): "
                          f"site:{site.name}/path/to/a-file-of-1-GB-or-more.")
-    extra = site.backend_options() | options.backend_options
-    return url, site.name, replace(options, ca_file=options.ca_file or extra.pop("ca_file", None),
-                                   backend_options=extra)
+    return url, site.name, site_options(site, overrides_of(options))
 
 
 def _needs_secret(store, site: str | None, url: str) -> bool:
@@ -99,9 +85,3 @@ def apply_to_site(store, name: str, result: dict):
     else:
         site.options.pop("tcp_bs", None)
     return book.save(site)
-
-
-def fresh_streams(store, host: str, backend: str) -> int | None:
-    """The stream count a recent preflight recommended for this host and backend (``--streams auto``)."""
-    result = store.preflights.latest(host, backend, max_age_days=max_age_days(store))
-    return int(result["recommended_streams"]) if result and result.get("recommended_streams") else None

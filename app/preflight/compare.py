@@ -100,9 +100,11 @@ def _check(urls: list[str]) -> str:
 async def compare(store, registry, urls: list[str], options: TransferOptions, *, rounds: int = 3,
                   on_run: Callable[[Run], None] | None = None) -> Comparison:
     host = _check(urls)
-    pairs = [(u, registry.for_url(u)) for u in urls]
-    options = replace(options, overwrite=True, verify=False)
+    from app.requests import overrides_of, resolve
+
     scratch = Path(tempfile.mkdtemp(prefix="ferry-compare-"))
+    chosen = overrides_of(replace(options, overwrite=True, verify=False))
+    pairs = [(u, registry.for_url(u)) for u in urls]
     result = Comparison(host)
     try:
         for number in range(rounds):
@@ -112,7 +114,9 @@ async def compare(store, registry, urls: list[str], options: TransferOptions, *,
                 dest = scratch / f"{number}-{backend.name}-{remote_name(url) or 'data'}"
                 started = time.time()
                 try:
-                    done = await backend.transfer(TransferRequest(url, str(dest), options), _Quiet())
+                    request = resolve(url, dest, chosen, store=store, registry=registry, advice=False, strict=False)
+                    done = await backend.transfer(TransferRequest(request.source, request.dest, request.options,
+                                                                  state_dir=str(store.path.parent)), _Quiet())
                 except TransferError as exc:
                     run.error = str(exc)
                 else:

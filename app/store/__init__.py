@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from pathlib import Path
 
-from app.paths import database_path
+from app.paths import database_path, unwritable
+from backends.errors import LocalError
 
 from .benchmarks import BenchmarkLog
 from .db import connect
@@ -23,7 +26,13 @@ class Store:
         self.path = Path(path) if path else database_path()
         if readonly and not self.path.exists():
             connect(self.path).close()  # create and migrate once, then reopen read-only
-        self.conn = connect(self.path, readonly=readonly)
+        try:
+            self.conn = connect(self.path, readonly=readonly)
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "unable to open" in str(exc) or not os.access(self.path.parent, os.W_OK):
+                raise LocalError(unwritable(self.path.parent)) from None
+            raise LocalError(f"Ferry could not open its database {self.path} ({exc}). If another program holds "
+                             f"it, close that; else move the file away and Ferry starts a new one.") from None
         self.jobs = JobsTable(self.conn)
         self.history = HistoryTable(self.conn)
         self.benchmarks = BenchmarkLog(self.conn)

@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine import JobState, JobView
+from app.requests import Defaults, Overrides, resolve, site_options
 from app.sites import Site, SiteBook
 from app.store import Store
-from app.units import format_rate, parse_rate
-from backends.base import TransferOptions
+from app.units import format_rate
 from backends.errors import TransferError
 
 from .bridge import EngineBridge
@@ -196,37 +196,17 @@ class MainWindow(HistoryTab, QMainWindow):
             if view.state in (JobState.DONE, JobState.CANCELLED):
                 self.bridge.call("remove", view.id)
 
-    def options(self, **overrides) -> TransferOptions:
-        streams = overrides.pop("streams", None) or self.settings.get("default_streams", "auto")
-        cap = self.settings.get("limit_rate")
-        options = TransferOptions(streams="auto" if str(streams) == "auto" else int(streams),
-                                  limit_rate=parse_rate(cap) if cap else None,
-                                  verify=bool(self.settings.get("verify", True)))
-        for key, value in overrides.items():
-            setattr(options, key, value)
-        return options
-
-    def submit(self, source: str, dest: str, **overrides) -> None:
-        """Queue one transfer; ``site:NAME/…`` on either side uses that site's profile."""
+    def submit(self, source: str, dest: str, **chosen) -> None:
+        """Queue one transfer through the front door (``app.requests``); ``site:NAME/…`` on either side uses
+        that site's profile, and ``chosen`` holds what the user picked for this one (``Overrides`` fields)."""
         try:
             with Store(self.db_path) as store:
-                book = SiteBook(store)
-                source, site_a = book.expand(source)
-                dest, site_b = book.expand(dest)
-            site = site_a or site_b
-            options = self.options(**overrides)
-            if site:
-                options.backend_options = site.backend_options() | options.backend_options
-                if "streams" not in overrides and site.streams != "auto":
-                    options.streams = int(site.streams)
-            if "://" not in dest and "://" in source and Path(dest).is_dir():
-                from app.engine.routes import resolve_destination
-
-                dest = resolve_destination(source, dest)
+                request = resolve(source, dest, Overrides(**{k: v for k, v in chosen.items() if v is not None}),
+                                  store=store, defaults=Defaults.from_settings(self.settings))
         except TransferError as exc:
             self._show_error(str(exc))
             return
-        self.bridge.call("submit", source, dest, options)
+        self.bridge.call("submit", *request.submit_args())
 
     def new_transfer(self, source: str = "") -> None:
         sites = self._sites()
@@ -249,7 +229,7 @@ class MainWindow(HistoryTab, QMainWindow):
         site = next(s for s in sites if s.name == name)
         with Store(self.db_path) as store:
             secret = SiteBook(store).secrets.get(site.name)
-        browser = RemoteBrowser(self.bridge, site, secret, TransferOptions(backend_options=site.backend_options()),
+        browser = RemoteBrowser(self.bridge, site, secret, site_options(site),
                                 parent)
         return browser.chosen if browser.exec() else None
 
@@ -331,7 +311,7 @@ class MainWindow(HistoryTab, QMainWindow):
 
     def _test_site(self, site: Site, secret: str | None, report) -> None:
         """Connect to the site on the engine's thread; ``report`` shows the outcome in the dialog."""
-        options = TransferOptions(backend_options=site.backend_options())
+        options = site_options(site)
 
         def answered(info) -> None:
             report(f"Connected: {site.url()} is a {'folder' if info.is_dir else 'file'}.", True)

@@ -25,6 +25,7 @@ from ..registry import scheme_of
 from . import files, folders, guc
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
+from .options import GridftpOptions
 from .tuning import choose_buffer, needs_rtt
 from .tuning import plan as make_plan
 from .urls import SCHEMES, GridUrl, local_url, trailing_slash
@@ -49,6 +50,7 @@ class GridftpBackend:
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, third_party=True,
                         checksums=("sha256",))
+    options_type = GridftpOptions
 
     def available(self) -> Availability:
         if shutil.which(guc.TOOL):

@@ -23,10 +23,12 @@ from pathlib import Path
 from ..base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..errors import Corrupt, LocalError, NotFound, TransferError
 from ..hashing import FollowingHasher, hash_file, written_prefix
+from ..options import read_options
 from ..partfile import check_destination, os_error
 from . import guc
 from .control import Control, Entry, open_control
 from .copy import Copy
+from .options import GridftpOptions
 from .tuning import Plan
 from .urls import GridUrl, local_url
 
@@ -40,7 +42,7 @@ def part_path(dest: Path) -> Path:
 
 
 def guc_options(plan: Plan, options: TransferOptions, verify: str | None = None) -> guc.Options:
-    retries = int((options.backend_options or {}).get("restart_retries", 10))
+    retries = read_options(GridftpOptions, options.backend_options).restart_retries
     return guc.Options(streams=plan.streams, tcp_bs=plan.tcp_bs, verify=verify, restart_retries=retries)
 
 

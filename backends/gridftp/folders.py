@@ -27,10 +27,12 @@ from pathlib import Path
 from ..base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..errors import Corrupt, LocalError, TransferError
 from ..hashing import hash_file, manifest_digest
+from ..options import read_options
 from ..partfile import os_error
 from . import guc
 from .control import Control, Entry, checksums
 from .copy import Copy
+from .options import GridftpOptions
 from .tuning import Plan
 from .urls import GridUrl, local_url
 
@@ -41,7 +43,7 @@ def folder_options(plan: Plan, options: TransferOptions, files: int, sync_level:
     """Split the plan's streams between files at once (-cc) and streams per file (-p)."""
     concurrency = max(1, min(8, files))
     per_file = max(1, plan.streams // concurrency)
-    retries = int((options.backend_options or {}).get("restart_retries", 10))
+    retries = read_options(GridftpOptions, options.backend_options).restart_retries
     return guc.Options(streams=per_file, tcp_bs=plan.tcp_bs, recursive=True, concurrency=concurrency,
                        sync_level=sync_level, restart_retries=retries)
 

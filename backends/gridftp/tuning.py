@@ -24,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hosttcp import host_tcp
+from ..options import read_options
 from ..tuner import initial_streams
+from .options import GridftpOptions
 
 #: below this many bytes per stream, more streams only add set-up cost
 MIN_BYTES_PER_STREAM = 16 * 1024 * 1024
@@ -77,17 +79,16 @@ def choose_buffer(streams: int, rtt_s: float | None, *, explicit: int | None = N
 
 def needs_rtt(options) -> bool:
     """Whether the plan depends on the round trip (otherwise the copy need not wait for it)."""
-    extra = options.backend_options or {}
-    return options.streams == "auto" and not (options.initial_streams or extra.get("streams")) \
-        or bool(extra.get("bottleneck_bps"))
+    extra = read_options(GridftpOptions, options.backend_options)
+    return options.streams == "auto" and not (options.initial_streams or extra.streams) or bool(extra.bottleneck_bps)
 
 
 def plan(options, *, rtt_s: float | None, size: int | None) -> Plan:
     """The stream count and buffer for one run, with the reasons in words."""
-    extra = options.backend_options or {}
-    learned = options.initial_streams or extra.get("streams")
+    extra = read_options(GridftpOptions, options.backend_options)
+    learned = options.initial_streams or extra.streams
     streams, why_streams = choose_streams(options.streams, learned=learned, rtt_s=rtt_s, size=size,
                                           maximum=options.max_streams)
-    tcp_bs, why_buffer = choose_buffer(streams, rtt_s, explicit=extra.get("tcp_bs"),
-                                       bottleneck_bps=extra.get("bottleneck_bps"))
+    tcp_bs, why_buffer = choose_buffer(streams, rtt_s, explicit=extra.tcp_bs,
+                                       bottleneck_bps=extra.bottleneck_bps)
     return Plan(streams, tcp_bs, f"{why_streams}; {why_buffer}.")

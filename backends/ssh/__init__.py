@@ -19,7 +19,7 @@ from ..errors import BadRequest, LocalError, NotFound
 from ..netprobe import begin_handshake
 from ..partfile import PartFile, check_destination
 from ..registry import scheme_of
-from .target import SCHEMES, parse_target, remote_join
+from .target import SCHEMES, SshOptions, parse_target, remote_join
 
 if TYPE_CHECKING:
     from .session import SshSession
@@ -33,16 +33,28 @@ def _is_remote(location: str) -> bool:
     return scheme_of(location) in SCHEMES
 
 
-def _records() -> Path:
-    from app.paths import data_dir  # the data folder is the application's; imported late on purpose
-
-    return data_dir() / "uploads"
+def check_identity(identity: str) -> None:
+    """A key file given with --identity (or a site's key) that cannot be a private key is bad input at once,
+    not a login that fails five times as if the network did."""
+    path = Path(identity).expanduser()
+    if not path.is_file():
+        raise BadRequest(f"The key file {path} does not exist. Give the private key you log in with "
+                         "(for example ~/.ssh/id_ed25519).")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError as exc:
+        raise BadRequest(f"Ferry cannot read the key file {path} ({exc.strerror}). Check its permissions.") from None
+    if path.suffix == ".pub" or head.startswith((b"ssh-", b"ecdsa-", b"sk-")):
+        raise BadRequest(f"{path} is a public key. Give the private key instead: the same name without .pub "
+                         f"({path.with_suffix('') if path.suffix == '.pub' else 'the file beside it'}).")
 
 
 class SshBackend:
     name = "ssh"
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, checksums=("sha256",))
+    options_type = SshOptions
 
     def available(self) -> Availability:
         if not shutil.which("ssh"):
@@ -58,7 +70,10 @@ class SshBackend:
             raise BadRequest("Copying between two SSH servers directly is not supported yet; copy to here first.")
         from .session import ssh_options
 
-        target = parse_target(remote, ssh_options(request.options))
+        options = ssh_options(request.options)
+        if options.identity:
+            check_identity(options.identity)
+        target = parse_target(remote, options)
         if request.options.streams == "auto":
             begin_handshake(target.host, target.port)  # its round trip decides how many logins start at once
         path = Path(local)
@@ -152,7 +167,8 @@ class SshBackend:
             from .uptree import upload_tree
 
             there = existing if existing is not None and existing.is_dir else None
-            return await upload_tree(session, local, remote, request.options, sink, _records(), there)
+            records = request.state_folder("uploads")
+            return await upload_tree(session, local, remote, request.options, sink, records, there)
         if existing is not None and not request.options.overwrite and request.options.sync is None:
             raise LocalError(f"{remote} already exists on {session.target.host}. Pass --overwrite to replace it.")
         parent = remote.rsplit("/", 1)[0] or "/"
@@ -160,7 +176,7 @@ class SshBackend:
             raise NotFound(f"The folder {parent} does not exist on {session.target.host}. Create it first.")
         from .files import upload_file
 
-        return await upload_file(session, local, remote, request.options, sink, _records())
+        return await upload_file(session, local, remote, request.options, sink, request.state_folder("uploads"))
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         """``streams`` OpenSSH connections reading the file (or zeros) for ``seconds`` (one sweep step)."""

@@ -78,7 +78,7 @@ class Control:
         except HostKeyError:
             raise
         except paramiko.BadHostKeyException as exc:
-            raise changed_key_error(t.host, exc, path) from None
+            raise changed_key_error(t.host, exc, path, t.port) from None
         except paramiko.PasswordRequiredException:
             raise AuthError(f"The SSH key for {t.user}@{t.alias} is protected by a passphrase Ferry does not have. "
                             "Load it into ssh-agent (ssh-add), or give it in the site profile.") from None

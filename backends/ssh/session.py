@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..base import TransferOptions
 from ..errors import AuthError, HostKeyError, TransferError
 from ..netprobe import connect_time
+from ..options import read_options
 from ..tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
 from .openssh import OpenSsh
@@ -132,14 +133,7 @@ async def _probe_rtt(target: Target, openssh: OpenSsh | None) -> float | None:
 
 
 def ssh_options(options: TransferOptions) -> SshOptions:
-    extra = options.backend_options
-    return SshOptions(
-        identity=extra.get("identity"),
-        known_hosts=extra.get("known_hosts"),
-        accept_new_host_key=bool(extra.get("accept_new_host_key", False)),
-        ssh_config=extra.get("ssh_config"),
-        max_handshakes=int(extra.get("max_handshakes", 8)),
-    )
+    return read_options(SshOptions, options.backend_options)
 
 
 @dataclass
@@ -171,7 +165,7 @@ class SshSession:
         openssh = None
         warm = 0
         if target.password is None and shutil.which("ssh") is not None:
-            openssh = OpenSsh(target, options, none_cipher=bool(transfer_options.backend_options.get("none_cipher")))
+            openssh = OpenSsh(target, options, none_cipher=ssh_options(transfer_options).none_cipher)
             warm = _first_streams(transfer_options, options)
             if lead:
                 openssh.early_channel = (scripts.command(scripts.READ_RANGES, BLOCK), scripts.encode_path(target.path))

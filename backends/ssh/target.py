@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from ..errors import BadRequest
+from ..options import option
 
 if TYPE_CHECKING:
     import paramiko
@@ -25,13 +26,18 @@ SCHEMES = ("sftp", "scp")
 
 @dataclass(frozen=True)
 class SshOptions:
-    """Per-job SSH settings (CLI flags, site profile)."""
+    """Per-job SSH settings (CLI flags, site profile), declared for the front door (``backends.options``)."""
 
-    identity: str | None = None
-    known_hosts: str | None = None  # default ~/.ssh/known_hosts
-    accept_new_host_key: bool = False
-    ssh_config: str | None = None  # default ~/.ssh/config
-    max_handshakes: int = 8  # sshd's MaxStartups starts dropping at 10 unauthenticated connections
+    identity: str | None = option(None, "private key to log in with (default: agent, ~/.ssh keys)",
+                                  flag="--identity")
+    known_hosts: str | None = option(None, "known_hosts file (default ~/.ssh/known_hosts)", flag="--known-hosts")
+    accept_new_host_key: bool = option(False, "trust a server seen for the first time (check its fingerprint!)",
+                                       flag="--accept-new-host-key")
+    ssh_config: str | None = option(None, "ssh_config file (default ~/.ssh/config)")
+    max_handshakes: int = option(8, "SSH logins at once (default 8; sshd's MaxStartups drops connections past 10)",
+                                 flag="--max-handshakes")
+    none_cipher: bool = option(False, "with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)",
+                               flag="--ssh-none-cipher")
 
 
 @dataclass(frozen=True)

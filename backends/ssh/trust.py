@@ -55,10 +55,13 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
         self.accepted = shown
 
 
-def changed_key_error(host: str, exc: paramiko.BadHostKeyException, path: Path) -> HostKeyError:
+def changed_key_error(host: str, exc: paramiko.BadHostKeyException, path: Path, port: int = 22) -> HostKeyError:
+    """known_hosts names a server on another port than 22 as ``[host]:port``: the command to remove the old entry
+    must name it that way, and the file Ferry used (``ssh-keygen -R host`` alone would remove nothing)."""
+    entry = host if port == 22 else f"[{host}]:{port}"
     return HostKeyError(
         f"WARNING: the host key of {host} has CHANGED ({exc.key.get_name()} {fingerprint(exc.key)}; known_hosts has "
         f"{fingerprint(exc.expected_key)}). Someone may be intercepting the connection, or the server was "
         f"reinstalled. Ferry refuses to connect; ask the administrator, and if the change is real remove the old "
-        f"entry from {path} (ssh-keygen -R {host})."
+        f"entry from {path} (ssh-keygen -R '{entry}' -f '{path}')."
     )

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..errors import BadRequest, TransferError
+from ..options import read_options
+from .options import TorrentOptions
 
 SCHEMES = ("magnet",)
 #: connections a fetcher opens to each named peer (ports PORT … PORT+K-1), unless told otherwise
@@ -26,6 +28,7 @@ class TorrentBackend:
     name = "torrent"
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, folders=True, checksums=("sha256",))
+    options_type = TorrentOptions
 
     def available(self) -> Availability:
         try:
@@ -47,10 +50,10 @@ class TorrentBackend:
         from .swarm import Peer, load_torrent
 
         load_torrent(request.source)
-        for peer in request.options.backend_options.get("peers") or []:
+        extra = read_options(TorrentOptions, request.options.backend_options)
+        for peer in extra.peers:
             Peer.parse(peer)
-        if request.source.startswith("magnet:") and not request.options.backend_options.get("peers") and \
-                not request.options.backend_options.get("discovery"):
+        if request.source.startswith("magnet:") and not extra.peers and not extra.discovery:
             raise BadRequest("A magnet link needs somewhere to get the torrent from: name a peer with --peer "
                              "HOST:PORT, or allow DHT and trackers with --discovery.")
 
@@ -62,7 +65,7 @@ class TorrentBackend:
             key = info_hash(load_torrent(request.source))
         except TransferError:
             return
-        (_state_dir() / f"{key}.fastresume").unlink(missing_ok=True)
+        (request.state_folder("torrents") / f"{key}.fastresume").unlink(missing_ok=True)
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         from .swarm import load_torrent
@@ -75,31 +78,31 @@ class TorrentBackend:
         from .swarm import Peer, Swarm, load_torrent
 
         self.check(request)
-        extra = request.options.backend_options
+        extra = read_options(TorrentOptions, request.options.backend_options)
         lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
         params = load_torrent(request.source)
-        if extra.get("seed"):
+        if extra.seed:
             from .seed import seed
 
-            swarm = Swarm(lab, sessions=int(extra.get("connections") or DEFAULT_CONNECTIONS))
+            swarm = Swarm(lab, sessions=extra.connections or DEFAULT_CONNECTIONS)
             try:
                 return await seed(params, Path(request.dest), swarm, sink)
             finally:
                 await swarm.close()
         from .fetch import fetch
 
-        for url in extra.get("web_seeds") or []:
+        for url in extra.web_seeds:
             params.url_seeds = [*params.url_seeds, url]
         streams = request.options.streams
-        per_peer = int(extra.get("connections") or (streams if isinstance(streams, int) else DEFAULT_CONNECTIONS))
-        peers = [Peer.parse(p) for p in extra.get("peers") or []]
+        per_peer = extra.connections or (streams if isinstance(streams, int) else DEFAULT_CONNECTIONS)
+        peers = [Peer.parse(p) for p in extra.peers]
         # one named peer (a seed's sessions) and no discovery: pieces can come in order, the sha256 right behind;
         # in a swarm, rarest-first keeps the pieces the fetchers trade different
         sequential = len(peers) == 1 and not lab.discovery
         swarm = Swarm(lab)
         try:
-            return await fetch(params, Path(request.dest), swarm, peers, per_peer, _state_dir(), sink,
-                               float(extra.get("stall_seconds") or 60), sequential=sequential)
+            return await fetch(params, Path(request.dest), swarm, peers, per_peer, request.state_folder("torrents"),
+                               sink, extra.stall_seconds, sequential=sequential)
         finally:
             await swarm.close()
 
@@ -107,18 +110,9 @@ class TorrentBackend:
         raise TransferError("A swarm cannot be measured like a server; run a preflight on one of its hosts instead.")
 
 
-def _lab_options(extra: dict, default_listen: str, download_limit: int = 0):
+def _lab_options(extra: TorrentOptions, default_listen: str, download_limit: int = 0):
     """``download_limit``: ``--limit-rate`` (the GUI's bandwidth cap), kept by libtorrent for the whole session."""
     from .lab import LabOptions
 
-    return LabOptions(listen=extra.get("listen") or default_listen, discovery=bool(extra.get("discovery")),
-                      encryption=extra.get("encryption") or "required",
-                      upload_limit=int(extra.get("upload_limit") or 0), download_limit=int(download_limit))
-
-
-def _state_dir() -> Path:
-    from app.paths import data_dir  # the data folder is the application's; imported late on purpose
-
-    folder = data_dir() / "torrents"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return LabOptions(listen=extra.listen or default_listen, discovery=extra.discovery, encryption=extra.encryption,
+                      upload_limit=extra.upload_limit, download_limit=int(download_limit))

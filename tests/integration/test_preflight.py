@@ -121,7 +121,7 @@ def test_bad_targets_are_refused_before_measuring(nginx, plain_file, ferry_home)
     proc = labferry("preflight", "gopher://example.org/x", env_home=ferry_home)
     assert_clean_failure(proc, words=("no backend",))
     proc = labferry("preflight", "site:nosuch", env_home=ferry_home)
-    assert_clean_failure(proc, words=("no site called",))
+    assert_clean_failure(proc, 2, words=("no site called",))
 
 
 def test_compare_ranks_protocols_on_one_path_and_logs_the_runs(nginx, sshd, ferry_home, tmp_path):

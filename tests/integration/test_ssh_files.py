@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -144,8 +145,27 @@ def test_changed_host_key_is_always_refused(sshd, remote_big, tmp_path, ferry_ho
     assert other.exists()
     proc = labferry("copy", sshd.url(str(remote_big.path)), str(tmp_path / "x.bin"), "--identity", str(sshd.key),
                     "--known-hosts", str(fake), "--accept-new-host-key", env_home=ferry_home)
-    assert_clean_failure(proc, 3, words=("CHANGED",))
+    err = assert_clean_failure(proc, 3, words=("CHANGED",))
+    # the entry to remove is [HOST]:PORT in the file Ferry used (ssh-keygen -R 127.0.0.1 removed nothing)
+    assert f"ssh-keygen -R '[127.0.0.1]:{sshd.port}' -f '{fake}'" in err
     assert not (tmp_path / "x.bin").exists()
+    subprocess.run(["ssh-keygen", "-R", f"[127.0.0.1]:{sshd.port}", "-f", str(fake)], check=True,
+                   capture_output=True)
+    assert fake.read_text().strip() == ""  # the command said does remove it
+
+
+def test_a_missing_or_public_identity_file_is_bad_input_at_once(sshd, remote_big, tmp_path, ferry_home):
+    """Was retried five times over ~30 s as if the network failed, then exit 4 with raw [Errno 2] text."""
+    import time
+
+    url = sshd.url(str(remote_big.path))
+    for identity, words in ((tmp_path / "no-such-key", ("does not exist",)),
+                            (Path(f"{sshd.key}.pub"), ("is a public key", str(sshd.key)))):
+        began = time.monotonic()
+        proc = labferry("copy", url, str(tmp_path / "x.bin"), "--identity", str(identity), "--known-hosts",
+                        str(sshd.known_hosts), env_home=ferry_home)
+        assert_clean_failure(proc, 2, words=words)
+        assert time.monotonic() - began < 5
 
 
 def test_wrong_key_and_wrong_password_are_refused(sshd, remote_big, tmp_path, ferry_home):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.routes import resolve_destination
+from app.routes import resolve_destination
 from app.units import format_bytes, format_duration, format_ms, format_rate, parse_rate
 from backends.checksums import parse_checksum, parse_sidecar
 from backends.errors import BadRequest

@@ -1,0 +1,196 @@
+"""The front door: every transfer request Ferry makes is built here, and only here.
+
+The CLI's ``copy``, the window's New transfer dialog and drops, preflight, compare, seeding and the
+agent all hand what the user typed to ``resolve``. It expands ``site:NAME/…``, merges the settings that
+apply — in rising order of weight: this installation's defaults, the site's profile, the benchmark log's
+advice, and what the user chose for this transfer — resolves the destination and picks the backend.
+One place means one answer: before it, a site's lab CA reached HTTPS downloads started from the CLI but
+not those started from the window.
+
+Merge rules (each has a unit test in ``tests/unit/test_requests.py``):
+
+* streams: explicit, else the site's (when not ``auto``), else the defaults' (Settings), else ``auto``;
+* ``auto`` starts from a fresh preflight of the host, else the fastest recent transfer there;
+* the rate cap: the lower of the transfer's own and the global one (Settings);
+* the CA file and backend options: explicit over the site's; unknown or ill-typed options are refused;
+* verify: explicit, else the defaults'; checksum, insecure, overwrite and sync: explicit only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from backends.base import Checksum, TransferOptions
+from backends.errors import BadRequest
+from backends.options import check_backend_options
+from backends.registry import Registry, scheme_of
+from backends.registry import registry as default_registry
+from backends.urls import host_of
+
+from .routes import resolve_destination
+
+
+@dataclass
+class Overrides:
+    """What the user chose for this one transfer (CLI flags, a dialog's fields); None: not chosen."""
+
+    streams: int | str | None = None
+    max_streams: int | None = None
+    checksum: Checksum | None = None
+    limit_rate: int | None = None  # bytes per second
+    ca_file: str | None = None
+    insecure: bool | None = None
+    overwrite: bool | None = None
+    sync: str | None = None
+    verify: bool | None = None
+    backend_options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """This installation's settings: what applies when neither the site nor the user says otherwise."""
+
+    streams: int | str = "auto"
+    limit_rate: int | None = None  # the global cap, for every job
+    verify: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> Defaults:
+        from app.units import parse_rate
+
+        cap = settings.get("limit_rate")
+        return cls(streams=parse_streams(str(settings.get("default_streams") or "auto")),
+                   limit_rate=parse_rate(cap) if cap else None, verify=bool(settings.get("verify", True)))
+
+
+@dataclass(frozen=True)
+class Request:
+    """One resolved transfer, ready for ``Engine.submit``."""
+
+    source: str  # with a site's secret, in memory only
+    dest: str
+    options: TransferOptions
+    backend: str
+    site: object | None = None  # the app.sites.Site used, if any
+
+    def submit_to(self, engine):
+        return engine.submit(self.source, self.dest, self.options, self.backend)
+
+    def submit_args(self) -> tuple:
+        """For the GUI's bridge, which calls the engine's ``submit`` verb without waiting."""
+        return self.source, self.dest, self.options, self.backend
+
+
+def parse_streams(text: str | int) -> int | str:
+    """``auto`` or 1-64, from a flag, a setting or a site profile."""
+    if text == "auto" or isinstance(text, int) and 1 <= text <= 64:
+        return text
+    text = str(text)
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise BadRequest(f"Streams take a number from 1 to 64, or auto; got '{text}'.")
+    return int(text)
+
+
+def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = None, *, store=None,
+            defaults: Defaults | None = None, registry: Registry | None = None, sites=None,
+            advice: bool = True, strict: bool = True) -> Request:
+    """Build the one request for SRC → DEST (see the module's rules). ``store`` (an open ``app.store.Store``)
+    is read for sites and the benchmark log; ``sites`` (a ``SiteBook``) replaces its site book (tests, a
+    keyring stand-in). ``advice``: look up the benchmark log for ``auto`` (off for measurements). ``strict``:
+    refuse options the backend does not declare (off: drop them, for a comparison across protocols)."""
+    overrides = overrides or Overrides()
+    defaults = defaults or Defaults()
+    registry = registry or default_registry
+    dest = os.fspath(dest)
+    source, dest, site = _expand_sites(source, dest, store, sites)
+    options = _merge(overrides, defaults, site)
+    source = _absolute_local(source)
+    backend = registry.for_route(source, dest)
+    options = replace(options, backend_options=check_backend_options(backend, options.backend_options,
+                                                                              strict=strict))
+    if advice and store is not None and options.streams == "auto" and not options.initial_streams:
+        options = replace(options, initial_streams=_advised_streams(store, source, dest, backend.name))
+    dest = resolve_destination(source, dest)
+    return Request(source, dest, options, backend.name, site)
+
+
+def site_options(site, overrides: Overrides | None = None) -> TransferOptions:
+    """The options for reaching ``site`` outside a transfer (browsing, testing it, a preflight): the same
+    merge as ``resolve``, so a site's lab CA or key is used there too."""
+    return _merge(overrides or Overrides(), Defaults(), site)
+
+
+def overrides_of(options: TransferOptions) -> Overrides:
+    """A ``TransferOptions`` a caller already made, read as explicit choices (``auto`` and defaults: none)."""
+    return Overrides(
+        streams=None if options.streams == "auto" else options.streams, max_streams=options.max_streams,
+        checksum=options.checksum, limit_rate=options.limit_rate, ca_file=options.ca_file,
+        insecure=options.insecure or None, overwrite=options.overwrite or None, sync=options.sync,
+        verify=None if options.verify else False, backend_options=dict(options.backend_options),
+    )
+
+
+def expand_site(location: str, store) -> tuple[str, object | None]:
+    """``site:NAME/path`` → (URL with the site's secret, the site); anything else unchanged."""
+    source, _, site = _expand_sites(location, "", store, None)
+    return source, site
+
+
+def _expand_sites(source: str, dest: str, store, sites):
+    """``site:NAME/path`` on either side → the site's URL (its secret only in memory) and the site."""
+    if not (source.startswith("site:") or dest.startswith("site:")):
+        return source, dest, None
+    if sites is None:
+        from app.sites import SiteBook
+
+        if store is None:
+            from app.store import Store
+
+            with Store() as own:
+                return _expand_sites(source, dest, own, SiteBook(own))
+        sites = SiteBook(store)
+    source, site_a = sites.expand(source)
+    dest, site_b = sites.expand(dest)
+    return source, dest, site_a or site_b
+
+
+def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
+    site_options = site.backend_options() if site else {}
+    site_ca = site_options.pop("ca_file", None)
+    explicit = dict(overrides.backend_options)
+    explicit_ca = explicit.pop("ca_file", None)
+    streams = overrides.streams
+    if streams is None:
+        streams = site.streams if site and site.streams != "auto" else defaults.streams
+    caps = [rate for rate in (overrides.limit_rate, defaults.limit_rate) if rate]
+    return TransferOptions(
+        streams=parse_streams(streams),
+        max_streams=overrides.max_streams or 64,
+        checksum=overrides.checksum,
+        limit_rate=min(caps) if caps else None,
+        ca_file=overrides.ca_file or explicit_ca or site_ca,
+        insecure=bool(overrides.insecure),
+        overwrite=bool(overrides.overwrite),
+        sync=overrides.sync,
+        verify=defaults.verify if overrides.verify is None else overrides.verify,
+        backend_options=site_options | explicit,
+    )
+
+
+def _absolute_local(location: str) -> str:
+    """A local source (an upload, a .torrent) as an absolute path: a queued job may run from another folder."""
+    if scheme_of(location) or "://" in location:
+        return location
+    return str(Path(location).expanduser().absolute())
+
+
+def _advised_streams(store, source: str, dest: str, backend: str) -> int | None:
+    """A fresh preflight of the host first, then the fastest recent transfer there."""
+    from app.store.advice import advised_streams
+
+    host = host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
+    if not host:
+        return None
+    return advised_streams(store, host, backend)

@@ -1,0 +1,15 @@
+"""The GridFTP backend's own options, declared for the front door (``backends.options``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import option
+
+
+@dataclass(frozen=True)
+class GridftpOptions:
+    streams: int | None = option(None, "parallel streams a preflight recommended for this site (-p)")
+    tcp_bs: int | None = option(None, "TCP buffer per stream in bytes (-tcp-bs), from a preflight or IT")
+    bottleneck_bps: int | None = option(None, "the path's narrowest link in bits per second, when known")
+    restart_retries: int = option(10, "restarts after a fault before the job's own retry takes over (-rst-retries)")
