@@ -171,11 +171,12 @@ class Sink(Protocol):
         """``"transferring"`` or ``"verifying"``: lets the engine show the job's state."""
         ...
 
-    # optional: ``stream_rates(rates: list[float])``, bytes/s of each live stream, for the details pane
-
 
 @runtime_checkable
 class Backend(Protocol):
+    """What every backend implements. What only some can do is a named ability below, checked with
+    ``isinstance`` where it is used; a method that could only raise is not required."""
+
     name: str
     schemes: tuple[str, ...]
     caps: Capabilities
@@ -190,8 +191,58 @@ class Backend(Protocol):
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result: ...
 
-    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult: ...
-
     def discard(self, request: TransferRequest) -> None:
         """Remove partial data of a cancelled transfer (blocking; the engine runs it in a thread)."""
         ...
+
+
+# -- optional abilities: a backend offers one by having its method; callers check with isinstance -----------
+
+@runtime_checkable
+class Lister(Protocol):
+    """Lists a remote folder (the window's site browser)."""
+
+    async def listdir(self, url: str, options: TransferOptions) -> list: ...
+
+
+@runtime_checkable
+class PathProber(Protocol):
+    """Reads from a server with N streams for a while, data discarded: one step of a preflight's sweep."""
+
+    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult: ...
+
+
+@runtime_checkable
+class Sweeper(Protocol):
+    """Runs a whole preflight sweep in one go, from the most streams down, dropping streams as it goes."""
+
+    async def sweep(self, url: str, counts: list[int], seconds: float, options: TransferOptions,
+                    on_level: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]: ...
+
+
+@runtime_checkable
+class BufferAdvisor(Protocol):
+    """Chooses a TCP buffer per stream for a path (GridFTP's ``-tcp-bs``): (bytes or None, why in words)."""
+
+    def buffer_advice(self, streams: int, rtt_s: float, bottleneck_bps: float) -> tuple[int | None, str]: ...
+
+
+@runtime_checkable
+class RouteClaimer(Protocol):
+    """Claims a transfer whose source and destination carry no URL scheme (a local .torrent file)."""
+
+    def claims(self, source: str, dest: str) -> bool: ...
+
+
+@runtime_checkable
+class Seeder(Protocol):
+    """Serves data to others until stopped (a BitTorrent seed); the job's progress is what was sent."""
+
+    async def seed(self, request: TransferRequest, sink: Sink) -> Result: ...
+
+
+@runtime_checkable
+class StreamRatesSink(Protocol):
+    """A sink that also shows each live stream's rate (the window's details pane)."""
+
+    def stream_rates(self, rates: list[float]) -> None: ...

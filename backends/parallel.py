@@ -17,7 +17,7 @@ import asyncio
 import time
 from typing import Any, Protocol
 
-from .base import Sink
+from .base import Sink, StreamRatesSink
 from .chunks import ChunkMap, Interval, Lease
 from .errors import RemoteChanged, TransferError
 from .hashing import FollowingHasher
@@ -185,9 +185,8 @@ class ParallelTransfer:
             last_t, last_b = now, self.moved
             if self.sink and self.chunks.size_known:
                 self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
-                report = getattr(self.sink, "stream_rates", None)
-                if report:
-                    report([self._stream_rates[n] for n in sorted(self._stream_rates)])
+                if isinstance(self.sink, StreamRatesSink):
+                    self.sink.stream_rates([self._stream_rates[n] for n in sorted(self._stream_rates)])
             if self.hasher:
                 self.hasher.advance(self.chunks.contiguous_prefix())
             if self.tuner and self.ready and self._connected >= min(self.target, len(self._workers)):

@@ -16,7 +16,7 @@ import re
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from urllib.parse import urlsplit
 
-from .base import Backend
+from .base import Backend, RouteClaimer
 from .errors import BadRequest
 
 GROUP = "labferry.backends"
@@ -84,8 +84,7 @@ class Registry:
             for everything in (False, True):
                 self._load(everything)
                 for backend in self._backends.values():
-                    claims = getattr(backend, "claims", None)
-                    if claims and claims(source, dest):
+                    if isinstance(backend, RouteClaimer) and backend.claims(source, dest):
                         return backend
         if scheme_of(source) or not scheme_of(dest):
             return self.for_url(source)

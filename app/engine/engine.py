@@ -17,7 +17,7 @@ from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.base import TransferOptions, TransferRequest
+from backends.base import Lister, TransferOptions, TransferRequest
 from backends.errors import AuthError, LocalError, TransferError, Unavailable
 from backends.registry import Registry
 from backends.registry import registry as default_registry
@@ -204,7 +204,7 @@ class Engine:
 
     async def _listdir(self, url: str, options: TransferOptions):
         backend = self.registry.for_url(url)
-        if not hasattr(backend, "listdir"):
+        if not isinstance(backend, Lister):
             raise TransferError(f"{backend.name} sites cannot be browsed; type the path instead.")
         return await backend.listdir(url, options)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.store.advice import fresh_streams, max_age_days
-from backends.base import TransferOptions
+from backends.base import BufferAdvisor, TransferOptions
 from backends.errors import AuthError, BadRequest
 from backends.hosttcp import host_tcp
 from backends.urls import redact
@@ -61,7 +61,7 @@ async def run_preflight(store, registry, url: str, options: TransferOptions, *, 
                             f"add it with `labferry sites add {site} … --ask-secret` or in the site's profile, then "
                             "measure again.") from exc
         raise
-    advice_rule = getattr(backend, "buffer_advice", None)
+    advice_rule = backend.buffer_advice if isinstance(backend, BufferAdvisor) else None
     analysis = analyse(
         url=redact(url), backend=backend.name, host=host, rtt=measured.rtt, sweep=measured.sweep, tcp=host_tcp(),
         log_rows=store.benchmarks.meaningful(host, backend.name), per_backend=store.benchmarks.best_by_backend(host),

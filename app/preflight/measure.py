@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from app.units import format_ms
-from backends.base import TransferOptions
+from backends.base import PathProber, Sweeper, TransferOptions
 from backends.errors import BadRequest, TransferError, Unreachable
 from backends.netprobe import connect_time
 
@@ -86,6 +86,9 @@ def step_seconds(rtt_ms: float, quick: bool) -> float:
 
 async def measure(backend, url: str, options: TransferOptions, *, quick: bool = False,
                   on_progress: Callable[[Progress], None] | None = None, max_streams: int = 64) -> Measurement:
+    if not isinstance(backend, (Sweeper, PathProber)):
+        raise TransferError(f"{backend.name} transfers cannot be measured like a server; run the preflight on "
+                            "one of the hosts instead.")
     began = time.monotonic()
     say = on_progress or (lambda p: None)
     host, port = endpoint(url)
@@ -96,7 +99,7 @@ async def measure(backend, url: str, options: TransferOptions, *, quick: bool = 
                  rtt=rtt))
     step = step_seconds(rtt.min_ms, quick)
     counts = [n for n in COUNTS if n <= max_streams] or [1]
-    if hasattr(backend, "sweep"):
+    if isinstance(backend, Sweeper):
         sweep, notes = await _sweep_down(backend, url, counts, step, options, host, say)
     else:
         sweep, notes = await _sweep_up(backend, url, counts, step, options, host, say, QUICK_BUDGET_S if quick

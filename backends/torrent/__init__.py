@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..errors import BadRequest, TransferError
 from ..options import read_options
 from .options import TorrentOptions
@@ -79,16 +79,10 @@ class TorrentBackend:
 
         self.check(request)
         extra = read_options(TorrentOptions, request.options.backend_options)
+        if extra.seed:
+            return await self.seed(request, sink)
         lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
         params = load_torrent(request.source)
-        if extra.seed:
-            from .seed import seed
-
-            swarm = Swarm(lab, sessions=extra.connections or DEFAULT_CONNECTIONS)
-            try:
-                return await seed(params, Path(request.dest), swarm, sink)
-            finally:
-                await swarm.close()
         from .fetch import fetch
 
         for url in extra.web_seeds:
@@ -106,8 +100,18 @@ class TorrentBackend:
         finally:
             await swarm.close()
 
-    async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        raise TransferError("A swarm cannot be measured like a server; run a preflight on one of its hosts instead.")
+    async def seed(self, request: TransferRequest, sink: Sink) -> Result:
+        """Serve the torrent's data from ``request.dest`` until the job is stopped (``labferry seed``)."""
+        from .seed import seed
+        from .swarm import Swarm, load_torrent
+
+        extra = read_options(TorrentOptions, request.options.backend_options)
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
+        swarm = Swarm(lab, sessions=extra.connections or DEFAULT_CONNECTIONS)
+        try:
+            return await seed(load_torrent(request.source), Path(request.dest), swarm, sink)
+        finally:
+            await swarm.close()
 
 
 def _lab_options(extra: TorrentOptions, default_listen: str, download_limit: int = 0):

@@ -1,0 +1,35 @@
+"""What each backend may offer, as named Protocols (backends/base.py), checked with isinstance."""
+
+from __future__ import annotations
+
+from backends.base import Backend, BufferAdvisor, Lister, PathProber, RouteClaimer, Seeder, Sweeper
+from backends.gridftp import GridftpBackend
+from backends.https import HttpsBackend
+from backends.ssh import SshBackend
+from backends.torrent import TorrentBackend
+
+
+def test_each_backend_offers_exactly_the_abilities_it_implements():
+    offers = {
+        "https": {PathProber, Sweeper},
+        "ssh": {Lister, PathProber, Sweeper},
+        "gridftp": {Lister, PathProber, BufferAdvisor},
+        "torrent": {RouteClaimer, Seeder},
+    }
+    abilities = (Lister, PathProber, Sweeper, BufferAdvisor, RouteClaimer, Seeder)
+    for backend in (HttpsBackend(), SshBackend(), GridftpBackend(), TorrentBackend()):
+        assert isinstance(backend, Backend)
+        assert {a for a in abilities if isinstance(backend, a)} == offers[backend.name], backend.name
+
+
+def test_a_backend_without_a_probe_is_refused_by_the_preflight_in_words():
+    import asyncio
+
+    import pytest
+
+    from app.preflight.measure import measure
+    from backends.base import TransferOptions
+    from backends.errors import TransferError
+
+    with pytest.raises(TransferError, match="torrent transfers cannot be measured"):
+        asyncio.run(measure(TorrentBackend(), "magnet:?xt=urn:btih:" + "0" * 40, TransferOptions()))
