@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 
 class JobState(str, Enum):

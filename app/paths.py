@@ -7,7 +7,7 @@ from pathlib import Path
 
 import platformdirs
 
-from backends.errors import LocalError
+from backends.core.errors import LocalError
 
 ENV_HOME = "LABFERRY_HOME"
 

@@ -11,7 +11,8 @@ Merge rules (each has a unit test in ``tests/unit/test_requests.py``):
 
 * streams: explicit, else the site's (when not ``auto``), else the defaults' (Settings), else ``auto``;
 * ``auto`` starts from a fresh preflight of the host, else the fastest recent transfer there;
-* the rate cap: the lower of the transfer's own and the global one (Settings);
+* the rate cap: the transfer's own, and the global one (Settings) that every job of the process pays
+  together; the lower wins;
 * the CA file and backend options: explicit over the site's; unknown or ill-typed options are refused;
 * verify: explicit, else the defaults'; checksum, insecure, overwrite and sync: explicit only.
 """
@@ -22,12 +23,12 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.base import Checksum, TransferOptions
-from backends.errors import BadRequest
-from backends.options import check_backend_options
-from backends.registry import Registry, scheme_of
-from backends.registry import registry as default_registry
-from backends.urls import host_of
+from backends.core.base import Checksum, TransferOptions
+from backends.core.errors import BadRequest
+from backends.core.options import check_backend_options
+from backends.core.registry import Registry, scheme_of
+from backends.core.registry import registry as default_registry
+from backends.core.urls import host_of
 
 from .routes import resolve_destination
 
@@ -164,12 +165,12 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
     streams = overrides.streams
     if streams is None:
         streams = site.streams if site and site.streams != "auto" else defaults.streams
-    caps = [rate for rate in (overrides.limit_rate, defaults.limit_rate) if rate]
     return TransferOptions(
         streams=parse_streams(streams),
         max_streams=overrides.max_streams or 64,
         checksum=overrides.checksum,
-        limit_rate=min(caps) if caps else None,
+        limit_rate=overrides.limit_rate,
+        shared_limit=defaults.limit_rate,
         ca_file=overrides.ca_file or explicit_ca or site_ca,
         insecure=bool(overrides.insecure),
         overwrite=bool(overrides.overwrite),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from backends.errors import BadRequest
-from backends.urls import redact, remote_name
+from backends.core.errors import BadRequest
+from backends.core.urls import redact, remote_name
 
 
 def resolve_destination(source: str, dest: str | os.PathLike) -> str:
@@ -22,6 +22,9 @@ def resolve_destination(source: str, dest: str | os.PathLike) -> str:
     if source.startswith("magnet:") or source.lower().endswith(".torrent"):
         return str(Path(text).expanduser().absolute())  # a torrent names its own files: DEST is their folder
     path = Path(text).expanduser()
+    if text.endswith(("/", os.sep)) and path.exists() and not path.is_dir():
+        raise BadRequest(f"{path} is a file, not a folder. Name the file to write without the trailing slash "
+                         "(with --overwrite to replace it), or give a folder.")
     if path.is_dir() or text.endswith(("/", os.sep)):
         name = remote_name(source) or remote_name(source.rstrip("/"))
         if "://" not in source:

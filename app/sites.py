@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from backends.errors import AuthError, BadRequest, NotFound
+from backends.core.errors import AuthError, BadRequest, NotFound
 
 SERVICE = "labferry"
 PROTOCOLS = ("sftp", "scp", "https", "http", "gsiftp", "ftp", "sshftp")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from backends.errors import BadRequest
+from backends.core.errors import BadRequest
 
 _BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}

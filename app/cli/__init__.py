@@ -13,7 +13,7 @@ import os
 import sys
 
 from app import __version__
-from backends import errors
+from backends.core import errors
 
 from . import copy, listing, preflight, report, sites, torrent
 

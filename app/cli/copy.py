@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import queue
+import signal
 import sys
 import time
 
@@ -12,19 +13,25 @@ from app.engine import Engine, JobState
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Defaults, Overrides, parse_streams
 from app.units import format_bytes, format_duration, format_rate, parse_rate
-from backends.checksums import parse_checksum
+from backends.core.checksums import parse_checksum
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "copy",
-        help="copy a file or folder: download (https://, sftp://, scp://) or upload (to sftp://, scp://)",
-        description="Copy SRC to DEST. Run the same command again to resume an interrupted copy.",
+        help="copy a file or folder: download (https://, http://, sftp://, scp://, ftp://, gsiftp://, sshftp://, "
+             "a .torrent or magnet: link), upload (to sftp://, scp://, ftp://, gsiftp://) or server to server "
+             "(GridFTP)",
+        description="Copy SRC to DEST. Either side may be site:NAME/path (a saved site profile). Run the same "
+                    "command again to resume an interrupted copy.",
     )
     p.add_argument("source", metavar="SRC",
-                   help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/) or a local path")
+                   help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/, "
+                        "gsiftp://dtn/data/run1.tar), a .torrent file or magnet: link, site:NAME/path, or a local "
+                        "path to upload")
     p.add_argument("dest", metavar="DEST",
-                   help="a local file or existing folder, or an sftp:// / scp:// address to upload to")
+                   help="a local file or folder, or an sftp://, scp://, ftp://, gsiftp:// address or site:NAME/path "
+                        "to upload to")
     p.add_argument("--streams", default=None, metavar="N|auto",
                    help="parallel streams: a number (1-64), or auto (default) to add streams while they help")
     p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
@@ -125,23 +132,38 @@ def run(args: argparse.Namespace) -> int:
     line = ProgressLine(not args.quiet)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
-    view = None
+    view, stopped = None, None
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a batch system's kill: pause, as Ctrl-C does
     try:
         view = request.submit_to(engine)
         view = _follow(engine, view.id, events, line)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as exc:
+        stopped = exc
         line.clear()
         if view is not None:
-            engine.pause(view.id)
-        print("labferry: paused. Run the same command again to resume from where it stopped.", file=sys.stderr)
-        return 130
+            view = engine.pause(view.id)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         unsubscribe()
         engine.close()
     line.clear()
+    if stopped is not None:
+        how = "stopped (SIGTERM)" if isinstance(stopped, Terminated) else "paused"
+        print(f"labferry: {how}. Run the same command again to resume from where it stopped.", file=sys.stderr)
+        if args.json and view is not None:
+            print(json.dumps(_json_result(view, 1)))
+        return 143 if isinstance(stopped, Terminated) else 130
     status = _report(view, args.json, EXIT_STATUSES)
     args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
     return status
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: the job is paused (kept resumable), never left "running" in the queue."""
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    raise Terminated()
 
 
 def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):
@@ -170,7 +192,7 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
     if view.state == JobState.DONE:
         print(
             f"labferry: {view.dest}: {format_bytes(result['bytes'])} in {format_duration(result['seconds'])}"
-            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {result['streams']} streams);"
+            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {_streams(result['streams'])});"
             f" sha256 {result['sha256']}; verified: {result['verify_method']}.",
             file=sys.stderr,
         )
@@ -179,29 +201,38 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
         print(f"labferry: {view.error or 'the transfer did not finish.'}", file=sys.stderr)
         status = exit_statuses.get(view.error_kind or "", 1)
     if as_json:
-        out = {
-            "ok": status == 0,
-            "job": view.id,
-            "source": view.source,
-            "dest": view.dest,
-            "backend": view.backend,
-            "state": view.state.value,
-            "bytes": result.get("bytes", view.bytes_done),
-            "seconds": round(result.get("seconds", 0.0), 3),
-            "throughput_mbps": round(result.get("throughput_mbps", 0.0), 1),
-            "streams": result.get("streams", view.streams),
-            "verified": bool(result.get("verified", False)),
-            "verify_method": result.get("verify_method"),
-            "sha256": result.get("sha256"),
-            "restarts": result.get("restarts", 0),
-            "retries": result.get("retries", 0),
-            "bytes_fetched": result.get("bytes_fetched"),
-            "resumed_from": result.get("resumed_from", 0),
-            "rtt_ms": result.get("rtt_ms"),
-            "notes": result.get("notes", []),
-            "error": view.error,
-            "error_kind": view.error_kind,
-            "finished": time.time(),
-        }
-        print(json.dumps(out))
+        print(json.dumps(_json_result(view, status)))
     return status
+
+
+def _streams(count: int) -> str:
+    return f"{count} stream" if count == 1 else f"{count} streams"
+
+
+def _json_result(view, status: int) -> dict:
+    """The ``--json`` object: the last stdout line, for scripts."""
+    result = view.result or {}
+    return {
+        "ok": status == 0,
+        "job": view.id,
+        "source": view.source,
+        "dest": view.dest,
+        "backend": view.backend,
+        "state": view.state.value,
+        "bytes": result.get("bytes", view.bytes_done),
+        "seconds": round(result.get("seconds", 0.0), 3),
+        "throughput_mbps": round(result.get("throughput_mbps", 0.0), 1),
+        "streams": result.get("streams", view.streams),
+        "verified": bool(result.get("verified", False)),
+        "verify_method": result.get("verify_method"),
+        "sha256": result.get("sha256"),
+        "restarts": result.get("restarts", 0),
+        "retries": result.get("retries", 0),
+        "bytes_fetched": result.get("bytes_fetched"),
+        "resumed_from": result.get("resumed_from", 0),
+        "rtt_ms": result.get("rtt_ms"),
+        "notes": result.get("notes", []),
+        "error": view.error,
+        "error_kind": view.error_kind,
+        "finished": time.time(),
+    }

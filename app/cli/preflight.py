@@ -15,7 +15,7 @@ import time
 
 from app.requests import parse_streams
 from app.units import format_ms
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 from .copy import add_ssh_arguments, backend_options
 
@@ -72,8 +72,8 @@ def run_preflight(args: argparse.Namespace) -> int:
     from app.preflight import run_preflight as measure_and_advise
     from app.preflight.measure import endpoint
     from app.store import Store
-    from backends.errors import BadRequest
-    from backends.registry import registry
+    from backends.core.errors import BadRequest
+    from backends.core.registry import registry
 
     if not 1 <= args.max_streams <= 64:
         raise BadRequest("--max-streams takes a number from 1 to 64.")
@@ -100,7 +100,7 @@ def run_preflight(args: argparse.Namespace) -> int:
 
 def _apply(store, site: str | None, result: dict) -> None:
     from app.preflight import apply_to_site
-    from backends.errors import BadRequest
+    from backends.core.errors import BadRequest
 
     if not site:
         raise BadRequest("--apply saves the recommendation in a site's profile: measure site:NAME instead of a URL.")
@@ -141,8 +141,8 @@ def _show(result: dict, as_json: bool) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from app.preflight.compare import compare
     from app.store import Store
-    from backends.errors import BadRequest
-    from backends.registry import registry
+    from backends.core.errors import BadRequest
+    from backends.core.registry import registry
 
     if not 1 <= args.rounds <= 20:
         raise BadRequest("--rounds takes a number from 1 to 20.")

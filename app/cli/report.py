@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 from pathlib import Path
 
-from backends.errors import BadRequest, LocalError
+from backends.core.errors import BadRequest, LocalError
 
 
 def add_parser(sub) -> None:
@@ -44,8 +45,12 @@ def run_report(args: argparse.Namespace) -> int:
     if fmt not in ("html", "pdf", "csv", "json"):
         raise BadRequest("Say which format to write with --format html|pdf|csv|json, or name the file .html, .pdf, "
                          ".csv or .json.")
+    if output.is_dir() or args.output.endswith(("/", "\\")):
+        raise BadRequest(f"{output} is a folder. Give the report a file name, such as {output / f'report.{fmt}'}.")
     if not output.parent.is_dir():
         raise LocalError(f"The folder {output.parent} does not exist. Create it first, or choose another file.")
+    if not os.access(output.parent, os.W_OK):
+        raise LocalError(f"Ferry cannot write to {output.parent} (permission denied). Choose another folder.")
     since = parse_day(args.since) if args.since else None
     until = parse_day(args.until, end=True) if args.until else None
     if since is not None and until is not None and until <= since:

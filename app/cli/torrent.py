@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from app.units import format_bytes, format_rate, parse_rate
-from backends.errors import BadRequest, LocalError
+from backends.core.errors import BadRequest, LocalError
 
 
 def add_torrent_arguments(p: argparse.ArgumentParser) -> None:

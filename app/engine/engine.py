@@ -17,11 +17,11 @@ from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.base import Lister, TransferOptions, TransferRequest
-from backends.errors import AuthError, LocalError, TransferError, Unavailable
-from backends.registry import Registry
-from backends.registry import registry as default_registry
-from backends.urls import redact
+from backends.core.base import Lister, TransferOptions, TransferRequest
+from backends.core.errors import AuthError, LocalError, TransferError, Unavailable
+from backends.core.registry import Registry
+from backends.core.registry import registry as default_registry
+from backends.core.urls import redact
 
 from .events import ADDED, FINISHED, REMOVED, STATE, Event, EventBus
 from .runner import JobRunner, RetryPolicy

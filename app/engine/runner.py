@@ -15,10 +15,10 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from app.jobs import Job, JobState
-from backends.base import Result, TransferRequest
-from backends.errors import TransferError, Unreachable
-from backends.hosttcp import host_tcp
-from backends.urls import host_of as peer_host
+from backends.core.base import Result, TransferRequest
+from backends.core.errors import TransferError, Unreachable
+from backends.core.urls import host_of as peer_host
+from backends.host.hosttcp import host_tcp
 
 from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
 from .progress import ProgressMeter

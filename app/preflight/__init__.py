@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.store.advice import fresh_streams, max_age_days
-from backends.base import BufferAdvisor, TransferOptions
-from backends.errors import AuthError, BadRequest
-from backends.hosttcp import host_tcp
-from backends.urls import redact
+from backends.core.base import BufferAdvisor, TransferOptions
+from backends.core.errors import AuthError, BadRequest
+from backends.core.urls import redact
+from backends.host.hosttcp import host_tcp
 
 from .measure import Progress, endpoint, measure
 from .recommend import Analysis, analyse

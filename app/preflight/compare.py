@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.base import TransferOptions, TransferRequest
-from backends.errors import BadRequest, TransferError
-from backends.urls import redact, remote_name
+from backends.core.base import TransferOptions, TransferRequest
+from backends.core.errors import BadRequest, TransferError
+from backends.core.urls import redact, remote_name
 
 from .measure import endpoint
 

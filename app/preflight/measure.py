@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from app.units import format_ms
-from backends.base import PathProber, Sweeper, TransferOptions
-from backends.errors import BadRequest, TransferError, Unreachable
-from backends.netprobe import connect_time
+from backends.core.base import PathProber, Sweeper, TransferOptions
+from backends.core.errors import BadRequest, TransferError, Unreachable
+from backends.host.netprobe import connect_time
 
 from .recommend import RttStats, SweepPoint, flattened, streams_phrase
 

@@ -22,7 +22,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
-from backends.hosttcp import Advice, HostTcp, advise
+from backends.host.hosttcp import Advice, HostTcp, advise
 
 #: the knee: the fewest streams reaching this share of the best swept rate
 KNEE_SHARE = 0.93

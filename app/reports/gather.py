@@ -21,7 +21,7 @@ from importlib import metadata
 
 from app import __version__
 from app.store import HistoryFilter, Store
-from backends.hosttcp import HostTcp, advise, host_tcp
+from backends.host.hosttcp import HostTcp, advise, host_tcp
 
 #: a report's schema version (docs/report-schema.md); bump on incompatible changes
 SCHEMA = 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 from . import charts
@@ -35,3 +36,8 @@ def write_pdf(data: ReportData, path: Path) -> None:
     paint = layout.paintRectPixels(writer.resolution())
     document.setPageSize(QSizeF(paint.width(), paint.height()))
     document.print_(writer)
+    del writer  # the file is complete once the writer is gone
+    # Qt reports a file it cannot open only as a warning on stderr ("QPainter::begin(): Returned false") and
+    # writes nothing: check, so a report that did not happen is never called written
+    if not path.is_file() or path.stat().st_size == 0:
+        raise OSError(errno.EACCES, "Qt could not write the PDF there")

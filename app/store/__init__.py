@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from app.paths import database_path, unwritable
-from backends.errors import LocalError
+from backends.core.errors import LocalError
 
 from .benchmarks import BenchmarkLog
 from .db import connect

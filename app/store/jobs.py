@@ -8,8 +8,8 @@ import sqlite3
 import time
 
 from app.jobs import Job, JobState
-from backends.base import TransferOptions
-from backends.procs import other_process_alive
+from backends.core.base import TransferOptions
+from backends.host.procs import other_process_alive
 
 #: states in which a job belongs to the process that queued or runs it (a paused or failed one is anybody's)
 _HELD = ("queued", "running", "verifying")

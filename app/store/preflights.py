@@ -9,7 +9,7 @@ import json
 import sqlite3
 import time
 
-from backends.urls import redact
+from backends.core.urls import redact
 
 #: a measurement older than this is redone before it is trusted (Settings: preflight_max_age_days)
 DEFAULT_MAX_AGE_DAYS = 7.0

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.engine import Engine, Event, JobView
 from app.engine.events import ADDED, FINISHED, NOTE, REMOVED, RETRYING
-from backends.errors import TransferError
+from backends.core.errors import TransferError
 
 REFRESH_HZ = 10
 

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 
 from app.sites import PROTOCOLS, Site
 from app.units import parse_rate
-from backends.checksums import parse_checksum
-from backends.errors import TransferError
+from backends.core.checksums import parse_checksum
+from backends.core.errors import TransferError
 
 
 def _with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:

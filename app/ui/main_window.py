@@ -29,7 +29,7 @@ from app.requests import Defaults, Overrides, resolve, site_options
 from app.sites import Site, SiteBook
 from app.store import Store
 from app.units import format_rate
-from backends.errors import TransferError
+from backends.core.errors import TransferError
 
 from .bridge import EngineBridge
 from .browser import RemoteBrowser

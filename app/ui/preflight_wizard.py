@@ -32,7 +32,7 @@ from app.preflight.recommend import streams_phrase
 from app.sites import Site
 from app.store import Store
 from app.units import format_ms
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 OTHER = "Another address…"
 

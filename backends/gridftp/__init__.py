@@ -16,12 +16,21 @@ import shutil
 import time
 from pathlib import Path
 
-from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..errors import BadRequest, LocalError, NotFound, TransferError
-from ..hashing import hash_file, manifest_digest
-from ..netprobe import connect_time
-from ..partfile import check_destination, human_size
-from ..registry import scheme_of
+from ..core.base import (
+    Availability,
+    Capabilities,
+    ProbeResult,
+    RemoteInfo,
+    Result,
+    Sink,
+    TransferOptions,
+    TransferRequest,
+)
+from ..core.errors import BadRequest, LocalError, NotFound, TransferError
+from ..core.registry import scheme_of
+from ..host.netprobe import connect_time
+from ..streams.hashing import hash_file, manifest_digest
+from ..streams.partfile import check_destination, human_size
 from . import files, folders, guc
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
@@ -38,10 +47,10 @@ def _is_remote(location: str) -> bool:
 def _uncapped_note(options: TransferOptions) -> str | None:
     """A rate cap (``--limit-rate``, the GUI's bandwidth cap) that this backend cannot keep, said rather than
     ignored: globus-url-copy has no rate option, and its data never passes through Ferry."""
-    if not options.limit_rate:
+    if not options.rate_cap:
         return None
     return (f"GridFTP transfers cannot be capped (globus-url-copy has no rate option), so this one ignores the "
-            f"{human_size(options.limit_rate)}/s limit. To leave room on a shared link, use --streams 1 or an "
+            f"{human_size(options.rate_cap)}/s limit. To leave room on a shared link, use --streams 1 or an "
             "sftp:// or https:// address, which keep the cap.")
 
 

@@ -21,7 +21,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ..errors import AuthError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..core.errors import AuthError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from .urls import GridUrl
 
 TIMEOUT = 30.0
@@ -117,16 +117,6 @@ class Control:
             self.ftp.quit()
         except (OSError, EOFError, ftplib.Error):
             self.ftp.close()
-
-    def _cmd(self, command: str, path: str, doing: str) -> str:
-        try:
-            return self.ftp.sendcmd(command)
-        except ftplib.error_perm as exc:
-            raise explain_reply(str(exc), self.url, path, doing) from None
-        except ftplib.error_temp as exc:
-            raise explain_reply(str(exc), self.url, path, doing) from None
-        except (OSError, EOFError, ftplib.Error) as exc:
-            raise Transient(f"The control connection to {self.url.where} broke ({exc}); Ferry will retry.") from None
 
     def features(self) -> str:
         if self._features is None:

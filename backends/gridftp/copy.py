@@ -7,8 +7,8 @@ import shutil
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from ..base import Sink
-from ..errors import Unavailable
+from ..core.base import Sink
+from ..core.errors import Unavailable
 from . import guc
 
 INSTALL_HINT = ("Install the Globus command-line tools: on Debian/Ubuntu 'apt install globus-gass-copy-progs', "

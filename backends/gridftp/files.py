@@ -20,11 +20,11 @@ import os
 import time
 from pathlib import Path
 
-from ..base import NOT_COMPARED, Result, Sink, TransferOptions
-from ..errors import Corrupt, LocalError, NotFound, TransferError
-from ..hashing import FollowingHasher, hash_file, written_prefix
-from ..options import read_options
-from ..partfile import check_destination, os_error
+from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
+from ..core.errors import Corrupt, LocalError, NotFound, TransferError
+from ..core.options import read_options
+from ..streams.hashing import FollowingHasher, hash_file, written_prefix
+from ..streams.partfile import check_destination, os_error
 from . import guc
 from .control import Control, Entry, open_control
 from .copy import Copy

@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..base import NOT_COMPARED, Result, Sink, TransferOptions
-from ..errors import Corrupt, LocalError, TransferError
-from ..hashing import hash_file, manifest_digest
-from ..options import read_options
-from ..partfile import os_error
+from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
+from ..core.errors import Corrupt, LocalError, TransferError
+from ..core.options import read_options
+from ..streams.hashing import hash_file, manifest_digest
+from ..streams.partfile import os_error
 from . import guc
 from .control import Control, Entry, checksums
 from .copy import Copy

@@ -20,8 +20,8 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import LocalError, NoSpace, NotFound, PermissionDenied, TransferError, Transient, Unreachable
-from ..procs import child_argv, child_kwargs
+from ..core.errors import LocalError, NoSpace, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..host.procs import child_argv, child_kwargs
 
 TOOL = "globus-url-copy"
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")

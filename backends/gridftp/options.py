@@ -1,10 +1,10 @@
-"""The GridFTP backend's own options, declared for the front door (``backends.options``)."""
+"""The GridFTP backend's own options, declared for the front door (``backends.core.options``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import option
+from ..core.options import option
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..hosttcp import host_tcp
-from ..options import read_options
-from ..tuner import initial_streams
+from ..core.options import read_options
+from ..host.hosttcp import host_tcp
+from ..streams.tuner import initial_streams
 from .options import GridftpOptions
 
 #: below this many bytes per stream, more streams only add set-up cost

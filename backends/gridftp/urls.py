@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
-from ..errors import BadRequest
+from ..core.errors import BadRequest
 
 SCHEMES = ("gsiftp", "ftp", "sshftp")
 DEFAULT_PORTS = {"gsiftp": 2811, "ftp": 21, "sshftp": 22}

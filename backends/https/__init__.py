@@ -14,11 +14,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..errors import BadRequest
-from ..netprobe import begin_handshake, sweep_down
-from ..partfile import PartFile, check_destination
-from ..urls import redact
+from ..core.base import (
+    Availability,
+    Capabilities,
+    ProbeResult,
+    RemoteInfo,
+    Result,
+    Sink,
+    TransferOptions,
+    TransferRequest,
+)
+from ..core.errors import BadRequest
+from ..core.urls import redact
+from ..host.netprobe import begin_handshake, sweep_down
+from ..streams.partfile import PartFile, check_destination
 
 #: a file smaller than this ends a preflight probe before TCP has left slow start
 MIN_PROBE_BYTES = 64 * 1024 * 1024

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ..errors import BadRequest
+from ..core.errors import BadRequest
 
 
 def validate_url(url: str) -> tuple[str, int]:

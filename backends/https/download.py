@@ -7,14 +7,14 @@ import time
 
 import aiohttp
 
-from ..base import Checksum, RemoteInfo, Result, Sink, TransferRequest
-from ..chunks import ChunkMap, Interval, total
-from ..errors import Corrupt, RemoteChanged, TransferError
-from ..hashing import FollowingHasher, hash_file
-from ..partfile import Identity, PartFile, human_size
-from ..ratelimit import RateLimit
-from ..tuner import StreamTuner
-from ..urls import host_of, redact
+from ..core.base import Checksum, RemoteInfo, Result, Sink, TransferRequest
+from ..core.errors import Corrupt, RemoteChanged, TransferError
+from ..core.urls import host_of, redact
+from ..streams.chunks import ChunkMap, Interval, total
+from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.partfile import Identity, PartFile, human_size
+from ..streams.ratelimit import limiter_for
+from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch
 from .identity import RangesIgnored, Validators
 from .remote import find_sidecar, head
@@ -39,7 +39,7 @@ class Download:
         self.sidecar: asyncio.Task | None = None
         self.resumed = 0
         self.whole = False  # one plain GET (the server ignores ranges)
-        self.limiter = RateLimit(self.options.limit_rate) if self.options.limit_rate else None
+        self.limiter = limiter_for(self.options)
 
     def note(self, message: str) -> None:
         self.notes.append(message)

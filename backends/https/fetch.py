@@ -1,4 +1,4 @@
-"""Parallel HTTP Range fetching of one file (the stream machinery is ``backends.parallel``).
+"""Parallel HTTP Range fetching of one file (the stream machinery is ``backends.streams.parallel``).
 
 Each lease is one Range request on a keep-alive connection; what arrives is written
 with ``pwrite`` at its offset. The start is speculative: the first streams ask for the
@@ -17,15 +17,15 @@ from collections.abc import Callable
 
 import aiohttp
 
-from ..base import Sink
-from ..chunks import ChunkMap, Lease
-from ..errors import RemoteChanged, TransferError
-from ..netprobe import answered_rtt, connect_time
-from ..parallel import ParallelTransfer
-from ..partfile import PartFile
-from ..ratelimit import RateLimit
-from ..tuner import StreamTuner
-from ..urls import redact
+from ..core.base import Sink
+from ..core.errors import RemoteChanged, TransferError
+from ..core.urls import redact
+from ..host.netprobe import answered_rtt, connect_time
+from ..streams.chunks import ChunkMap, Lease
+from ..streams.parallel import ParallelTransfer
+from ..streams.partfile import PartFile
+from ..streams.ratelimit import RateLimit
+from ..streams.tuner import StreamTuner
 from .address import validate_url
 from .identity import RangesIgnored, Validators, unsatisfied_size
 from .session import map_error, status_error

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..base import RemoteInfo
-from ..errors import RemoteChanged, Transient
-from ..parallel import Fatal
-from ..urls import redact
+from ..core.base import RemoteInfo
+from ..core.errors import RemoteChanged, Transient
+from ..core.urls import redact
+from ..streams.parallel import Fatal
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _UNSATISFIED = re.compile(r"bytes \*/(\d+)")

@@ -13,7 +13,7 @@ import time
 
 import aiohttp
 
-from ..errors import TransferError
+from ..core.errors import TransferError
 from .session import map_error, status_error
 
 #: how long the first level may wait for every stream's handshake and first byte

@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from ..base import Checksum, RemoteInfo
-from ..checksums import SIDECARS, parse_sidecar
-from ..errors import TransferError
-from ..urls import remote_name
+from ..core.base import Checksum, RemoteInfo
+from ..core.checksums import SIDECARS, parse_sidecar
+from ..core.errors import TransferError
+from ..core.urls import remote_name
 from .session import map_error, status_error
 
 SIDECAR_LIMIT = 64 * 1024

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from ..errors import (
+from ..core.errors import (
     AuthError,
     BadRequest,
     NotFound,
@@ -24,7 +24,7 @@ from ..errors import (
     Transient,
     Unreachable,
 )
-from ..urls import redact
+from ..core.urls import redact
 from .trust import lazy_system_folder, verified_context
 
 #: long transfers must never time out as a whole; a silent socket must

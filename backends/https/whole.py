@@ -7,11 +7,11 @@ import time
 
 import aiohttp
 
-from ..base import Sink
-from ..errors import TransferError, Transient
-from ..hashing import FollowingHasher
-from ..partfile import PartFile
-from ..ratelimit import RateLimit
+from ..core.base import Sink
+from ..core.errors import TransferError, Transient
+from ..streams.hashing import FollowingHasher
+from ..streams.partfile import PartFile
+from ..streams.ratelimit import RateLimit
 from .identity import Validators
 from .session import map_error, status_error
 

@@ -14,11 +14,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..base import Availability, Capabilities, ProbeResult, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..errors import BadRequest, LocalError, NotFound
-from ..netprobe import begin_handshake
-from ..partfile import PartFile, check_destination
-from ..registry import scheme_of
+from ..core.base import (
+    Availability,
+    Capabilities,
+    ProbeResult,
+    RemoteInfo,
+    Result,
+    Sink,
+    TransferOptions,
+    TransferRequest,
+)
+from ..core.errors import BadRequest, LocalError, NotFound
+from ..core.registry import scheme_of
+from ..host.netprobe import begin_handshake
+from ..streams.partfile import PartFile, check_destination
 from .target import SCHEMES, SshOptions, parse_target, remote_join
 
 if TYPE_CHECKING:
@@ -191,6 +200,6 @@ class SshBackend:
 
 
 def _source_id(request: TransferRequest) -> str:
-    from ..urls import redact
+    from ..core.urls import redact
 
     return redact(request.source)

@@ -16,7 +16,7 @@ import stat as statmod
 
 import paramiko
 
-from ..errors import (
+from ..core.errors import (
     AuthError,
     HostKeyError,
     NotFound,
@@ -25,7 +25,7 @@ from ..errors import (
     Transient,
     Unreachable,
 )
-from ..errors import (
+from ..core.errors import (
     NoSpace as NoSpaceError,
 )
 from . import scripts

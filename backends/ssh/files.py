@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import NOT_COMPARED, Sink, TransferOptions
-from ..chunks import ChunkMap, total
-from ..errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
-from ..hashing import FollowingHasher, hash_file
-from ..partfile import Identity, PartFile, human_size
-from ..ratelimit import RateLimit
+from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
+from ..streams.chunks import ChunkMap, total
+from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.partfile import Identity, PartFile, human_size
+from ..streams.ratelimit import limiter_for
 from .ranged import SshDownload, SshUpload
 from .session import SshSession
 from .target import Entry
@@ -29,10 +29,6 @@ class FileOutcome:
     verified: bool
     verify_method: str
     resumed_from: int = 0
-
-
-def _limiter(options: TransferOptions) -> RateLimit | None:
-    return RateLimit(options.limit_rate) if options.limit_rate else None
 
 
 async def download_file(session: SshSession, entry: Entry, remote: str, dest: Path, options: TransferOptions,
@@ -51,7 +47,7 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
             chunks = ChunkMap(entry.size, done)
             streams = session.streams(options, entry.size)
             if session.openssh is not None:
-                run = SshDownload(session.openssh, remote, chunks, part, sink=sink, limiter=_limiter(options),
+                run = SshDownload(session.openssh, remote, chunks, part, sink=sink, limiter=limiter_for(options),
                                   tuner=session.tuner(options, entry.size), streams=streams,
                                   max_streams=options.max_streams, rtt_s=session.rtt_s)
                 run.hasher = hasher
@@ -60,7 +56,8 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
             else:
                 from .sftpdata import sftp_download  # paramiko: only for accounts without a shell
 
-                moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4)
+                moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4,
+                                                  limiter_for(options))
             if sink:
                 sink.stage("verifying")
             # the last bytes are hashed while the server says whether the file changed meanwhile (a round trip)
@@ -158,7 +155,7 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         verified_ranges = 0
         if session.openssh is not None and size > 0:
             run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
-                            limiter=_limiter(options), tuner=session.tuner(options, size), streams=streams,
+                            limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
                             max_streams=options.max_streams, rtt_s=session.rtt_s)
             try:
                 await run.run()
@@ -168,7 +165,8 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         else:
             from .sftpdata import sftp_upload
 
-            moved, peak = await sftp_upload(session, local, part, chunks, record, sink, streams or 4)
+            moved, peak = await sftp_upload(session, local, part, chunks, record, sink, streams or 4,
+                                                limiter_for(options))
         if sink:
             sink.stage("verifying")
         digest = (await local_sum)["sha256"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 
-from ..errors import TransferError
+from ..core.errors import TransferError
 from . import scripts
 from .openssh import Master, ssh_error
 from .target import Entry, Target, remote_join

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
-from ..errors import NoSpace as NoSpaceError
-from ..procs import child_argv, child_kwargs, other_process_alive
+from ..core.errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..core.errors import NoSpace as NoSpaceError
+from ..host.procs import child_argv, child_kwargs, other_process_alive
 from .dialer import Dial, resolve_dial
 from .target import SshOptions, Target, known_hosts_path
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ..base import ProbeResult, TransferOptions
-from ..errors import TransferError
-from ..netprobe import sweep_down
+from ..core.base import ProbeResult, TransferOptions
+from ..core.errors import TransferError
+from ..host.netprobe import sweep_down
 from . import scripts
 from .openssh import Master, ssh_error
 

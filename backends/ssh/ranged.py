@@ -18,12 +18,12 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from ..chunks import ChunkMap, Lease
-from ..errors import RemoteChanged, TransferError, Transient
-from ..netprobe import connect_time
-from ..parallel import ParallelTransfer
-from ..partfile import PartFile, os_error
-from ..pipes import PipeSource
+from ..core.errors import RemoteChanged, TransferError, Transient
+from ..host.netprobe import connect_time
+from ..host.pipes import PipeSource
+from ..streams.chunks import ChunkMap, Lease
+from ..streams.parallel import ParallelTransfer
+from ..streams.partfile import PartFile, os_error
 from . import scripts
 from .openssh import Master, OpenSsh, ssh_error
 

@@ -14,11 +14,11 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..base import TransferOptions
-from ..errors import AuthError, HostKeyError, TransferError
-from ..netprobe import connect_time
-from ..options import read_options
-from ..tuner import LAN_RTT, StreamTuner, initial_streams
+from ..core.base import TransferOptions
+from ..core.errors import AuthError, HostKeyError, TransferError
+from ..core.options import read_options
+from ..host.netprobe import connect_time
+from ..streams.tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
 from .openssh import OpenSsh
 from .ranged import BLOCK

@@ -13,10 +13,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from ..base import Sink
-from ..chunks import ChunkMap
-from ..hashing import FollowingHasher
-from ..partfile import PartFile
+from ..core.base import Sink
+from ..streams.chunks import ChunkMap
+from ..streams.hashing import FollowingHasher
+from ..streams.partfile import PartFile
 from .control import sftp_error
 from .session import SshSession
 
@@ -25,7 +25,7 @@ SAVE_EVERY = 1.0
 
 
 async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part: PartFile,
-                        hasher: FollowingHasher, sink: Sink | None, streams: int) -> tuple[int, int]:
+                        hasher: FollowingHasher, sink: Sink | None, streams: int, limiter=None) -> tuple[int, int]:
     if sink:
         sink.note("Using SFTP through paramiko for the data (this account cannot run the faster OpenSSH path).")
 
@@ -38,6 +38,8 @@ async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part
                         part.write(data, lease.cursor)
                         chunks.record(lease, len(data))
                         moved += len(data)
+                        if limiter is not None:
+                            limiter.consume_blocking(len(data))
                     chunks.finish(lease)
                     hasher.advance(chunks.contiguous_prefix())
                     if sink:
@@ -56,7 +58,7 @@ async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part
 
 
 async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks: ChunkMap, record,
-                      sink: Sink | None, streams: int) -> tuple[int, int]:
+                      sink: Sink | None, streams: int, limiter=None) -> tuple[int, int]:
     if sink:
         sink.note("Using SFTP through paramiko for the data (this account cannot run the faster OpenSSH path).")
 
@@ -74,6 +76,8 @@ async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks
                         fh.write(data)
                         left -= len(data)
                         moved += len(data)
+                        if limiter is not None:
+                            limiter.consume_blocking(len(data))
                     fh.flush()  # waits for the server's answers: only then is the range done
                     chunks.record(lease, lease.end - lease.start)
                     chunks.finish(lease)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import stat as statmod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from ..errors import BadRequest
-from ..options import option
+from ..core.errors import BadRequest
+from ..core.options import option
 
 if TYPE_CHECKING:
     import paramiko
@@ -26,7 +26,7 @@ SCHEMES = ("sftp", "scp")
 
 @dataclass(frozen=True)
 class SshOptions:
-    """Per-job SSH settings (CLI flags, site profile), declared for the front door (``backends.options``)."""
+    """Per-job SSH settings (CLI flags, site profile), declared for the front door (``backends.core.options``)."""
 
     identity: str | None = option(None, "private key to log in with (default: agent, ~/.ssh keys)",
                                   flag="--identity")
@@ -56,9 +56,6 @@ class Target:
     def display(self) -> str:
         port = "" if self.port == 22 else f":{self.port}"
         return f"{self.scheme}://{self.user}@{self.alias}{port}{self.path}"
-
-    def with_path(self, path: str) -> Target:
-        return replace(self, path=path)
 
 
 def _config(path: str | None) -> paramiko.SSHConfig | None:

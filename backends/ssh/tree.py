@@ -20,10 +20,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base import NOT_COMPARED, Sink, TransferOptions
-from ..errors import Corrupt, LocalError
-from ..hashing import manifest_digest
-from ..partfile import os_error
+from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.errors import Corrupt, LocalError
+from ..streams.hashing import manifest_digest
+from ..streams.partfile import os_error
+from ..streams.ratelimit import limiter_for
 from .files import FileOutcome, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
@@ -41,6 +42,13 @@ class Totals:
     live: dict[str, int] = field(default_factory=dict)
     streams: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the job's rate cap (its own and the global one), paid by the small-file paths in their threads; large
+    #: files pay through their own streams
+    limiter: object | None = None
+
+    def pay(self, nbytes: int) -> None:
+        if self.limiter is not None and nbytes > 0:
+            self.limiter.consume_blocking(nbytes)
 
     def add(self, nbytes: int, sink: Sink | None) -> None:
         """Bytes of small files done (called from several tar threads)."""
@@ -105,7 +113,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     dest.mkdir(parents=True, exist_ok=True)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]
-    totals = Totals(sum(e.size for e in files))
+    totals = Totals(sum(e.size for e in files), limiter=limiter_for(options))
     hashes: dict[str, str] = {}
     methods: set[str] = set()
 
@@ -196,6 +204,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
         key = f"tar:{id(group)}"
 
         def progress(nbytes: int) -> None:
+            totals.pay(nbytes - totals.live.get(key, 0))
             totals.live[key] = nbytes
             totals.report(sink)
 
@@ -232,6 +241,7 @@ def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entr
             out.write(data)
         hashes[entry.rel] = hashlib.sha256(data).hexdigest()
         place(tmp, path, entry)
+        totals.pay(entry.size)
         totals.add(entry.size, sink)
     return hashes
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import paramiko
 
-from ..errors import HostKeyError
+from ..core.errors import HostKeyError
 
 AskTrust = Callable[[str, str, str], bool]  # (host, key type, SHA256 fingerprint) -> trust it?
 
@@ -28,6 +28,7 @@ def fingerprint(key: paramiko.PKey) -> str:
 
 
 def host_entry(host: str, port: int) -> str:
+    """How known_hosts names a server: the bare host on port 22, ``[host]:port`` elsewhere."""
     return host if port == 22 else f"[{host}]:{port}"
 
 
@@ -58,7 +59,7 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
 def changed_key_error(host: str, exc: paramiko.BadHostKeyException, path: Path, port: int = 22) -> HostKeyError:
     """known_hosts names a server on another port than 22 as ``[host]:port``: the command to remove the old entry
     must name it that way, and the file Ferry used (``ssh-keygen -R host`` alone would remove nothing)."""
-    entry = host if port == 22 else f"[{host}]:{port}"
+    entry = host_entry(host, port)
     return HostKeyError(
         f"WARNING: the host key of {host} has CHANGED ({exc.key.get_name()} {fingerprint(exc.key)}; known_hosts has "
         f"{fingerprint(exc.expected_key)}). Someone may be intercepting the connection, or the server was "

@@ -31,9 +31,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..errors import Corrupt, TransferError
-from ..partfile import os_error
-from ..procs import child_argv, child_kwargs
+from ..core.errors import Corrupt, TransferError
+from ..host.procs import child_argv, child_kwargs
+from ..streams.partfile import os_error
 from . import scripts
 from .openssh import ssh_error
 from .target import Entry

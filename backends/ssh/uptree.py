@@ -15,10 +15,11 @@ import tarfile
 import time
 from pathlib import Path
 
-from ..base import NOT_COMPARED, Sink, TransferOptions
-from ..errors import LocalError
-from ..hashing import manifest_digest
-from ..procs import child_argv, child_kwargs
+from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.errors import LocalError
+from ..host.procs import child_argv, child_kwargs
+from ..streams.hashing import manifest_digest
+from ..streams.ratelimit import limiter_for
 from . import scripts
 from .files import FileOutcome, upload_file
 from .openssh import ssh_error
@@ -80,7 +81,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     large = [(rel, st) for rel, st in files if st.st_size >= SMALL_FILE]
     for parent in sorted({rel.rsplit("/", 1)[0] for rel, _ in large if "/" in rel}):
         await asyncio.to_thread(control.mkdirs, remote_join(remote_root, parent))
-    totals = Totals(sum(st.st_size for _, st in files))
+    totals = Totals(sum(st.st_size for _, st in files), limiter=limiter_for(options))
     hashes: dict[str, str] = {}
     methods: set[str] = set()
 
@@ -200,6 +201,7 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
                     data = fh.read()
                 hashes[rel] = hashlib.sha256(data).hexdigest()
                 info.size = len(data)
+                totals.pay(len(data))
                 tar.addfile(info, _Bytes(data))
                 totals.add(len(data), sink)
         proc.stdin.close()
@@ -236,5 +238,6 @@ def _sftp_small_put(session: SshSession, root: Path, remote_root: str, small, to
         control.rename(target + ".part", target)
         control.finish_file(target, st.st_mode, int(st.st_mtime))
         hashes[rel] = hashlib.sha256(data).hexdigest()
+        totals.pay(len(data))
         totals.add(len(data), sink)
     return hashes

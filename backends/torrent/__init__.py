@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..errors import BadRequest, TransferError
-from ..options import read_options
+from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..core.errors import BadRequest, TransferError
+from ..core.options import read_options
 from .options import TorrentOptions
 
 SCHEMES = ("magnet",)
@@ -81,7 +81,7 @@ class TorrentBackend:
         extra = read_options(TorrentOptions, request.options.backend_options)
         if extra.seed:
             return await self.seed(request, sink)
-        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0)
         params = load_torrent(request.source)
         from .fetch import fetch
 
@@ -106,7 +106,7 @@ class TorrentBackend:
         from .swarm import Swarm, load_torrent
 
         extra = read_options(TorrentOptions, request.options.backend_options)
-        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.limit_rate or 0)
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0)
         swarm = Swarm(lab, sessions=extra.connections or DEFAULT_CONNECTIONS)
         try:
             return await seed(load_torrent(request.source), Path(request.dest), swarm, sink)

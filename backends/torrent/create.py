@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libtorrent as lt
 
-from ..errors import BadRequest, LocalError
+from ..core.errors import BadRequest, LocalError
 
 
 def create(path: Path, *, web_seeds: tuple[str, ...] = (), private: bool = True, v2_only: bool = True,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import libtorrent as lt
 
-from ..hashing import FollowingHasher, hash_file
+from ..streams.hashing import FollowingHasher, hash_file
 from .swarm import data_files
 
 #: ask for a flush when the complete prefix has grown by this much since the last safe point

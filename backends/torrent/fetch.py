@@ -16,9 +16,9 @@ from pathlib import Path
 
 import libtorrent as lt
 
-from ..base import Result, Sink
-from ..errors import LocalError, Transient, Unreachable
-from ..hashing import manifest_digest
+from ..core.base import Result, Sink
+from ..core.errors import LocalError, Transient, Unreachable
+from ..streams.hashing import manifest_digest
 from .digest import TorrentDigest
 from .swarm import Peer, Swarm, info_hash, write_atomically
 

@@ -1,11 +1,11 @@
-"""The BitTorrent backend's own options, declared for the front door (``backends.options``)."""
+"""The BitTorrent backend's own options, declared for the front door (``backends.core.options``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from ..options import option
+from ..core.options import option
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import NoReturn
 
 import libtorrent as lt
 
-from ..base import Sink
-from ..errors import LocalError
+from ..core.base import Sink
+from ..core.errors import LocalError
 from .swarm import Swarm, data_files
 
 TICK = 0.5

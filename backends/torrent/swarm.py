@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import libtorrent as lt
 
-from ..errors import BadRequest, LocalError
+from ..core.errors import BadRequest, LocalError
 from .lab import LabOptions, settings
 
 _PEER = re.compile(r"^\[?([^\]\s]+?)\]?:(\d{1,5})$")

@@ -165,7 +165,7 @@ def test_unknown_host_key_is_asked_about_with_its_fingerprint(qtbot, window, ssh
 
 def test_remote_browser_lists_a_site_folder(qtbot, window, sshd, remote_big):
     from app.ui.browser import RemoteBrowser
-    from backends.base import TransferOptions
+    from backends.core.base import TransferOptions
 
     _ssh_site(window, sshd, sshd.known_hosts)
     from app.sites import SiteBook

@@ -11,7 +11,7 @@ import pytest
 from app.engine import Engine, JobState, RetryPolicy
 from app.engine.events import FINISHED, PROGRESS, RETRYING
 from app.store import Store
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 from .conftest import MiB, sha256_of, write_random
 

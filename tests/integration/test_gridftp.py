@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.engine import Engine, JobState, RetryPolicy
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
 from .test_https_errors import assert_clean_failure
@@ -204,7 +204,7 @@ def test_servers_ferry_cannot_talk_to_directly_still_work(gridftp, grid_big, tmp
     import asyncio
 
     import backends.gridftp as gridftp_backend
-    from backends.base import TransferOptions, TransferRequest
+    from backends.core.base import TransferOptions, TransferRequest
 
     monkeypatch.setattr(gridftp_backend, "open_control", lambda url: None)
     monkeypatch.setattr(gridftp_backend, "_speaks_control", lambda url: False)

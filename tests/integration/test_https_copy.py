@@ -160,3 +160,31 @@ def test_history_and_queue_commands_show_what_happened(nginx, plain_file, tmp_pa
     assert "missing.bin" in queue and "failed" in queue
     version = labferry("--version", env_home=ferry_home)
     assert version.returncode == 0 and version.stdout.startswith("labferry ")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_a_stopped_copy_is_paused_says_so_in_json_and_resumes(nginx, tmp_path, ferry_home, how):
+    """SIGTERM (a batch system's kill) left the job "running" with no word; Ctrl-C printed no JSON line."""
+    import signal
+
+    write_random(nginx.data / f"stop-{how}.bin", 8 * MiB, seed=81)
+    dest = tmp_path / f"stop-{how}.bin"
+    args = ("copy", nginx.url(f"slow/stop-{how}.bin"), str(dest), "--ca-file", nginx.ca_file, "--json",
+            "--streams", "2")
+    proc = popen_labferry(*args, env_home=ferry_home)
+    state = dest.with_name(dest.name + ".part.ferry")
+    deadline = time.monotonic() + 30
+    while not state.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(getattr(signal, how))
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == (143 if how == "SIGTERM" else 130), err
+    assert "Run the same command again to resume" in err and "Traceback" not in err
+    line = json.loads(out.strip().splitlines()[-1])
+    assert line["ok"] is False and line["state"] == "paused"
+    with Store() as store:
+        [job] = store.jobs.all()
+        assert job.state.value == "paused"
+    done = labferry(*args[:2], str(dest), "--ca-file", nginx.ca_file, "--json", env_home=ferry_home)
+    assert done.returncode == 0, done.stderr
+    assert result_of(done)["resumed_from"] > 0

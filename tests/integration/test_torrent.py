@@ -184,9 +184,18 @@ def test_web_seed_alone_serves_the_torrent(dataset, nginx, tmp_path):
     assert nginx.body_bytes("/reads.fastq") - served >= 96 * MiB  # every byte came from the web server
 
 
+def _mtime(path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except FileNotFoundError:  # replaced this instant, or the fetch finished and removed it
+        return -1
+
+
 def test_fetcher_killed_midway_resumes_from_its_pieces(dataset, tmp_path):
     torrent = dataset["root"] / "reads.fastq.torrent"
-    with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "16M") as seed:
+    # 8 MiB/s: 12 s for the 96 MiB, so the kill lands after a second save and well before the end (at 16 MiB/s
+    # a loaded machine once saw the fetch finish, and its resume file go, before the kill)
+    with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "8M") as seed:
         first = popen_labferry("copy", str(torrent), str(tmp_path), "--peer", f"127.0.0.1:{seed.port}", "--json",
                                env_home=tmp_path / "home")
         state = tmp_path / "home" / "torrents"
@@ -194,8 +203,8 @@ def test_fetcher_killed_midway_resumes_from_its_pieces(dataset, tmp_path):
         while time.monotonic() < deadline and not list(state.glob("*.fastresume")):
             time.sleep(0.2)
         saved = list(state.glob("*.fastresume"))
-        stamp = saved[0].stat().st_mtime_ns if saved else 0
-        while time.monotonic() < deadline and saved and saved[0].stat().st_mtime_ns == stamp:
+        stamp = _mtime(saved[0]) if saved else 0
+        while time.monotonic() < deadline and saved and _mtime(saved[0]) == stamp:
             time.sleep(0.1)  # a later save, with more pieces written out
         first.send_signal(signal.SIGKILL)
         first.wait()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends.base import Backend, BufferAdvisor, Lister, PathProber, RouteClaimer, Seeder, Sweeper
+from backends.core.base import Backend, BufferAdvisor, Lister, PathProber, RouteClaimer, Seeder, Sweeper
 from backends.gridftp import GridftpBackend
 from backends.https import HttpsBackend
 from backends.ssh import SshBackend
@@ -28,8 +28,8 @@ def test_a_backend_without_a_probe_is_refused_by_the_preflight_in_words():
     import pytest
 
     from app.preflight.measure import measure
-    from backends.base import TransferOptions
-    from backends.errors import TransferError
+    from backends.core.base import TransferOptions
+    from backends.core.errors import TransferError
 
     with pytest.raises(TransferError, match="torrent transfers cannot be measured"):
         asyncio.run(measure(TorrentBackend(), "magnet:?xt=urn:btih:" + "0" * 40, TransferOptions()))

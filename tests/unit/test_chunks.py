@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.chunks import ChunkMap, complement, merge, total
+from backends.streams.chunks import ChunkMap, complement, merge, total
 
 KiB = 1024
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backends.base import TransferOptions
-from backends.errors import BadRequest, LocalError, NotFound, PermissionDenied, Transient, Unreachable
+from backends.core.base import TransferOptions
+from backends.core.errors import BadRequest, LocalError, NotFound, PermissionDenied, Transient, Unreachable
 from backends.gridftp import guc
 from backends.gridftp.tuning import choose_buffer, choose_streams, plan
 from backends.gridftp.urls import GridUrl, local_url

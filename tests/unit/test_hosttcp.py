@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends.hosttcp import advise, read_host_tcp
+from backends.host.hosttcp import advise, read_host_tcp
 
 
 def fake_proc(tmp_path, **values):

@@ -2,8 +2,8 @@
 
 import time
 
-from backends.chunks import ChunkMap
-from backends.parallel import ParallelTransfer
+from backends.streams.chunks import ChunkMap
+from backends.streams.parallel import ParallelTransfer
 
 MiB = 1024 * 1024
 

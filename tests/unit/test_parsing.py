@@ -6,10 +6,10 @@ import pytest
 
 from app.routes import resolve_destination
 from app.units import format_bytes, format_duration, format_ms, format_rate, parse_rate
-from backends.checksums import parse_checksum, parse_sidecar
-from backends.errors import BadRequest
+from backends.core.checksums import parse_checksum, parse_sidecar
+from backends.core.errors import BadRequest
+from backends.core.urls import redact, remote_name
 from backends.https.address import validate_url
-from backends.urls import redact, remote_name
 
 HEX = "ab" * 32
 
@@ -47,6 +47,13 @@ def test_parse_sidecar_formats():
     assert parse_sidecar(f"{'cd' * 32}  other.bam\n{'ef' * 32}  third.bam\n", "sha256", "sample.bam") is None
     assert parse_sidecar("<html>not found</html>", "sha256", "sample.bam") is None
     assert parse_sidecar(f"{HEX}  sample.bam", "md5", "sample.bam") is None
+
+
+def test_a_file_given_as_a_folder_is_named_as_a_file(tmp_path):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("x")
+    with pytest.raises(BadRequest, match="is a file, not a folder"):
+        resolve_destination("https://h/a/reads.fq", f"{existing}/")
 
 
 def test_resolve_destination(tmp_path):

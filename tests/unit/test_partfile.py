@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from backends.errors import LocalError
-from backends.hashing import FollowingHasher
-from backends.partfile import Identity, PartFile, check_destination
-from backends.registry import Registry, registry
+from backends.core.errors import LocalError
+from backends.core.registry import Registry, registry
+from backends.streams.hashing import FollowingHasher
+from backends.streams.partfile import Identity, PartFile, check_destination
 
 ID = Identity("https://h/x", 1000, '"e1"', "Mon, 01 Jan 2026 00:00:00 GMT")
 
@@ -114,7 +114,7 @@ def test_a_part_file_unlinked_between_open_and_lock_is_opened_again(tmp_path, mo
         calls.append(op)
         return real_flock(fd, op)
 
-    monkeypatch.setattr("backends.partfile.fcntl.flock", flock_after_unlink)
+    monkeypatch.setattr("backends.streams.partfile.fcntl.flock", flock_after_unlink)
     part.lock()
     assert len(calls) == 2 and part.part.exists()
     assert os.stat(part.part).st_ino == os.fstat(part.fd).st_ino

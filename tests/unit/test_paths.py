@@ -10,7 +10,7 @@ import pytest
 
 from app.paths import data_dir
 from app.store import Store
-from backends.errors import LocalError
+from backends.core.errors import LocalError
 
 
 def test_a_data_folder_that_is_a_file_is_one_sentence(tmp_path, monkeypatch):

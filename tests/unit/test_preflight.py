@@ -19,8 +19,8 @@ from app.preflight.recommend import (
     weighted_by_streams,
 )
 from app.store import Store
-from backends.base import ProbeResult, TransferOptions
-from backends.hosttcp import HostTcp
+from backends.core.base import ProbeResult, TransferOptions
+from backends.host.hosttcp import HostTcp
 
 
 def sweep_of(figures: dict[int, float]) -> list[SweepPoint]:
@@ -201,7 +201,7 @@ class ModelPool:
 
 
 def test_sweep_down_loads_the_path_first_then_drops_streams_level_by_level():
-    from backends.netprobe import sweep_down
+    from backends.host.netprobe import sweep_down
 
     real = {1: 27, 2: 53, 4: 110, 8: 388, 16: 656, 32: 872, 64: 917}  # 100 ms/1e-3, 1 GiB transfers
     pool, seen = ModelPool(real), []

@@ -163,11 +163,25 @@ def test_cli_report_and_bad_input(store, tmp_path, monkeypatch):
     assert len(list(csv.DictReader(out.open()))) == 4
     for args, words in ((["--since", "yesterday", "-o", str(out)], "not a date"),
                         (["-o", str(tmp_path / "r.txt")], "--format"),
-                        (["-o", str(tmp_path / "missing" / "r.html")], "does not exist")):
+                        (["-o", str(tmp_path / "missing" / "r.html")], "does not exist"),
+                        (["--format", "pdf", "-o", str(tmp_path) + "/"], "is a folder"),
+                        (["--format", "pdf", "-o", str(tmp_path)], "is a folder")):
         bad = subprocess.run([sys.executable, "-m", "app", "report", *args], capture_output=True, text=True,
                              env={"LABFERRY_HOME": str(env_home), "PATH": "/usr/bin:/bin"})
         assert bad.returncode == 2 or bad.returncode == 5, bad.stderr
-        assert words in bad.stderr and "Traceback" not in bad.stderr
+        assert words in bad.stderr and "Traceback" not in bad.stderr and "wrote" not in bad.stderr
+
+
+def test_a_pdf_qt_could_not_write_is_an_error_not_a_report(store, tmp_path, monkeypatch):
+    """Qt only warns ("QPainter::begin(): Returned false") when it cannot open the file: the CLI said "wrote"."""
+    import pytest
+
+    from app.reports import gather, write_report
+
+    target = tmp_path / "gone" / "r.pdf"  # a folder Qt cannot open a file in, past the CLI's own checks
+    with pytest.raises(OSError):
+        write_report(gather(store), "pdf", target)
+    assert not target.exists()
 
 
 def test_the_latest_preflight_of_a_site_is_in_the_report(store, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from app.requests import Defaults, Overrides, parse_streams, resolve, site_options
 from app.sites import Site, SiteBook
 from app.store import Store
-from backends.errors import BadRequest
+from backends.core.errors import BadRequest
 
 
 class NoSecrets:
@@ -59,12 +59,12 @@ def test_auto_starts_from_a_fresh_preflight_then_the_benchmark_log_but_never_ove
 
 def test_the_lower_rate_cap_wins(store):
     book = add_site(store)
-    assert go(store, book=book, chosen=Overrides(limit_rate=100), defaults=Defaults(limit_rate=50)).options \
-        .limit_rate == 50
+    both = go(store, book=book, chosen=Overrides(limit_rate=100), defaults=Defaults(limit_rate=50)).options
+    assert (both.limit_rate, both.shared_limit, both.rate_cap) == (100, 50, 50)
     assert go(store, book=book, chosen=Overrides(limit_rate=30), defaults=Defaults(limit_rate=50)).options \
-        .limit_rate == 30
-    assert go(store, book=book, defaults=Defaults(limit_rate=50)).options.limit_rate == 50
-    assert go(store, book=book).options.limit_rate is None
+        .rate_cap == 30
+    assert go(store, book=book, defaults=Defaults(limit_rate=50)).options.rate_cap == 50
+    assert go(store, book=book).options.rate_cap is None
 
 
 def test_a_sites_ca_file_is_the_transfers_ca_file_unless_one_is_given(store):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.engine.runner import JobRunner
 from app.jobs import Job
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 
 
 def runner(**options) -> JobRunner:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from backends.chunks import ChunkMap
 from backends.ssh.ranged import SshDownload, _Ask, _Reader
+from backends.streams.chunks import ChunkMap
 
 MiB = 1024 * 1024
 

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from backends.errors import NotFound, Transient
+from backends.core.errors import NotFound, Transient
 from backends.ssh.openssh import _remove_socket_folder, _socket_folder, ssh_error
 from backends.ssh.target import SshOptions, parse_target
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends.base import TransferOptions
+from backends.core.base import TransferOptions
 from backends.ssh.session import _auto_streams
 from backends.ssh.target import SshOptions
 

@@ -10,7 +10,7 @@ import pytest
 from app.jobs import JobState
 from app.store import HistoryFilter, Store
 from app.store.db import SCHEMA_VERSION, SchemaTooNew, connect
-from backends.base import Checksum, TransferOptions
+from backends.core.base import Checksum, TransferOptions
 
 
 def test_fresh_database_is_migrated_and_in_wal_mode(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends.tuner import StreamTuner, initial_streams
+from backends.streams.tuner import StreamTuner, initial_streams
 
 MiB = 1024 * 1024
 
@@ -134,7 +134,7 @@ def test_measured_round_trip_sets_the_first_count_both_ways():
 def test_kernel_round_trip_of_a_loopback_connection():
     import asyncio
 
-    from backends.netprobe import connect_time
+    from backends.host.netprobe import connect_time
 
     async def measure() -> float | None:
         server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
@@ -149,7 +149,7 @@ def _early_handshakes(monkeypatch=None, stale: bool = False) -> tuple[float | No
     """begin_handshake, then connect_time twice, against a loopback server counting its connections."""
     import asyncio
 
-    from backends import netprobe
+    from backends.host import netprobe
 
     if stale:
         monkeypatch.setattr(netprobe, "EARLY_SECONDS", 0.0)
@@ -180,7 +180,7 @@ def test_an_answered_early_handshake_is_read_without_waiting():
     import socket
     import time
 
-    from backends import netprobe
+    from backends.host import netprobe
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
@@ -201,7 +201,7 @@ def test_an_early_handshake_to_a_closed_port_reads_as_unknown():
     import asyncio
     import socket
 
-    from backends import netprobe
+    from backends.host import netprobe
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

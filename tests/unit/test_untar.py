@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.errors import Corrupt, TransferError
+from backends.core.errors import Corrupt, TransferError
 from backends.ssh.target import Entry
 from backends.ssh.untar import _unpack_native, native_tar
 
@@ -102,7 +102,7 @@ def test_a_listing_that_leads_out_of_the_destination_stops_the_folder_download(t
     """The listing is the server's word too: a name that leaves the destination stops the job before any write."""
     import asyncio
 
-    from backends.base import TransferOptions
+    from backends.core.base import TransferOptions
     from backends.ssh.tree import download_tree
 
     class Listing:  # the one thing download_tree asks before its first write

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .base import ProbeResult
+from ..core.base import ProbeResult
 
 #: a handshake begun early is used only this fresh (a queued job may start much later: measure again then)
 EARLY_SECONDS = 20.0

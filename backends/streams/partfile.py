@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import LocalError, NoSpace
 from .chunks import Interval
-from .errors import LocalError, NoSpace
 
 STATE_SUFFIX = ".ferry"
 STATE_VERSION = 1

@@ -17,9 +17,9 @@ import asyncio
 import time
 from typing import Any, Protocol
 
-from .base import Sink, StreamRatesSink
+from ..core.base import Sink, StreamRatesSink
+from ..core.errors import RemoteChanged, TransferError
 from .chunks import ChunkMap, Interval, Lease
-from .errors import RemoteChanged, TransferError
 from .hashing import FollowingHasher
 from .ratelimit import RateLimit
 from .tuner import StreamTuner

@@ -2,7 +2,7 @@
 
 A backend moves bytes for one job and reports facts back through a ``Sink``; it
 never knows whether a window exists. The engine picks a backend by URL scheme
-through the registry (``backends.registry``), so adding a protocol touches no
+through the registry (``backends.core.registry``), so adding a protocol touches no
 other backend.
 """
 
@@ -47,7 +47,9 @@ class TransferOptions:
     streams: Streams = "auto"
     max_streams: int = 64
     checksum: Checksum | None = None
-    limit_rate: int | None = None  # bytes per second, all streams together
+    limit_rate: int | None = None  # bytes per second, all streams of this job together
+    #: bytes per second for every job of this process together (the global cap in Settings)
+    shared_limit: int | None = None
     ca_file: str | None = None
     insecure: bool = False
     overwrite: bool = False
@@ -58,11 +60,18 @@ class TransferOptions:
     #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
     backend_options: dict = field(default_factory=dict)
 
+    @property
+    def rate_cap(self) -> int | None:
+        """The lower of this job's cap and the global one, for backends that can only take one number."""
+        caps = [c for c in (self.limit_rate, self.shared_limit) if c]
+        return min(caps) if caps else None
+
     def to_dict(self) -> dict:
         d = {
             "streams": self.streams,
             "max_streams": self.max_streams,
             "limit_rate": self.limit_rate,
+            "shared_limit": self.shared_limit,
             "ca_file": self.ca_file,
             "insecure": self.insecure,
             "overwrite": self.overwrite,
@@ -85,6 +94,7 @@ class TransferOptions:
             max_streams=d.get("max_streams", 64),
             checksum=checksum,
             limit_rate=d.get("limit_rate"),
+            shared_limit=d.get("shared_limit"),
             ca_file=d.get("ca_file"),
             insecure=bool(d.get("insecure", False)),
             overwrite=bool(d.get("overwrite", False)),

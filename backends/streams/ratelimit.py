@@ -1,0 +1,76 @@
+"""Token buckets: one shared by all streams of a job (``--limit-rate``), one shared by every job of this
+process (the global cap in Settings); a stream pays both, so the lower wins.
+
+Streams read, then pay for what they read; a stream in debt sleeps until the
+bucket refills. Reading less makes the kernel's receive window close, so the
+sender slows down too: the limit holds on the wire, not just on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+
+class RateLimit:
+    def __init__(self, bytes_per_second: float, burst: float | None = None) -> None:
+        if bytes_per_second <= 0:
+            raise ValueError("rate must be positive")
+        self.rate = float(bytes_per_second)
+        self.burst = burst if burst is not None else max(self.rate / 8, 64 * 1024)
+        self._tokens = self.burst
+        self._stamp = time.monotonic()
+        self._lock = threading.Lock()  # paid from the event loop and from worker threads (tar, SFTP) alike
+
+    def _take(self, nbytes: int) -> float:
+        """Pay ``nbytes``; the seconds to wait before going on."""
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate) - nbytes
+            self._stamp = now
+            return -self._tokens / self.rate if self._tokens < 0 else 0.0
+
+    async def consume(self, nbytes: int) -> None:
+        wait = self._take(nbytes)
+        if wait:
+            await asyncio.sleep(wait)
+
+    def consume_blocking(self, nbytes: int) -> None:
+        """For data moved in a worker thread (tar streams, paramiko's SFTP)."""
+        wait = self._take(nbytes)
+        if wait:
+            time.sleep(wait)
+
+
+class Limits:
+    """Several buckets paid together (a job's own and the process-wide one)."""
+
+    def __init__(self, *buckets: RateLimit) -> None:
+        self.buckets = buckets
+        self.rate = min(b.rate for b in buckets)
+
+    async def consume(self, nbytes: int) -> None:
+        for bucket in self.buckets:
+            await bucket.consume(nbytes)
+
+    def consume_blocking(self, nbytes: int) -> None:
+        for bucket in self.buckets:
+            bucket.consume_blocking(nbytes)
+
+
+#: the process-wide buckets, by rate: every job with the same global cap pays the same one
+_SHARED: dict[float, RateLimit] = {}
+
+
+def limiter_for(options) -> RateLimit | Limits | None:
+    """The limiter a job's streams pay: its own ``limit_rate`` and the global ``shared_limit``, either or both."""
+    buckets = []
+    if options.limit_rate:
+        buckets.append(RateLimit(options.limit_rate))
+    if options.shared_limit:
+        rate = float(options.shared_limit)
+        buckets.append(_SHARED.setdefault(rate, RateLimit(rate)))
+    if not buckets:
+        return None
+    return buckets[0] if len(buckets) == 1 else Limits(*buckets)
