@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 
+from app.cli.flags import add_option_flags, options_from_flags
 from app.engine import Engine, JobState
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Defaults, Overrides, parse_streams
@@ -53,16 +54,11 @@ def add_parser(sub) -> None:
 
 
 def add_ssh_arguments(p: argparse.ArgumentParser) -> None:
-    """The SSH login options every command that reaches a server takes (copy, preflight, compare)."""
-    ssh = p.add_argument_group("SSH (sftp:// and scp://)")
-    ssh.add_argument("--identity", metavar="FILE", help="private key to log in with (default: agent, ~/.ssh keys)")
-    ssh.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
-    ssh.add_argument("--accept-new-host-key", action="store_true",
-                     help="trust a server seen for the first time (check its fingerprint first!)")
-    ssh.add_argument("--max-handshakes", type=int, metavar="N",
-                     help="SSH logins at once (default 8; sshd's MaxStartups drops connections past 10)")
-    ssh.add_argument("--ssh-none-cipher", action="store_true",
-                     help="with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)")
+    """The SSH login options every command that reaches a server takes (copy, preflight, compare): the SSH
+    backend's declared options."""
+    from backends.ssh.target import SshOptions
+
+    add_option_flags(p.add_argument_group("SSH (sftp:// and scp://)"), SshOptions)
 
 
 def overrides_from(args: argparse.Namespace) -> Overrides:
@@ -81,16 +77,12 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
 
 
 def backend_options(args: argparse.Namespace) -> dict:
+    """Every backend's options given as flags; the front door refuses those the chosen backend lacks."""
+    from backends.ssh.target import SshOptions
+
     from .torrent import torrent_options
 
-    extra = torrent_options(args) | {
-        "identity": args.identity,
-        "known_hosts": args.known_hosts,
-        "accept_new_host_key": args.accept_new_host_key or None,
-        "max_handshakes": args.max_handshakes,
-        "none_cipher": args.ssh_none_cipher or None,
-    }
-    return {k: v for k, v in extra.items() if v is not None}
+    return torrent_options(args) | options_from_flags(args, SshOptions)
 
 
 class ProgressLine:

@@ -10,36 +10,20 @@ from pathlib import Path
 from app.units import format_bytes, format_rate, parse_rate
 from backends.core.errors import BadRequest, LocalError
 
+from .flags import add_option_flags, options_from_flags
+
 
 def add_torrent_arguments(p: argparse.ArgumentParser) -> None:
-    """Options for fetching (copy) and seeding."""
-    bt = p.add_argument_group("BitTorrent (.torrent files and magnet: links)")
-    bt.add_argument("--peer", action="append", metavar="HOST:PORT",
-                    help="a peer to dial directly (repeat for several); no tracker or DHT needed")
-    bt.add_argument("--connections", type=int, metavar="K",
-                    help="TCP connections per named peer: ports PORT … PORT+K-1 (a seed's extra sessions; default 8)")
-    bt.add_argument("--listen", metavar="ADDR:PORT", help="where to accept other peers (default: any, a free port)")
-    bt.add_argument("--web-seed", action="append", metavar="URL", help="an http(s) server holding the same data")
-    bt.add_argument("--discovery", action="store_true", help="also use trackers, DHT and local discovery")
-    bt.add_argument("--encryption", choices=("required", "preferred", "off"),
-                    help="peer connection encryption (default required: plaintext peers are refused)")
-    bt.add_argument("--stall-timeout", type=float, metavar="SECONDS",
-                    help="give up when no data arrives for this long (default 60)")
-    bt.add_argument("--upload-limit", metavar="RATE", help="cap what this peer serves to others (50M, 400Mbit)")
+    """Options for fetching (copy) and seeding: the torrent backend's declared options."""
+    from backends.torrent.options import TorrentOptions
+
+    add_option_flags(p.add_argument_group("BitTorrent (.torrent files and magnet: links)"), TorrentOptions)
 
 
 def torrent_options(args: argparse.Namespace) -> dict:
-    extra = {
-        "peers": getattr(args, "peer", None),
-        "connections": getattr(args, "connections", None),
-        "listen": getattr(args, "listen", None),
-        "web_seeds": getattr(args, "web_seed", None),
-        "discovery": getattr(args, "discovery", None) or None,
-        "encryption": getattr(args, "encryption", None),
-        "stall_seconds": getattr(args, "stall_timeout", None),
-        "upload_limit": parse_rate(args.upload_limit) if getattr(args, "upload_limit", None) else None,
-    }
-    return {k: v for k, v in extra.items() if v is not None}
+    from backends.torrent.options import TorrentOptions
+
+    return options_from_flags(args, TorrentOptions)
 
 
 def add_parsers(sub) -> None:

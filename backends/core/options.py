@@ -16,11 +16,14 @@ from typing import Any, Literal
 from .errors import BadRequest
 
 
-def option(default: Any = None, help: str = "", *, flag: str | None = None) -> Any:
-    """A declared option: its default, one line of help, and the CLI flag that sets it (if any)."""
+def option(default: Any = None, help: str = "", *, flag: str | None = None, metavar: str | None = None,
+           rate: bool = False) -> Any:
+    """A declared option: its default, one line of help, the CLI flag that sets it (if any) and the flag's
+    metavar; ``rate``: the flag takes a rate such as 50M or 400Mbit (stored as bytes per second)."""
+    meta = {"help": help, "flag": flag, "metavar": metavar, "rate": rate}
     if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata={"help": help, "flag": flag})
-    return field(default=default, metadata={"help": help, "flag": flag})
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 def declared(spec: type) -> list[tuple[Field, Any]]:

@@ -10,13 +10,19 @@ from ..core.options import option
 
 @dataclass(frozen=True)
 class TorrentOptions:
-    peers: list[str] = option([], "peers to fetch from, HOST:PORT (no tracker needed)", flag="--peer")
-    connections: int | None = option(None, "connections to each peer (ports PORT … PORT+N-1)", flag="--connections")
-    listen: str | None = option(None, "address and first port to listen on, HOST:PORT", flag="--listen")
-    web_seeds: list[str] = option([], "http(s) URLs serving the same data", flag="--web-seed")
-    discovery: bool = option(False, "also find peers through trackers and the DHT", flag="--discovery")
+    peers: list[str] = option([], "a peer to dial directly (repeat for several); no tracker or DHT needed",
+                              flag="--peer", metavar="HOST:PORT")
+    connections: int | None = option(None, "TCP connections per named peer: ports PORT … PORT+K-1 (a seed's extra "
+                                           "sessions; default 8)", flag="--connections", metavar="K")
+    listen: str | None = option(None, "where to accept other peers (default: any, a free port)", flag="--listen",
+                                metavar="ADDR:PORT")
+    web_seeds: list[str] = option([], "an http(s) server holding the same data", flag="--web-seed", metavar="URL")
+    discovery: bool = option(False, "also use trackers, DHT and local discovery", flag="--discovery")
     encryption: Literal["required", "preferred", "off"] = option(
-        "required", "peer connection encryption (required: plaintext peers are refused)", flag="--encryption")
-    stall_seconds: float = option(60.0, "give up when no data arrives for this long", flag="--stall-timeout")
-    upload_limit: int = option(0, "cap what this computer sends, bytes per second (0: none)", flag="--upload-limit")
+        "required", "peer connection encryption (default required: plaintext peers are refused)",
+        flag="--encryption")
+    stall_seconds: float = option(60.0, "give up when no data arrives for this long (default 60)",
+                                  flag="--stall-timeout", metavar="SECONDS")
+    upload_limit: int = option(0, "cap what this peer serves to others (50M, 400Mbit)", flag="--upload-limit",
+                               metavar="RATE", rate=True)
     seed: bool = option(False, "serve the data instead of fetching it (labferry seed)")

@@ -1,0 +1,57 @@
+"""CLI flags made from the backends' own option declarations (``backends.core.options``): an option is
+written once, in its backend, and reaches ``labferry copy --help`` and the front door from there."""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from typing import Literal
+
+from backends.core.options import declared
+
+
+def add_option_flags(group, spec: type) -> None:
+    """One flag per declared option that names one."""
+    for f, kind in declared(spec):
+        flag = f.metadata.get("flag")
+        if not flag:
+            continue
+        kw: dict = {"dest": _dest(flag), "help": f.metadata.get("help")}
+        if f.metadata.get("metavar"):
+            kw["metavar"] = f.metadata["metavar"]
+        base = _base(kind)
+        if base is bool:
+            kw["action"] = "store_true"
+            kw["default"] = None
+        elif typing.get_origin(base) is list:
+            kw["action"] = "append"
+        elif typing.get_origin(base) is Literal:
+            kw["choices"] = typing.get_args(base)
+        elif base in (int, float) and not f.metadata.get("rate"):
+            kw["type"] = base
+        group.add_argument(flag, **kw)
+
+
+def options_from_flags(args: argparse.Namespace, spec: type) -> dict:
+    """The options the user gave as flags, by field name (flags not given are left out)."""
+    from app.units import parse_rate
+
+    found = {}
+    for f, _ in declared(spec):
+        flag = f.metadata.get("flag")
+        value = getattr(args, _dest(flag), None) if flag else None
+        if value is None or value is False:
+            continue
+        found[f.name] = parse_rate(value) if f.metadata.get("rate") else value
+    return found
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _base(kind):
+    if typing.get_origin(kind) in (typing.Union, __import__("types").UnionType):
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return inner[0] if len(inner) == 1 else kind
+    return kind
