@@ -71,6 +71,21 @@ def setup_logging() -> None:
     root.setLevel(logging.INFO)
 
 
+def quiet_threads() -> None:
+    """An exception that ends a library's own thread (paramiko's prefetch when a server dies) goes to the log,
+    not to the terminal as a traceback: the job's own error is what the user reads."""
+    import threading
+
+    def log_it(args) -> None:
+        if args.exc_type is SystemExit:
+            return
+        logging.getLogger("ferry.threads").error("thread %s ended with %s: %s", getattr(args.thread, "name", "?"),
+                                                  args.exc_type.__name__, args.exc_value,
+                                                  exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+    threading.excepthook = log_it
+
+
 def console() -> None:
     """The ``labferry`` program: ``main``, then exit.
 
@@ -96,6 +111,7 @@ def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = N
         return 0
     try:
         setup_logging()
+        quiet_threads()
         return args.handler(args)
     except errors.TransferError as exc:
         print(f"labferry: {exc}", file=sys.stderr)

@@ -11,8 +11,10 @@ paramiko is blocking: callers run these methods in a thread (``asyncio.to_thread
 from __future__ import annotations
 
 import errno
+import functools
 import socket
 import stat as statmod
+import threading
 
 import paramiko
 
@@ -29,10 +31,24 @@ from ..core.errors import (
     NoSpace as NoSpaceError,
 )
 from . import scripts
+from .faults import dropped_is_transient
 from .target import Entry, SshOptions, Target, known_hosts_path, remote_join
 from .trust import AskTrust, KnownHostsPolicy, changed_key_error
 
 CONNECT_TIMEOUT = 20.0
+
+
+def _serialized(method):
+    """Run a Control method that uses the shared SFTP channel under the control's lock; a connection that
+    dropped meanwhile is a fault to retry, not an internal error."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self.lock, dropped_is_transient(self.target.host):
+            return method(self, *args, **kwargs)
+
+    return locked
+
 
 
 def sftp_error(exc: OSError, what: str, where: str) -> TransferError:
@@ -53,6 +69,9 @@ class Control:
         self.target, self.options, self.ask = target, options, ask
         self.client: paramiko.SSHClient | None = None
         self._sftp: paramiko.SFTPClient | None = None
+        #: one request at a time on the shared SFTP channel: paramiko's SFTPClient drops an answer meant for
+        #: another thread's request, which then waits for ever (seen as hung SFTP-only folder uploads)
+        self.lock = threading.RLock()
         self.accepted_key: str | None = None
         self._exec_ok: bool | None = None
 
@@ -114,6 +133,15 @@ class Control:
                 raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
         return self._sftp
 
+    def own_sftp(self) -> paramiko.SFTPClient:
+        """An SFTP channel of its own on the same login, for data moved in a thread while other threads use
+        ``sftp``: one paramiko SFTPClient used from two threads at once deadlocks (one thread's prefetch reads
+        the answers the other waits for), which hung every SFTP-only folder holding small and large files."""
+        try:
+            return self.client.open_sftp()
+        except (paramiko.SSHException, OSError) as exc:
+            raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
+
     def close(self) -> None:
         if self.client:
             self.client.close()
@@ -127,15 +155,18 @@ class Control:
         self.close()
 
     # -- metadata ------------------------------------------------------------------
+    @_serialized
     def home(self) -> str:
         return self.sftp.normalize(".")
 
+    @_serialized
     def absolute(self, path: str) -> str:
         """The remote path made absolute ("" and relative paths start in the login folder)."""
         if path.startswith("/"):
             return path
         return remote_join(self.home(), path) if path else self.home()
 
+    @_serialized
     def stat(self, path: str) -> Entry | None:
         """None when the path does not exist."""
         try:
@@ -146,6 +177,7 @@ class Control:
             raise sftp_error(exc, "file", path) from None
         return Entry(path, attrs.st_size or 0, int(attrs.st_mtime or 0), attrs.st_mode or 0)
 
+    @_serialized
     def walk(self, root: str) -> list[Entry]:
         """Every file and folder under ``root`` (breadth-first), paths relative to it; symlinks followed once."""
         out: list[Entry] = []
@@ -173,6 +205,7 @@ class Control:
                     queue.append(child)
         return out
 
+    @_serialized
     def listdir(self, folder: str) -> list[Entry]:
         try:
             items = self.sftp.listdir_attr(folder)
@@ -180,6 +213,7 @@ class Control:
             raise sftp_error(exc, "folder", folder) from None
         return [Entry(a.filename, a.st_size or 0, int(a.st_mtime or 0), a.st_mode or 0) for a in items]
 
+    @_serialized
     def mkdirs(self, path: str) -> None:
         parts = [p for p in path.split("/") if p]
         current = "/" if path.startswith("/") else ""
@@ -191,12 +225,14 @@ class Control:
                 except OSError as exc:
                     raise sftp_error(exc, "create the folder", current) from None
 
+    @_serialized
     def rename(self, old: str, new: str) -> None:
         try:
             self.sftp.posix_rename(old, new)
         except OSError as exc:
             raise sftp_error(exc, "rename", old) from None
 
+    @_serialized
     def finish_file(self, path: str, mode: int | None, mtime: int | None) -> None:
         try:
             if mode is not None:

@@ -193,7 +193,7 @@ def _prepare_part(control, part: str, size: int) -> None:
         raise NoSpace(f"The server has only {human_size(free)} free where {part} goes; the file needs "
                       f"{human_size(size)}. Free some space there or choose another folder.")
     try:
-        with control.sftp.open(part, "w") as fh:
+        with control.lock, control.sftp.open(part, "w") as fh:
             fh.truncate(size)
     except OSError as exc:
         from .control import sftp_error

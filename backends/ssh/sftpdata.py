@@ -18,6 +18,7 @@ from ..streams.chunks import ChunkMap
 from ..streams.hashing import FollowingHasher
 from ..streams.partfile import PartFile
 from .control import sftp_error
+from .faults import dropped_is_transient
 from .session import SshSession
 
 LEASE = 8 * 1024 * 1024
@@ -31,8 +32,9 @@ async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part
 
     def work() -> int:
         moved, saved = 0, time.monotonic()
+        sftp = session.control.own_sftp()
         try:
-            with session.control.sftp.open(remote, "rb") as fh:
+            with dropped_is_transient(session.target.host), sftp.open(remote, "rb") as fh:
                 while (lease := chunks.lease(LEASE)) is not None:
                     for data in fh.readv([(lease.start, lease.end - lease.start)]):
                         part.write(data, lease.cursor)
@@ -50,6 +52,7 @@ async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part
         except OSError as exc:
             raise sftp_error(exc, "read", remote) from None
         finally:
+            sftp.close()
             chunks.release_all()
             part.save_state(chunks.done_intervals())
         return moved
@@ -64,8 +67,10 @@ async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks
 
     def work() -> int:
         moved = 0
+        sftp = session.control.own_sftp()
         try:
-            with open(local, "rb") as src, session.control.sftp.open(remote_part, "r+b") as fh:
+            with dropped_is_transient(session.target.host), open(local, "rb") as src, \
+                    sftp.open(remote_part, "r+b") as fh:
                 fh.set_pipelined(True)
                 while (lease := chunks.lease(LEASE)) is not None:
                     src.seek(lease.start)
@@ -87,6 +92,7 @@ async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks
         except OSError as exc:
             raise sftp_error(exc, "write", remote_part) from None
         finally:
+            sftp.close()
             chunks.release_all()
         return moved
 

@@ -25,6 +25,7 @@ from ..core.errors import Corrupt, LocalError
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
+from .faults import dropped_is_transient
 from .files import FileOutcome, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
@@ -232,17 +233,22 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
 def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
                     sink: Sink | None) -> dict[str, str]:
     hashes = {}
-    for entry in small:
-        path = dest / entry.rel
-        tmp = path.with_name(f".{path.name}.ferry-tmp")
-        with session.control.sftp.open(remote_join(root, entry.rel), "rb") as fh, open(tmp, "wb") as out:
-            fh.prefetch(entry.size)
-            data = fh.read()
-            out.write(data)
-        hashes[entry.rel] = hashlib.sha256(data).hexdigest()
-        place(tmp, path, entry)
-        totals.pay(entry.size)
-        totals.add(entry.size, sink)
+    sftp = session.control.own_sftp()  # this thread's data channel (prefetch answers stay on it)
+    try:
+        with dropped_is_transient(session.target.host):
+            for entry in small:
+                path = dest / entry.rel
+                tmp = path.with_name(f".{path.name}.ferry-tmp")
+                with sftp.open(remote_join(root, entry.rel), "rb") as fh, open(tmp, "wb") as out:
+                    fh.prefetch(entry.size)
+                    data = fh.read()
+                    out.write(data)
+                hashes[entry.rel] = hashlib.sha256(data).hexdigest()
+                place(tmp, path, entry)
+                totals.pay(entry.size)
+                totals.add(entry.size, sink)
+    finally:
+        sftp.close()
     return hashes
 
 

@@ -21,6 +21,7 @@ from ..host.procs import child_argv, child_kwargs
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts
+from .faults import dropped_is_transient
 from .files import FileOutcome, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
@@ -227,17 +228,22 @@ def _sftp_small_put(session: SshSession, root: Path, remote_root: str, small, to
                     sink: Sink | None) -> dict[str, str]:
     hashes = {}
     control = session.control
-    for rel, st in small:
-        if "/" in rel:
-            control.mkdirs(remote_join(remote_root, rel.rsplit("/", 1)[0]))
-        data = (root / rel).read_bytes()
-        target = remote_join(remote_root, rel)
-        with control.sftp.open(target + ".part", "wb") as fh:
-            fh.set_pipelined(True)
-            fh.write(data)
-        control.rename(target + ".part", target)
-        control.finish_file(target, st.st_mode, int(st.st_mtime))
-        hashes[rel] = hashlib.sha256(data).hexdigest()
-        totals.pay(len(data))
-        totals.add(len(data), sink)
+    sftp = control.own_sftp()  # this thread's data channel; the shared one is for the control's own calls
+    try:
+        with dropped_is_transient(session.target.host):
+            for rel, st in small:
+                if "/" in rel:
+                    control.mkdirs(remote_join(remote_root, rel.rsplit("/", 1)[0]))
+                data = (root / rel).read_bytes()
+                target = remote_join(remote_root, rel)
+                with sftp.open(target + ".part", "wb") as fh:
+                    fh.set_pipelined(True)
+                    fh.write(data)
+                control.rename(target + ".part", target)
+                control.finish_file(target, st.st_mode, int(st.st_mtime))
+                hashes[rel] = hashlib.sha256(data).hexdigest()
+                totals.pay(len(data))
+                totals.add(len(data), sink)
+    finally:
+        sftp.close()
     return hashes

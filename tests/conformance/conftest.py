@@ -1,0 +1,102 @@
+"""The conformance and fault suite: the same cases against every backend that claims the capability.
+
+Each case is a test parametrized over the targets it applies to (``over``); where a case does not apply, the
+reason is in ``NOT_APPLICABLE`` and the table says so. When the whole suite has run, its outcomes are written to
+docs/reliability.md (cases × targets), so the table is always what the last full run saw.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conformance import servers
+from tests.integration.conftest import (  # noqa: F401  (fixtures shared with the integration tests)
+    gridftp,
+    nginx,
+    sshd,
+    sshd_sftp_only,
+)
+
+TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "torrent")
+#: case name → title, in the table's order (filled by the test module)
+CASES: dict[str, str] = {}
+#: (case, target) → why the case does not apply, or which open bug keeps it from being run
+NOT_APPLICABLE: dict[tuple[str, str], str] = {}
+_outcomes: dict[tuple[str, str], str] = {}
+_expected: set[tuple[str, str]] = set()
+_NODE = re.compile(r"::test_(\w+)\[([\w-]+)\]$")
+
+
+def over(*names: str):
+    return pytest.mark.parametrize("target", names, indirect=True)
+
+
+@pytest.fixture
+def target(request, tmp_path_factory):
+    name = request.param
+    if name == "https":
+        made = servers.Https(request.getfixturevalue("nginx"))
+    elif name in ("sftp", "scp"):
+        made = (servers.Sftp if name == "sftp" else servers.Scp)(request.getfixturevalue("sshd"))
+    elif name == "sftp-only":
+        made = servers.SftpOnly(request.getfixturevalue("sshd_sftp_only"))
+    elif name == "gridftp":
+        made = servers.Gridftp(request.getfixturevalue("gridftp"))
+    else:
+        made = servers.Torrent(tmp_path_factory.mktemp("torrent-target"))
+    yield made
+    made.cleanup()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        match = _NODE.search(item.nodeid)
+        if match and "tests/conformance/" in item.nodeid:
+            _expected.add((match.group(1), match.group(2)))
+
+
+def pytest_runtest_logreport(report):
+    match = _NODE.search(report.nodeid)
+    if not match or "tests/conformance/" not in report.nodeid:
+        return
+    key = (match.group(1), match.group(2))
+    if report.when == "call" or report.failed:
+        if _outcomes.get(key) != "failed":
+            _outcomes[key] = "passed" if report.passed else "failed"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _expected or set(_outcomes) != _expected:
+        return  # a partial run (-k, one file, interrupted): the table stays as the last full run wrote it
+    write_table(Path(__file__).resolve().parents[2] / "docs" / "reliability.md")
+
+
+def write_table(path: Path) -> None:
+    passed = sum(1 for v in _outcomes.values() if v == "passed")
+    lines = [
+        "# Reliability: every case against every backend",
+        "",
+        "Written by the conformance suite (`tests/conformance/`, part of `make test`) after its last full run,",
+        "against the real servers the suite starts on 127.0.0.1: nginx with TLS (https), OpenSSH's sshd (sftp, scp,",
+        "and an account allowed only SFTP), globus-gridftp-server (gridftp, over ftp://) and `labferry seed`",
+        "(torrent). A cell is *passed* or *FAILED* as that run saw it, or says why the case does not apply, or names",
+        "the open bug that keeps it from being run yet.",
+        "",
+        f"{passed} of {len(_outcomes)} run cells passed.",
+        "",
+        "| case | " + " | ".join(TARGETS) + " |",
+        "|---|" + "---|" * len(TARGETS),
+    ]
+    for case, title in CASES.items():
+        cells = []
+        for name in TARGETS:
+            if (case, name) in _outcomes:
+                cells.append("passed" if _outcomes[case, name] == "passed" else "**FAILED**")
+            else:
+                cells.append(NOT_APPLICABLE.get((case, name), "not in the suite yet"))
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    lines += ["", "Reasons and open bugs are kept in `tests/conformance/test_cases.py` (`NOT_APPLICABLE`).", ""]
+    path.write_text("\n".join(lines))
