@@ -21,7 +21,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ..core.errors import AuthError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..core.errors import AuthError, BadRequest, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from .urls import GridUrl
 
 TIMEOUT = 30.0
@@ -148,6 +148,8 @@ class Control:
         lines: list[str] = []
         try:
             self.ftp.retrlines(f"MLSR {path}", lines.append)
+        except UnicodeDecodeError:
+            raise _not_utf8(path, self.url.where) from None
         except ftplib.error_perm as exc:
             raise explain_reply(str(exc), self.url, path, "list") from None
         except (OSError, EOFError, ftplib.Error) as exc:
@@ -170,6 +172,8 @@ class Control:
         try:
             return [_entry({k.lower(): v for k, v in facts.items()}, name) for name, facts in self.ftp.mlsd(path)
                     if facts.get("type", "").lower() not in ("cdir", "pdir") and name not in (".", "..")]
+        except UnicodeDecodeError:
+            raise _not_utf8(path, self.url.where) from None
         except ftplib.error_perm as exc:
             raise explain_reply(str(exc), self.url, path, "list") from None
         except (OSError, EOFError, ftplib.Error) as exc:
@@ -252,3 +256,9 @@ def checksums(url: GridUrl, root: str, rels: list[str], connections: int = 8) ->
 def open_control(url: GridUrl) -> Control | None:
     """A control connection where Ferry can speak the protocol itself (``ftp://``), else None."""
     return Control.connect(url) if url.scheme == "ftp" else None
+
+
+def _not_utf8(path: str, where: str) -> BadRequest:
+    """FTP sends names as UTF-8 (RFC 2640); a Latin-1 name from an old system cannot be named back to it."""
+    return BadRequest(f"A name under {path} on {where} is not valid UTF-8, so it cannot be asked for over FTP. "
+                      "Rename it on the server (for example with convmv), or copy that folder over SSH.")

@@ -20,6 +20,7 @@ import paramiko
 
 from ..core.errors import (
     AuthError,
+    BadRequest,
     HostKeyError,
     NotFound,
     PermissionDenied,
@@ -185,10 +186,7 @@ class Control:
         while queue:
             rel = queue.pop(0)
             folder = remote_join(root, rel) if rel else root
-            try:
-                items = self.sftp.listdir_attr(folder)
-            except OSError as exc:
-                raise sftp_error(exc, "folder", folder) from None
+            items = self._listing(folder)
             for attrs in sorted(items, key=lambda a: a.filename):
                 child = f"{rel}/{attrs.filename}" if rel else attrs.filename
                 mode = attrs.st_mode or 0
@@ -207,11 +205,19 @@ class Control:
 
     @_serialized
     def listdir(self, folder: str) -> list[Entry]:
+        items = self._listing(folder)
+        return [Entry(a.filename, a.st_size or 0, int(a.st_mtime or 0), a.st_mode or 0) for a in items]
+
+    def _listing(self, folder: str) -> list:
         try:
-            items = self.sftp.listdir_attr(folder)
+            return self.sftp.listdir_attr(folder)
         except OSError as exc:
             raise sftp_error(exc, "folder", folder) from None
-        return [Entry(a.filename, a.st_size or 0, int(a.st_mtime or 0), a.st_mode or 0) for a in items]
+        except UnicodeDecodeError:
+            # paramiko decodes every name as UTF-8; a Latin-1 name from an old system cannot cross this way
+            raise BadRequest(f"A name in {folder} on {self.target.host} is not valid UTF-8, and this account's "
+                             "SFTP cannot carry it. Rename it on the server (for example with convmv), or copy "
+                             "through an account that may run commands.") from None
 
     @_serialized
     def mkdirs(self, path: str) -> None:

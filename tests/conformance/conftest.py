@@ -66,6 +66,9 @@ def pytest_runtest_logreport(report):
     if report.when == "call" or report.failed:
         if _outcomes.get(key) != "failed":
             _outcomes[key] = "passed" if report.passed else "failed"
+            how = dict(report.user_properties).get("how")
+            if report.passed and how:
+                _outcomes[key] = f"passed ({how})"
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -75,7 +78,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def write_table(path: Path) -> None:
-    passed = sum(1 for v in _outcomes.values() if v == "passed")
+    passed = sum(1 for v in _outcomes.values() if v.startswith("passed"))
     lines = [
         "# Reliability: every case against every backend",
         "",
@@ -94,7 +97,8 @@ def write_table(path: Path) -> None:
         cells = []
         for name in TARGETS:
             if (case, name) in _outcomes:
-                cells.append("passed" if _outcomes[case, name] == "passed" else "**FAILED**")
+                outcome = _outcomes[case, name]
+                cells.append(outcome if outcome.startswith("passed") else "**FAILED**")
             else:
                 cells.append(NOT_APPLICABLE.get((case, name), "not in the suite yet"))
         lines.append(f"| {title} | " + " | ".join(cells) + " |")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import unicodedata
 from pathlib import Path
@@ -193,7 +194,7 @@ HOSTILE_BYTES = [b"latin1-\xe9t\xe9.fq"]  # not UTF-8: a name from an old Latin-
 
 
 @over("sftp", "scp", "sftp-only", "gridftp")
-def test_hostile_names(target, tmp_path, ferry_home, monkeypatch):
+def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_property):
     base = target.path("odd")
     base.mkdir()
     expected = {}
@@ -212,11 +213,15 @@ def test_hostile_names(target, tmp_path, ferry_home, monkeypatch):
     proc = copy(target, target.url("odd", folder=True), tmp_path / "got", home=ferry_home)
     assert not (tmp_path / "PWNED").exists() and not (target.root / "PWNED").exists()
     assert not Path("PWNED").exists()
-    if proc.returncode != 0:  # refused: then in one sentence that names the problem
-        assert_clean_failure(proc)
+    if proc.returncode != 0:  # refused: then in one sentence that names the problem, never an internal error
+        sentence = assert_clean_failure(proc)
+        assert "internal error" not in sentence, sentence
+        said = re.sub(r"(/|ftp://|sftp://)\S+", "…", sentence.removeprefix("labferry: ")).split(". ")[0]
+        record_property("how", f"refused in a sentence: “{said}”")
         return
     got = {os.fsencode(p.name): sha256_of(p) for p in (tmp_path / "got").iterdir() if p.is_file()}
     assert got == expected
+    record_property("how", "all copied intact")
 
 
 @over("https", "sftp", "scp", "sftp-only")
