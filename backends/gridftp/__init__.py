@@ -95,6 +95,29 @@ class GridftpBackend:
                 shutil.rmtree(part, ignore_errors=True)
             else:
                 part.unlink(missing_ok=True)
+        elif _is_remote(request.dest):
+            self._discard_remote(request)
+
+    def _discard_remote(self, request: TransferRequest) -> None:
+        """A cancelled upload or server-to-server copy: its staging copy (``NAME.part``) on the server goes."""
+        name = Path(request.source).name if not _is_remote(request.source) else GridUrl.parse(request.source).name
+        try:
+            remote = GridUrl.parse(request.dest)
+            control = open_control(remote)
+            if control is None:
+                return  # gsiftp:// or sshftp://: no control connection of Ferry's own to delete with
+            try:
+                if trailing_slash(request.dest) or remote.named_folder:
+                    remote = remote.child(name)
+                else:
+                    there = control.stat(remote.path)
+                    if there is not None and there.is_dir:
+                        remote = remote.child(name)
+                control.remove(remote.sibling(remote.name + ".part").path)
+            finally:
+                control.close()
+        except TransferError:
+            return  # unreachable now: a later upload replaces the staging copy
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         remote = GridUrl.parse(url)

@@ -24,7 +24,7 @@ from ..core.base import (
     TransferOptions,
     TransferRequest,
 )
-from ..core.errors import BadRequest, LocalError, NotFound
+from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
 from ..host.netprobe import begin_handshake
 from ..streams.partfile import PartFile, check_destination
@@ -93,8 +93,31 @@ class SshBackend:
             raise LocalError(f"{path} does not exist. Check the path of the file or folder to send.")
 
     def discard(self, request: TransferRequest) -> None:
+        """A cancelled download loses its ``.part`` here; a cancelled file upload its ``.part`` on the server
+        (and its resume record), which the user guide promises ("Cancel removes partial data")."""
         if _is_remote(request.source):
             PartFile(request.dest).discard()
+            return
+        local = Path(request.source)
+        if local.is_dir():
+            return  # a folder's files arrive whole under their names: what arrived stays, as with scp -r
+        from .control import Control
+        from .session import ssh_options
+
+        target = parse_target(request.dest, ssh_options(request.options))
+        try:
+            with Control(target, ssh_options(request.options)).connect() as control:
+                remote = control.absolute(target.path)
+                there = control.stat(remote)
+                if request.dest.endswith("/") or (there is not None and there.is_dir):
+                    remote = remote_join(remote, local.name)
+                control.remove(remote + ".part")
+        except TransferError:
+            return  # the server cannot be reached now: nothing to remove from here; a later upload replaces it
+        if request.state_dir:
+            from .files import UploadRecord
+
+            UploadRecord(request.state_folder("uploads"), f"{target.display}|{remote}").path.unlink(missing_ok=True)
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         from .session import SshSession

@@ -239,6 +239,16 @@ class Control:
             raise sftp_error(exc, "rename", old) from None
 
     @_serialized
+    def remove(self, path: str) -> None:
+        """Delete one file, if it is there (a cancelled upload's ``.part``)."""
+        try:
+            self.sftp.remove(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise sftp_error(exc, "remove", path) from None
+
+    @_serialized
     def finish_file(self, path: str, mode: int | None, mtime: int | None) -> None:
         try:
             if mode is not None:

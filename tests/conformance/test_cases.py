@@ -29,7 +29,7 @@ CASES.update({
     "wrong_login": "a key the server does not accept: one sentence, exit 3, no retries",
     "connections_cut": "every connection cut mid-transfer (a fault-injecting proxy): retried, byte-exact",
     "disk_full": "the local disk fills up: one sentence naming the folder, the .part kept",
-    "cancel_upload": "Cancel of an upload removes the partial file on the server",
+    "cancel_upload": "Cancel of an upload removes the partial file on the server (GridFTP: the staging copy)",
 })
 _UPLOADS = "BitTorrent fetches; serving is seeding"
 NOT_APPLICABLE.update({
@@ -287,3 +287,38 @@ def test_wrong_login(target, tmp_path, ferry_home):
                     str(target.server.known_hosts), env_home=ferry_home, timeout=60)
     assert_clean_failure(proc, 3, words=("refused the login",))
     assert time.monotonic() - began < 15  # not retried as if the network had failed
+
+
+@over("sftp", "scp", "sftp-only", "gridftp")
+def test_cancel_upload(target, tmp_path, ferry_home):
+    """Cancel removes partial data on the server too (an upload's NAME.part was left there)."""
+    from app.engine import Engine, JobState
+    from app.requests import Overrides, resolve
+    from app.store import Store
+    from backends.core.base import TransferRequest
+    from backends.core.registry import registry
+
+    local = tmp_path / "cancelled.bam"
+    write_random(local, 48 * MiB, seed=506)
+    ssh = {"identity": str(target.server.key), "known_hosts": str(target.server.known_hosts)} \
+        if target.name != "gridftp" else {}
+    with Store() as store:
+        request = resolve(str(local), target.url("cancelled.bam"), Overrides(limit_rate=4 * MiB, streams=2,
+                                                                              backend_options=ssh), store=store)
+    if target.name == "gridftp":
+        # globus-url-copy takes no rate cap, so an upload here ends before a Cancel can land: leave the staging
+        # copy a cancelled upload leaves, and cancel it the way the engine does (the backend's discard)
+        target.put("cancelled.bam.part", b"half an upload")
+        registry.get("gridftp").discard(TransferRequest(request.source, request.dest, request.options,
+                                                        state_dir=str(ferry_home)))
+    else:
+        with Engine(max_jobs=1) as engine:
+            job = request.submit_to(engine)
+            deadline = time.monotonic() + 30
+            while engine.job(job.id).bytes_done < 4 * MiB and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert engine.job(job.id).state == JobState.RUNNING
+            assert target.path("cancelled.bam.part").exists()
+            assert engine.cancel(job.id).state == JobState.CANCELLED
+    assert not target.path("cancelled.bam.part").exists()
+    assert not target.path("cancelled.bam").exists()
