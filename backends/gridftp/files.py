@@ -24,7 +24,7 @@ from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, NotFound, TransferError
 from ..core.options import read_options
 from ..streams.hashing import FollowingHasher, hash_file, written_prefix
-from ..streams.partfile import check_destination, os_error
+from ..streams.partfile import check_destination, os_error, room_for
 from . import guc
 from .control import Control, Entry, open_control
 from .copy import Copy
@@ -116,6 +116,7 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
             raise NotFound(f"There is no file or folder {remote.path} on {remote.where}. Check the path.")
         if entry.is_dir:
             raise IsFolder(entry)
+        room_for(dest, entry.size)  # globus-url-copy would fill the disk first, then say only "no space left"
         copy.total = entry.size
         await running
         sink.stage("verifying")

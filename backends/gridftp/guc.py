@@ -143,8 +143,9 @@ def explain(stderr: str, *, source: str, dest: str) -> TransferError:
         return Unreachable(f"{where} refused the connection. Check that the GridFTP server is running and that "
                            "the port is right.", detail=detail)
     if "no space left" in text:
-        return NoSpace("The destination disk is full. Free some space there and run the transfer again.",
-                       detail=detail)
+        local = dest[len("file://"):] if dest.startswith("file://") else None
+        where_to = f"The disk holding {os.path.dirname(local.rstrip('/'))}" if local else "The destination disk"
+        return NoSpace(f"{where_to} is full. Free some space there and run the transfer again.", detail=detail)
     opened = re.search(r"unable to open file ([^\n]+)", stderr, re.I)
     path = opened.group(1).strip() if opened else None
     if path and path.endswith(".part"):

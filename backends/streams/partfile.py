@@ -84,6 +84,23 @@ def check_destination(dest: Path, overwrite: bool) -> None:
         raise LocalError(f"Ferry cannot write to {folder} (permission denied). Choose a folder you can write to.")
 
 
+def room_for(dest: Path, size: int, already: int = 0) -> None:
+    """Fail in words when the disk holding ``dest`` cannot take ``size - already`` more bytes."""
+    folder = dest.parent
+    try:
+        stat = os.statvfs(folder)
+    except OSError:
+        return  # the transfer itself will say what is wrong with the folder
+    free = stat.f_bavail * stat.f_frsize
+    if size - already > free:
+        raise _no_space(folder, size - already, free)
+
+
+def _no_space(folder: Path, needed: int, free: int) -> NoSpace:
+    return NoSpace(f"Not enough free space in {folder}: the file needs {human_size(needed)} more, only "
+                   f"{human_size(free)} is free. Free some space or choose another folder.")
+
+
 def os_error(exc: OSError, path: Path, doing: str) -> LocalError:
     if exc.errno == errno.ENOSPC:
         return NoSpace(f"The disk holding {path.parent} is full. Free some space there and run the transfer again.")
@@ -224,10 +241,7 @@ class PartFile:
             have = os.fstat(self.fd).st_blocks * 512
             need = size - max(have, 0)
             if need > free:
-                raise NoSpace(
-                    f"Not enough free space in {folder}: the file needs {human_size(size - already)} more, "
-                    f"only {human_size(free)} is free. Free some space or choose another folder."
-                )
+                raise _no_space(folder, size - already, free)
             if not _fallocate(self.fd, size):
                 os.ftruncate(self.fd, size)
         except OSError as exc:

@@ -19,6 +19,7 @@ import libtorrent as lt
 from ..core.base import Result, Sink
 from ..core.errors import LocalError, Transient, Unreachable
 from ..streams.hashing import manifest_digest
+from ..streams.partfile import room_for
 from .digest import TorrentDigest
 from .swarm import Peer, Swarm, info_hash, write_atomically
 
@@ -49,11 +50,26 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LocalError(f"Could not create {dest}: {exc.strerror}. Choose another destination.") from None
+    if params.ti is not None:
+        _room_for_torrent(params.ti, dest)
     if sequential:
         params.flags |= lt.torrent_flags.sequential_download
     swarm.add(params, dest)
     swarm.dial(peers, per_peer)
     return await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, dest, began)
+
+
+def _room_for_torrent(info, dest: Path) -> None:
+    """libtorrent writes pieces into the final files as they come: a disk that cannot hold them all is said
+    before the first piece, not found out with a half-written file under its final name."""
+    layout = info.layout() if hasattr(info, "layout") else info.files()
+    have = 0
+    for index in range(layout.num_files()):
+        try:
+            have += (dest / layout.file_path(index)).stat().st_blocks * 512
+        except OSError:
+            pass
+    room_for(dest / info.name(), info.total_size(), min(have, info.total_size()))
 
 
 async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_file: Path, sink: Sink,

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 import unicodedata
 from pathlib import Path
+
+import pytest
 
 from tests.conformance.conftest import CASES, NOT_APPLICABLE, over
 from tests.integration.conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
@@ -28,7 +31,7 @@ CASES.update({
     "permission_denied": "no permission to read on the server: one sentence, exit 3",
     "wrong_login": "a key the server does not accept: one sentence, exit 3, no retries",
     "connections_cut": "every connection cut mid-transfer (a fault-injecting proxy): retried, byte-exact",
-    "disk_full": "the local disk fills up: one sentence naming the folder, the .part kept",
+    "disk_full": "the local disk is too small for the file: one sentence naming the folder, exit 5",
     "cancel_upload": "Cancel of an upload removes the partial file on the server (GridFTP: the staging copy)",
 })
 _UPLOADS = "BitTorrent fetches; serving is seeding"
@@ -322,3 +325,29 @@ def test_cancel_upload(target, tmp_path, ferry_home):
             assert engine.cancel(job.id).state == JobState.CANCELLED
     assert not target.path("cancelled.bam.part").exists()
     assert not target.path("cancelled.bam").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB file system of its own (tmpfs; mounting needs root, as in CI)."""
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.fail("The disk-full case mounts a 16 MiB tmpfs, which needs root (as in CI): run make test as root.",
+                    pytrace=False)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@over(*EVERY)
+def test_disk_full(target, small_disk, ferry_home):
+    digest = write_random(target.path("huge.bam"), 24 * MiB, seed=507)
+    target.hand_over(target.root)
+    url = target.url("huge.bam")
+    proc = copy(target, url, small_disk, home=ferry_home, timeout=120)
+    sentence = assert_clean_failure(proc, 5)
+    assert str(small_disk) in sentence, sentence
+    assert not (small_disk / "huge.bam").exists() or sha256_of(small_disk / "huge.bam") == digest
