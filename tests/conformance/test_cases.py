@@ -58,6 +58,8 @@ NOT_APPLICABLE.update({
     ("wrong_login", "https"): "open: HTTP logins (Basic, Digest) are issue 30",
     ("wrong_login", "gridftp"): "open: the suite's GridFTP server is anonymous; FTP logins are issue 30",
     ("wrong_login", "torrent"): "n/a: no logins; encryption is tested in test_torrent.py",
+    ("cancel_upload", "https"): "n/a: HTTPS downloads only",
+    ("cancel_upload", "torrent"): f"n/a: {_UPLOADS}",
 })
 
 EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "torrent")

@@ -12,12 +12,11 @@ modules it needs from ``/usr/lib/apache2/modules``. Locations:
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
-from .nginx import free_port, wait_for_port
+from .nginx import free_port, stop_process, wait_for_port
 
 MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers")
 
@@ -88,13 +87,7 @@ Alias /novalid/ {d}/
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
 
     def restart(self, pause: float = 0.0) -> None:

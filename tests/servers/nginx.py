@@ -41,6 +41,17 @@ def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> 
     raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s")
 
 
+def stop_process(proc: subprocess.Popen | None) -> None:
+    """SIGTERM a server started in the foreground, SIGKILL after 10 s, and reap it."""
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -132,13 +143,7 @@ http {{
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # fast shutdown: open connections are cut
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)  # SIGTERM is nginx's fast shutdown: open connections are cut
         self.proc = None
 
     def restart(self, pause: float = 0.0) -> None:
