@@ -113,7 +113,9 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
                                                                               strict=strict))
     if advice and store is not None and options.streams == "auto" and not options.initial_streams:
         options = replace(options, initial_streams=_advised_streams(store, source, dest, backend.name))
-    dest = resolve_destination(source, dest)
+    given, dest = dest, resolve_destination(source, dest)
+    if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
+        options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
 
 

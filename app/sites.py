@@ -16,6 +16,8 @@ from backends.core.errors import AuthError, BadRequest, NotFound
 
 SERVICE = "labferry"
 PROTOCOLS = ("sftp", "scp", "https", "http", "gsiftp", "ftp", "sshftp")
+#: protocols whose login may take a password (GridFTP's gsiftp uses certificates, sshftp SSH keys)
+PASSWORD_PROTOCOLS = ("sftp", "scp", "https", "http", "ftp")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -136,5 +138,5 @@ class SiteBook:
             return location, None
         name, _, path = location[5:].partition("/")
         site = self.get(name)
-        secret = self.secrets.get(name) if site.protocol in ("sftp", "scp") else None
+        secret = self.secrets.get(name) if site.protocol in PASSWORD_PROTOCOLS and site.user else None
         return site.url(path if path or not location.endswith("/") else "/", secret), site

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import queue
 import signal
 import sys
 import time
+from dataclasses import replace
 
 from app.cli.flags import add_option_flags, options_from_flags
 from app.engine import Engine, JobState
@@ -48,6 +50,9 @@ def add_parser(sub) -> None:
     from .torrent import add_torrent_arguments
 
     add_torrent_arguments(p)
+    from backends.https.options import HttpsOptions
+
+    add_option_flags(p.add_argument_group("HTTP(S)"), HttpsOptions)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(handler=run)
@@ -78,11 +83,12 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
 
 def backend_options(args: argparse.Namespace) -> dict:
     """Every backend's options given as flags; the front door refuses those the chosen backend lacks."""
+    from backends.https.options import HttpsOptions
     from backends.ssh.target import SshOptions
 
     from .torrent import torrent_options
 
-    return torrent_options(args) | options_from_flags(args, SshOptions)
+    return torrent_options(args) | options_from_flags(args, SshOptions) | options_from_flags(args, HttpsOptions)
 
 
 class ProgressLine:
@@ -121,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     with Store() as store:
         request = resolve(args.source, args.dest, overrides_from(args), store=store,
                           defaults=Defaults.from_settings(store.settings.all()))
+    request = replace(request, source=ask_password(request.source))
     line = ProgressLine(not args.quiet)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
@@ -148,6 +155,29 @@ def run(args: argparse.Namespace) -> int:
     status = _report(view, args.json, EXIT_STATUSES)
     args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
     return status
+
+
+def ask_password(url: str) -> str:
+    """``https://USER@host/…`` (or ftp://, or a site with a user and no saved password): ask for the password
+    at the terminal, as curl -u USER and FileZilla do; it stays in memory, in this process only."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ASKS_PASSWORD or not parts.username or parts.password is not None:
+        return url
+    if not sys.stdin.isatty():
+        return url  # a script: the server's 401 will say that a password is missing
+    try:
+        secret = getpass.getpass(f"Password for {parts.username} at {parts.hostname}: ")
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)
+        return url
+    netloc = parts.netloc.replace(f"{parts.username}@", f"{parts.username}:{quote(secret, safe='')}@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+#: schemes whose user may have a password Ferry sends itself (SSH asks through its own prompt)
+ASKS_PASSWORD = ("http", "https", "ftp", "ftps")
 
 
 class Terminated(Exception):

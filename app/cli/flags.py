@@ -11,11 +11,11 @@ from backends.core.options import declared
 
 
 def add_option_flags(group, spec: type) -> None:
-    """One flag per declared option that names one."""
+    """One flag per declared option that names one; a flag another backend already added is left as it is."""
     for f, kind in declared(spec):
         flag = f.metadata.get("flag")
-        if not flag:
-            continue
+        if not flag or flag in group._option_string_actions:
+            continue  # none, or one flag that two backends share (--stall-timeout): added once
         kw: dict = {"dest": _dest(flag), "help": f.metadata.get("help")}
         if f.metadata.get("metavar"):
             kw["metavar"] = f.metadata["metavar"]

@@ -42,8 +42,14 @@ def run_add(args: argparse.Namespace) -> int:
     options = {"known_hosts": args.known_hosts, "ca_file": args.ca_file}
     site = Site(args.name, args.protocol, args.host, args.port, args.user, args.folder, str(args.streams), args.key,
                 {k: v for k, v in options.items() if v})
-    secret = getpass.getpass(f"Password or key passphrase for {args.name} (kept in the OS keyring): ") \
-        if args.ask_secret else None
+    secret = None
+    if args.ask_secret:
+        try:
+            secret = getpass.getpass(f"Password or key passphrase for {args.name} (kept in the OS keyring): ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            print(f"labferry: No password given; site {args.name} was not saved.", file=sys.stderr)
+            return 2
     with Store() as store:
         SiteBook(store).save(site, secret)
     print(f"Saved site {site.name}: {site.url()}" + (" (secret in the keyring)" if secret else ""))

@@ -92,7 +92,7 @@ class JobRunner:
                         job.attempts = 0  # it was moving: this is a new fault, not the same one again
                     job.attempts += 1
                     if job.attempts > engine.retry.max_retries:
-                        raise
+                        raise exc.given_up(job.attempts) from exc
                     self.retries += 1
                     delay = engine.retry.delay(job.attempts)
                     message = f"{exc} Retrying in {delay:.0f} s (attempt {job.attempts} of {engine.retry.max_retries})."
@@ -138,6 +138,8 @@ class JobRunner:
     # -- outcome rows ------------------------------------------------------------
     def record_done(self, result: Result) -> None:
         job, store = self.job, self.engine.store
+        if result.dest:
+            job.dest = result.dest  # the server named the file (Content-Disposition)
         moved = result.bytes_fetched or result.bytes
         job.result = asdict(result) | {"backend": job.backend, "retries": self.retries}
         job.result["throughput_mbps"] = moved * 8 / result.seconds / 1e6 if result.seconds > 0 else 0.0

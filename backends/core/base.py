@@ -57,6 +57,9 @@ class TransferOptions:
     sync: str | None = None  # skip files already there: "size-mtime" or "checksum"
     #: compare with the server's (or a published) checksum; off: only Ferry's own sha256 (Settings → Verify)
     verify: bool = True
+    #: DEST's last part was made from the source's name (DEST was a folder): a backend whose server names the
+    #: file itself (HTTP Content-Disposition, the address a redirect ends at) may use that name instead
+    name_from_source: bool = False
     #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
     backend_options: dict = field(default_factory=dict)
 
@@ -77,6 +80,7 @@ class TransferOptions:
             "overwrite": self.overwrite,
             "sync": self.sync,
             "verify": self.verify,
+            "name_from_source": self.name_from_source,
             "backend_options": dict(self.backend_options),
         }
         if self.checksum:
@@ -100,6 +104,7 @@ class TransferOptions:
             overwrite=bool(d.get("overwrite", False)),
             sync=d.get("sync"),
             verify=bool(d.get("verify", True)),
+            name_from_source=bool(d.get("name_from_source", False)),
             backend_options=dict(d.get("backend_options") or {}),
         )
 
@@ -117,6 +122,7 @@ class RemoteInfo:
     accepts_ranges: bool = False
     is_dir: bool = False
     checksum: Checksum | None = None
+    name: str | None = None  # the file name the server gives (Content-Disposition), if any
 
 
 @dataclass
@@ -156,6 +162,7 @@ class Result:
     bytes_fetched: int = 0  # bytes moved over the network (resume and restarts included)
     resumed_from: int = 0  # bytes already present when this run began
     notes: list[str] = field(default_factory=list)
+    dest: str | None = None  # the file written, when the backend named it otherwise than the request (a server's name)
 
 
 @dataclass

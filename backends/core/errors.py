@@ -7,6 +7,8 @@ retrying and failing in one place (``retryable``).
 
 from __future__ import annotations
 
+import re
+
 
 class TransferError(Exception):
     """Base of every error a backend reports; ``str(err)`` is the user's sentence."""
@@ -22,12 +24,35 @@ class TransferError(Exception):
         self.message = message
         self.detail = detail  # technical detail for logs, never needed to act
 
+    def given_up(self, attempts: int) -> TransferError:
+        """The same error as the last word once retries are spent: it no longer promises another try."""
+        text = _WILL_RETRY.sub("", self.message).rstrip(" ;,.")
+        done = type(self)(f"{text}. Ferry tried {attempts} times and stopped; check the server and the network, "
+                          "then run the same command again to resume.", detail=self.detail)
+        done.__cause__ = self
+        return done
+
+
+_WILL_RETRY = re.compile(r"[;,.]?\s*(Ferry will retry|retrying)( that range)?\.?", re.IGNORECASE)
+
 
 class BadRequest(TransferError):
     """The user's input cannot work as given (malformed URL, unknown scheme)."""
 
     kind = "bad-request"
     exit_status = 2
+
+
+class WebPage(BadRequest):
+    """The server sent an HTML page where a file was expected (a login form, an error page, a folder)."""
+
+    kind = "web-page"
+
+
+class BadAddress(BadRequest):
+    """The address leads nowhere usable however often it is tried (a redirect loop)."""
+
+    kind = "bad-address"
 
 
 class NotFound(TransferError):

@@ -12,6 +12,8 @@ published next to the file.
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import (
@@ -24,10 +26,12 @@ from ..core.base import (
     TransferOptions,
     TransferRequest,
 )
-from ..core.errors import BadRequest
+from ..core.errors import BadRequest, LocalError
+from ..core.options import read_options
 from ..core.urls import redact
 from ..host.netprobe import begin_handshake, sweep_down
 from ..streams.partfile import PartFile, check_destination
+from .options import HttpsOptions
 
 #: a file smaller than this ends a preflight probe before TCP has left slow start
 MIN_PROBE_BYTES = 64 * 1024 * 1024
@@ -43,10 +47,24 @@ def _import_aiohttp() -> None:
     import_aiohttp()
 
 
+@asynccontextmanager
+async def _session(url: str, options: TransferOptions):
+    """(the URL without its login, a session that sends the login to that URL's host on every request)."""
+    from .login import Login, split_login
+    from .session import HttpTimeouts, open_session
+
+    url, login = split_login(url)
+    settings = read_options(HttpsOptions, options.backend_options)
+    async with open_session(options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
+                            login=Login(url, *login) if login else None) as session:
+        yield url, session
+
+
 class HttpsBackend:
     name = "https"
     schemes = ("https", "http")
     caps = Capabilities(streams=True, resume=True, download=True, checksums=("sha256", "md5"))
+    options_type = HttpsOptions
 
     def available(self) -> Availability:
         return Availability(True)
@@ -58,7 +76,8 @@ class HttpsBackend:
         if "://" in request.dest:
             raise BadRequest("HTTPS downloads go to a local file; copying from a web server straight to another "
                              "server is not supported. Copy to here first.")
-        check_destination(Path(request.dest), request.options.overwrite)
+        # DEST named after the URL: the server may name the file otherwise, and that name is checked once known
+        check_destination(Path(request.dest), request.options.overwrite or request.options.name_from_source)
         if request.options.streams == "auto":
             begin_handshake(host, port)  # its round trip sets the first stream count; it crosses the path
             # while the transfer imports aiohttp
@@ -71,21 +90,40 @@ class HttpsBackend:
         _import_aiohttp()
         from .address import validate_url
         from .remote import head
-        from .session import open_session
 
         validate_url(url)
-        async with open_session(options.ca_file, options.insecure) as session:
+        async with _session(url, options) as (url, session):
             info, _ = await head(session, url)
         return info
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         _import_aiohttp()
         from .download import Download
-        from .session import open_session
 
         self.check(request)
-        async with open_session(request.options.ca_file, request.options.insecure) as session:
-            return await Download(session, request, sink).run()
+        async with _session(request.source, request.options) as (url, session):
+            request = replace(request, source=url)
+            named = await self._served_name(session, request) if request.options.name_from_source else None
+            if named:
+                request = replace(request, dest=named)
+            result = await Download(session, request, sink).run()
+        result.dest = named
+        return result
+
+    async def _served_name(self, session, request: TransferRequest) -> str | None:
+        """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part
+        of the address its redirects end at; None when that is the name the URL already gave."""
+        from ..core.urls import remote_name
+        from .remote import head
+
+        info, _ = await head(session, request.source)
+        dest = Path(request.dest)
+        chosen = dest.with_name(info.name or remote_name(info.url) or dest.name)
+        if chosen.exists() and not request.options.overwrite:
+            raise LocalError(f"{chosen} already exists (the server names the file {chosen.name}). Remove it, pass "
+                             f"--overwrite, or name the file to write: labferry copy URL {chosen.parent}/NEW-NAME.")
+        check_destination(chosen, request.options.overwrite)
+        return str(chosen) if chosen != dest else None
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         """``streams`` streams reading the file for ``seconds``, data discarded (one step of a sweep)."""
@@ -101,10 +139,9 @@ class HttpsBackend:
         from .address import validate_url
         from .probe import RangeStreams
         from .remote import head
-        from .session import open_session
 
         validate_url(url)
-        async with open_session(options.ca_file, options.insecure) as session:
+        async with _session(url, options) as (url, session):
             info, latency = await head(session, url)
             if info.size is not None and info.size < MIN_PROBE_BYTES:
                 raise BadRequest(f"{redact(url)} is only {info.size // 1024} KiB: too small to measure a path "

@@ -9,6 +9,7 @@ import aiohttp
 
 from ..core.base import Checksum, RemoteInfo, Result, Sink, TransferRequest
 from ..core.errors import Corrupt, RemoteChanged, TransferError
+from ..core.options import read_options
 from ..core.urls import host_of, redact
 from ..streams.chunks import ChunkMap, Interval, total
 from ..streams.hashing import FollowingHasher, hash_file
@@ -17,6 +18,7 @@ from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch
 from .identity import RangesIgnored, Validators
+from .options import HttpsOptions
 from .remote import find_sidecar, head
 from .whole import fetch_whole
 
@@ -39,7 +41,10 @@ class Download:
         self.sidecar: asyncio.Task | None = None
         self.resumed = 0
         self.whole = False  # one plain GET (the server ignores ranges)
+        self.unstable = False  # the server's validators change on every request: one GET, validators ignored
+        self.announced_size: int | None = None  # the size the server said (None: it did not say)
         self.limiter = limiter_for(self.options)
+        self.settings = read_options(HttpsOptions, self.options.backend_options)
 
     def note(self, message: str) -> None:
         self.notes.append(message)
@@ -54,6 +59,9 @@ class Download:
                     digests = await self._attempt()
                     break
                 except RemoteChanged as exc:
+                    if not self.unstable and await self._validators_unstable():
+                        self.part.restart()
+                        continue
                     restarts += 1
                     if restarts > MAX_RESTARTS:
                         raise RemoteChanged(
@@ -84,11 +92,16 @@ class Download:
         self.part.lock()
         self.info, self.resumed = None, 0
         try:
-            try:
-                await self._ranged(self.part.peek(self.source))
-            except RangesIgnored:
-                self.note("The server does not support byte ranges, so Ferry uses one stream and cannot resume.")
+            if self.unstable:
                 await self._whole()
+            else:
+                try:
+                    await self._ranged(self.part.peek(self.source))
+                except RangesIgnored:
+                    await self._whole()
+                    if self.info.size:  # an empty file has no ranges to give
+                        self.note("The server does not support byte ranges, so Ferry used one stream and cannot "
+                                  "resume.")
             self.sink.stage("verifying")
             digests, _ = await asyncio.gather(asyncio.to_thread(self.hasher.finish, self.info.size), self._revalidate())
         finally:
@@ -111,7 +124,7 @@ class Download:
             self.session, self.request.source, ChunkMap(None, hint), part=self.part, sink=self.sink,
             on_identity=lambda validators, url: self._identified(fetch, hint, validators, url),
             limiter=self.limiter, tuner=tuner, streams=1 if tuner else int(opts.streams),
-            max_streams=opts.max_streams, rtt_s=self.rtt_s,
+            max_streams=opts.max_streams, rtt_s=self.rtt_s, web_page_ok=self.settings.web_page,
         )
         try:
             await fetch.run()
@@ -134,6 +147,7 @@ class Download:
                       "the part an earlier run kept is the file it serves now: starting from the beginning "
                       "(give --checksum to keep it and prove the whole file at the end).")
         self.resumed = total(done)
+        self.announced_size = validators.size
         if self.resumed:
             self.note(f"Resuming: {human_size(self.resumed)} of {human_size(validators.size)} was already here.")
         self._settle(RemoteInfo(url, validators.size, validators.etag, validators.last_modified, True))
@@ -152,17 +166,39 @@ class Download:
         if self.hasher:
             self.hasher.stop()
         self.part.restart()
-        if info.size is None:
-            self.note("The server does not say how big the file is, so Ferry uses one stream.")
+        self.announced_size = info.size
         self.part.adopt(Identity(self.source, info.size, info.etag, info.last_modified))
         self._settle(info)
         self.peak_streams = max(self.peak_streams, 1)
         self.whole = True
-        written = await fetch_whole(self.session, info.url, Validators.of(info), self.part, self.sink, self.hasher,
-                                    self.limiter)
+        # validators that change on every request cannot be compared; the one answer is one version anyway
+        validators = Validators(info.size, None, None) if self.unstable else Validators.of(info)
+        written = await fetch_whole(self.session, info.url, validators, self.part, self.sink, self.hasher,
+                                    self.limiter, web_page_ok=self.settings.web_page)
         self.fetched += written
         if info.size is None:
+            self.announced_size = validators.size  # the GET's Content-Length, if it had one
             info.size = written
+        if self.announced_size is None:
+            self.note("The server did not say how big the file is, so Ferry used one stream and took the file to "
+                      "end where the server ended it.")
+
+    async def _validators_unstable(self) -> bool:
+        """After a "changed on the server": do two answers in a row already disagree? Then the server makes up
+        a new ETag (or date) per request, a changed file cannot be told from an unchanged one, and the one
+        way that stays correct is a single request for the whole file."""
+        try:
+            first, _ = await head(self.session, self.request.source)
+            second, _ = await head(self.session, self.request.source)
+        except TransferError:
+            return False
+        if (first.etag, first.last_modified) == (second.etag, second.last_modified) or first.size != second.size:
+            return False
+        self.unstable = True
+        self.peak_streams = 0  # what the summary names is the request that made the file
+        self.note(f"The server gives {self.source} a new ETag or date on every request, so Ferry cannot tell "
+                  "ranges of one version from another: fetching it in one stream, which cannot resume.")
+        return True
 
     async def _revalidate(self) -> None:
         """A last HEAD: a file rewritten in place during the last request is caught here."""
@@ -172,17 +208,25 @@ class Download:
         except TransferError as exc:
             self.note(f"Could not re-check the file on the server at the end ({exc}); relying on per-range checks.")
             return
-        if (now.size, now.etag, now.last_modified) != (info.size, info.etag, info.last_modified):
+        resized = self.announced_size is not None and now.size is not None and now.size != self.announced_size
+        renamed = not self.unstable and (now.etag, now.last_modified) != (info.etag, info.last_modified)
+        if resized or renamed:
             raise RemoteChanged(f"The file at {self.source} changed on the server; starting again.")
 
     def _checked(self) -> str:
         """What Ferry could check without a checksum, in words: only what the server's answers allowed."""
         info = self.info
+        size = "size checked" if self.announced_size is not None else (
+            "the server gave no size, so the file is what it sent before closing")
+        if self.unstable:
+            return f"the server's ETag/date changes on every request, so the file came in one request; {size}"
         held = "/".join(name for name, value in (("ETag", info.etag), ("Last-Modified", info.last_modified))
                         if value)
         if not held:
-            return "the server sends no ETag or Last-Modified, so only the size was checked"
-        if self.whole:
+            return f"the server sends no ETag or Last-Modified; {size}"
+        if self.announced_size is None:
+            return f"{held} checked at the start and the end; {size}"
+        if self.whole or self.peak_streams <= 1:
             return f"size and {held} checked at the start and the end"
         return f"size and {held} checked on every range"
 

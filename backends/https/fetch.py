@@ -27,8 +27,8 @@ from ..streams.partfile import PartFile
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url
-from .identity import RangesIgnored, Validators, unsatisfied_size
-from .session import map_error, status_error
+from .identity import RangesIgnored, Validators, refuse_web_page, unsatisfied_size
+from .session import answer_error, map_error
 
 Identified = Callable[[Validators, str], None]
 
@@ -56,11 +56,13 @@ class RangedFetch(ParallelTransfer):
         max_streams: int = 64,
         rtt_s: float | None = None,
         deadline: float | None = None,
+        web_page_ok: bool = False,
     ) -> None:
         super().__init__(chunks, record=part, sink=sink, limiter=limiter, tuner=tuner, streams=streams,
                          max_streams=max_streams, rtt_s=rtt_s, deadline=deadline, steal=part is not None)
         self.session, self.url, self.part = session, url, part
         self.validators, self.on_identity = validators, on_identity
+        self.web_page_ok = web_page_ok
         self.ready = validators is not None
         self._identified = asyncio.Event()
         if validators is not None:
@@ -138,8 +140,9 @@ class RangedFetch(ParallelTransfer):
         if resp.status == 416:
             self._past_end(resp, lease)
         if resp.status != 206:
-            raise status_error(resp.status, self.url, resp.reason or "")
+            raise answer_error(resp, self.url)
         if self.validators is None:
+            refuse_web_page(resp.headers, str(resp.url), self.web_page_ok)
             self._identify(resp)
         self.validators.check_partial(resp.headers, self.url, lease.cursor)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ..core.base import RemoteInfo
-from ..core.errors import RemoteChanged, Transient
-from ..core.urls import redact
+from ..core.errors import RemoteChanged, Transient, WebPage
+from ..core.urls import redact, remote_name
 from ..streams.parallel import Fatal
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
@@ -22,6 +23,24 @@ _UNSATISFIED = re.compile(r"bytes \*/(\d+)")
 
 class RangesIgnored(Fatal):
     """The server answered a Range request with the whole file (HTTP 200)."""
+
+
+WEB_PAGE_TYPES = ("text/html", "application/xhtml+xml")
+HTML_NAMES = (".html", ".htm", ".xhtml", ".shtml")
+
+
+def refuse_web_page(headers, url: str, allowed: bool) -> None:
+    """An HTML answer to an address that does not name an HTML file is not saved as data silently."""
+    media = headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if allowed or media not in WEB_PAGE_TYPES or remote_name(url).lower().endswith(HTML_NAMES):
+        return
+    shown = redact(url)
+    if urlsplit(url).path.endswith("/"):
+        raise WebPage(f"{shown} is a web folder (the server sends its listing as a web page), not a file. Copy the "
+                      "files in it by their own addresses; give --web-page to save the listing itself.")
+    raise WebPage(f"{shown} is a web page ({media}), not a file: often a login, error or download page in front "
+                  "of the data. Open it in a browser to find the file's own address; give --web-page to save the "
+                  "page itself.")
 
 
 @dataclass

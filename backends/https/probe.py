@@ -14,7 +14,7 @@ import time
 import aiohttp
 
 from ..core.errors import TransferError
-from .session import map_error, status_error
+from .session import answer_error, map_error
 
 #: how long the first level may wait for every stream's handshake and first byte
 CONNECT_WAIT = 30.0
@@ -53,7 +53,7 @@ class RangeStreams:
             while True:
                 async with self.session.get(self.url, headers={"Range": f"bytes={offset}-"}) as resp:
                     if resp.status != 206:
-                        raise status_error(resp.status, self.url, resp.reason or "")
+                        raise answer_error(resp, self.url)
                     async for data in resp.content.iter_any():
                         if first:
                             self.started += 1

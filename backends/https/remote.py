@@ -12,7 +12,7 @@ from ..core.base import Checksum, RemoteInfo
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import TransferError
 from ..core.urls import remote_name
-from .session import map_error, status_error
+from .session import answer_error, map_error
 
 SIDECAR_LIMIT = 64 * 1024
 
@@ -25,7 +25,7 @@ async def head(session: aiohttp.ClientSession, url: str) -> tuple[RemoteInfo, fl
             if resp.status in (405, 501):
                 return await _range_probe(session, url, began)
             if resp.status >= 400:
-                raise status_error(resp.status, url, resp.reason or "")
+                raise answer_error(resp, url)
             length = resp.headers.get("Content-Length")
             info = RemoteInfo(
                 url=str(resp.url),
@@ -33,6 +33,7 @@ async def head(session: aiohttp.ClientSession, url: str) -> tuple[RemoteInfo, fl
                 etag=resp.headers.get("ETag"),
                 last_modified=resp.headers.get("Last-Modified"),
                 accepts_ranges="bytes" in resp.headers.get("Accept-Ranges", "").lower(),
+                name=served_name(resp),
             )
     except (TransferError, asyncio.CancelledError):
         raise
@@ -45,7 +46,7 @@ async def _range_probe(session: aiohttp.ClientSession, url: str, began: float) -
     """For servers that refuse HEAD: a one-byte ranged GET tells the same."""
     async with session.get(url, headers={"Range": "bytes=0-0"}) as resp:
         if resp.status not in (200, 206):
-            raise status_error(resp.status, url, resp.reason or "")
+            raise answer_error(resp, url)
         full = resp.headers.get("Content-Range", "").rpartition("/")[2]
         length = resp.headers.get("Content-Length")
         size = int(full) if full.isdigit() else (int(length) if resp.status == 200 and length else None)
@@ -55,9 +56,24 @@ async def _range_probe(session: aiohttp.ClientSession, url: str, began: float) -
             etag=resp.headers.get("ETag"),
             last_modified=resp.headers.get("Last-Modified"),
             accepts_ranges=resp.status == 206,
+            name=served_name(resp),
         )
         resp.close()
     return info, time.monotonic() - began
+
+
+def served_name(resp: aiohttp.ClientResponse) -> str | None:
+    """The file name in ``Content-Disposition`` (``filename*`` first, RFC 6266), as a plain name: a path the
+    server sends (``../x``, ``/etc/x``, ``a\\b``) keeps only its last part, and control characters go."""
+    try:
+        disposition = resp.content_disposition
+    except (ValueError, UnicodeError):
+        return None
+    name = disposition.filename if disposition else None
+    if not name:
+        return None
+    name = "".join(c for c in name.replace("\\", "/").rsplit("/", 1)[-1] if c.isprintable()).strip()
+    return name if name not in ("", ".", "..") else None
 
 
 async def find_sidecar(session: aiohttp.ClientSession, url: str) -> Checksum | None:

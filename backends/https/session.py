@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp import hdrs
 
 from ..core.errors import (
     AuthError,
+    BadAddress,
     BadRequest,
     NotFound,
     PermissionDenied,
@@ -25,10 +27,11 @@ from ..core.errors import (
     Unreachable,
 )
 from ..core.urls import redact
+from .options import STALL_SECONDS
 from .trust import lazy_system_folder, verified_context
 
-#: long transfers must never time out as a whole; a silent socket must
-STALL_SECONDS = 30.0
+#: redirects followed before "redirect loop" (curl's and aiohttp's default is about the same)
+MAX_REDIRECTS = 10
 CONNECT_SECONDS = 30.0
 USER_AGENT = "labferry"
 
@@ -53,7 +56,10 @@ class HttpTimeouts:
     stall: float = STALL_SECONDS
 
 
-def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | None = None) -> aiohttp.ClientSession:
+def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | None = None,
+                 login=None) -> aiohttp.ClientSession:
+    """One client session for a job; ``login`` (``login.Login``) adds the user's credentials to every request
+    to the URL's own host."""
     timeouts = timeouts or HttpTimeouts()
     connector = aiohttp.TCPConnector(
         limit=0,  # our streams are the limit; aiohttp's default of 100 would queue them
@@ -67,6 +73,8 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
         read_bufsize=1 << 20,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
         headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+        max_field_size=16384,
+        middlewares=(login,) if login else (),
     )
 
 
@@ -79,17 +87,28 @@ def _where(url: str) -> str:
     return f"{parts.hostname}:{port}" if port else str(parts.hostname)
 
 
-def status_error(status: int, url: str, reason: str = "") -> TransferError:
+def answer_error(resp: aiohttp.ClientResponse, url: str) -> TransferError:
+    """The status of ``resp`` as a sentence; a 401 says whether a login was sent with the request."""
+    sent = hdrs.AUTHORIZATION in resp.request_info.headers
+    return status_error(resp.status, url, resp.reason or "", login_sent=sent)
+
+
+def status_error(status: int, url: str, reason: str = "", *, login_sent: bool = False) -> TransferError:
     """An HTTP status that is not the data we asked for, as a sentence."""
     shown = redact(url)
     if status in (404, 410):
         return NotFound(f"The server has no file at {shown} (HTTP {status}). Check the address.")
+    if status == 401 and login_sent:
+        return AuthError(f"Wrong user or password for {shown}: the server refused the login (HTTP 401). Check "
+                         "them (labferry sites add … --ask-secret stores the password in the keyring).")
     if status == 401:
         return AuthError(
-            f"The server wants a login for {shown} (HTTP 401). Put the user name in the URL or use a site profile."
+            f"The server wants a login for {shown} (HTTP 401). Give the user in the address "
+            "(https://USER@host/…; Ferry asks for the password) or use a site profile with a saved password."
         )
     if status == 403:
-        return PermissionDenied(f"The server refused access to {shown} (HTTP 403). Ask its owner for access.")
+        return PermissionDenied(f"The server refused access to {shown} (HTTP 403): no access for "
+                                f"{'this login' if login_sent else 'anonymous readers'}. Ask its owner for access.")
     answer = f"HTTP {status} {reason}".strip()
     if status in (408, 425, 429) or status >= 500:
         return Transient(f"The server answered {answer} for {shown}; Ferry will retry.")
@@ -137,8 +156,17 @@ def map_error(exc: BaseException, url: str, *, started: bool = False) -> Transfe
         else:
             msg = f"Could not connect to {where} ({os_err or exc}). Check the address and your network."
         return Transient(msg) if started else Unreachable(msg)
+    if isinstance(exc, aiohttp.TooManyRedirects):
+        hops = [str(r.url) for r in exc.history] or [str(exc.request_info.url)]
+        seen = [hop for hop in hops if hops.count(hop) > 1]
+        at = redact(seen[0] if seen else hops[-1])
+        what = "Redirect loop" if seen else f"More than {MAX_REDIRECTS} redirects"
+        start = "" if at == redact(url) else f", reached from {redact(url)}"
+        return BadAddress(f"{what} at {at}{start}: the server sends Ferry round in circles. Ask its owner to fix "
+                          "the address, or use the final address of the file.")
     if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
-        return Transient(f"{where} stopped sending data for {STALL_SECONDS:.0f} s; Ferry will retry.")
+        return Transient(f"{where} sent no data for longer than the stall timeout (--stall-timeout); "
+                         "Ferry will retry.")
     if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
         return Transient(f"The connection to {where} broke ({type(exc).__name__}); Ferry will retry.")
     if isinstance(exc, aiohttp.ClientError):

@@ -12,8 +12,8 @@ from ..core.errors import TransferError, Transient
 from ..streams.hashing import FollowingHasher
 from ..streams.partfile import PartFile
 from ..streams.ratelimit import RateLimit
-from .identity import Validators
-from .session import map_error, status_error
+from .identity import Validators, refuse_web_page
+from .session import answer_error, map_error
 
 TICK = 0.1
 
@@ -26,14 +26,20 @@ async def fetch_whole(
     sink: Sink | None,
     hasher: FollowingHasher | None,
     limiter: RateLimit | None,
+    *,
+    web_page_ok: bool = False,
 ) -> int:
-    """Stream the whole body into ``part`` in order; returns the bytes written."""
+    """Stream the whole body into ``part`` in order; returns the bytes written. ``validators`` with no size:
+    the body ends where the server ends it (chunked, or the connection closes)."""
     written = 0
     try:
         async with session.get(url) as resp:
             if resp.status != 200:
-                raise status_error(resp.status, url, resp.reason or "")
+                raise answer_error(resp, url)
             validators.check(resp.headers, url)
+            if validators.size is None and resp.content_length is not None:
+                validators.size = resp.content_length  # a HEAD without a size, a GET with one (empty files)
+            refuse_web_page(resp.headers, str(resp.url), web_page_ok)
             last = time.monotonic()
             async for data in resp.content.iter_any():
                 part.write(data, written)
@@ -62,7 +68,7 @@ async def probe_whole(session: aiohttp.ClientSession, url: str, seconds: float) 
     try:
         async with session.get(url) as resp:
             if resp.status != 200:
-                raise status_error(resp.status, url, resp.reason or "")
+                raise answer_error(resp, url)
             async for data in resp.content.iter_any():
                 now = time.monotonic()
                 if first is None:

@@ -21,7 +21,7 @@ class TorrentOptions:
     encryption: Literal["required", "preferred", "off"] = option(
         "required", "peer connection encryption (default required: plaintext peers are refused)",
         flag="--encryption")
-    stall_seconds: float = option(60.0, "give up when no data arrives for this long (default 60)",
+    stall_seconds: float = option(60.0, "a stream or torrent that gets no data for this long is a fault (default 60)",
                                   flag="--stall-timeout", metavar="SECONDS")
     upload_limit: int = option(0, "cap what this peer serves to others (50M, 400Mbit)", flag="--upload-limit",
                                metavar="RATE", rate=True)

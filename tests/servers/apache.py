@@ -7,10 +7,17 @@ modules it needs from ``/usr/lib/apache2/modules``. Locations:
                 autoindex listings of folders)
 * ``/novalid/`` the same files with no ETag and no Last-Modified (a dynamic front end, an old proxy): a client
                 cannot tell a changed file from the one it began
+* ``/dynamic/`` the same files with an ETag that changes on every request (some front ends do)
+* ``/basic/``, ``/digest/`` the same files behind a Basic or a Digest login (``USER`` / ``PASSWORD``)
+* ``/loop/a``   redirects to ``/loop/b``, which redirects back
+* ``/download?id=N`` the file ``sampleN.fastq`` named by ``Content-Disposition`` (a LIMS or portal link)
+* ``/stream/NAME`` the file through a CGI script: chunked, no Content-Length, no ranges
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import subprocess
 import time
@@ -18,7 +25,9 @@ from pathlib import Path
 
 from .nginx import free_port, stop_process, wait_for_port
 
-MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers")
+MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers", "auth_basic",
+           "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env")
+USER, PASSWORD, REALM = "reader", "s3cret pass", "Sequencing core"
 
 
 def apache_binary() -> str:
@@ -39,7 +48,26 @@ class Apache:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
 
+    def _logins(self) -> None:
+        """The password files of the two login areas (Apache's own formats, written without htpasswd)."""
+        sha1 = base64.b64encode(hashlib.sha1(PASSWORD.encode()).digest()).decode()
+        (self.root / "basic.passwd").write_text(f"{USER}:{{SHA}}{sha1}\n")
+        ha1 = hashlib.md5(f"{USER}:{REALM}:{PASSWORD}".encode()).hexdigest()
+        (self.root / "digest.passwd").write_text(f"{USER}:{REALM}:{ha1}\n")
+        cgi = self.root / "cgi"
+        cgi.mkdir(exist_ok=True)
+        script = cgi / "stream"
+        script.write_text(f"#!/bin/sh\n"
+                          f"name=$(basename \"$PATH_INFO\")\n"
+                          f"[ -f \"{self.data}/$name\" ] || {{ printf 'Status: 404\\r\\n\\r\\n'; exit 0; }}\n"
+                          f"printf 'Content-Type: application/octet-stream\\r\\n\\r\\n'\n"
+                          f"exec cat \"{self.data}/$name\"\n")
+        script.chmod(0o755)
+        for path in (self.root, cgi):
+            path.chmod(0o755)
+
     def config(self) -> str:
+        self._logins()
         r, d = self.root, self.data
         modules = "\n".join(f"LoadModule {m}_module {self.modules_dir}/mod_{m}.so" for m in MODULES)
         user = "User nobody\nGroup nogroup" if os.geteuid() == 0 else ""
@@ -70,6 +98,34 @@ Alias /novalid/ {d}/
     Header unset ETag
     Header unset Last-Modified
 </Location>
+Alias /dynamic/ {d}/
+<Location /dynamic/>
+    Header set ETag '"%t"'
+</Location>
+Alias /basic/ {d}/
+<Location /basic/>
+    AuthType Basic
+    AuthName "{REALM}"
+    AuthBasicProvider file
+    AuthUserFile {r}/basic.passwd
+    Require valid-user
+</Location>
+Alias /digest/ {d}/
+<Location /digest/>
+    AuthType Digest
+    AuthName "{REALM}"
+    AuthDigestProvider file
+    AuthUserFile {r}/digest.passwd
+    Require valid-user
+</Location>
+ScriptSock {r}/cgid.sock
+ScriptAlias /stream {r}/cgi/stream
+RewriteEngine On
+RewriteRule ^/loop/a$ /loop/b [R=302,L]
+RewriteRule ^/loop/b$ /loop/a [R=302,L]
+RewriteCond %{{QUERY_STRING}} ^id=([0-9]+)$
+RewriteRule ^/download$ /sample%1.fastq [PT,E=DOWNLOAD_NAME:sample%1.fastq]
+Header set Content-Disposition 'attachment; filename="%{{DOWNLOAD_NAME}}e"' env=DOWNLOAD_NAME
 """
 
     def start(self) -> Apache:

@@ -1,0 +1,63 @@
+"""HTTP logins (Basic and Digest) sent on every request to the URL's own origin, never to another host.
+
+The user and password come from the URL (``https://user:pass@host/…``, a site profile's keyring secret put
+there in memory by the front door). aiohttp sends URL credentials only with the request that carries them:
+the ranges after the first answer, the retries and the final check went without and got 401. Here the
+credentials leave the URL, and a client middleware adds them to every request whose origin is the URL's
+own: Basic pre-emptively once the server has asked for it, Digest through aiohttp's own middleware (which
+answers each challenge with a fresh nonce count). A redirect to another host gets nothing.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+import aiohttp
+from aiohttp import hdrs
+from yarl import URL
+
+
+def split_login(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user and password, and those (decoded); None when it names no user."""
+    parts = urlsplit(url)
+    if not parts.username:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc)), (unquote(parts.username), unquote(parts.password or ""))
+
+
+class Login:
+    """A client middleware: the login for one origin, Basic or Digest as the server asks."""
+
+    def __init__(self, url: str, user: str, password: str) -> None:
+        self.origin = URL(url).origin()
+        self.user, self.password = user, password
+        self.scheme: str | None = None  # "basic" or "digest", once the server has said which
+        self.sent = False  # credentials went out at least once (a 401 then means they are wrong)
+        self._digest = aiohttp.DigestAuthMiddleware(user, password, preemptive=True)
+
+    async def __call__(self, request: aiohttp.ClientRequest, handler) -> aiohttp.ClientResponse:
+        if request.url.origin() != self.origin:
+            return await handler(request)  # another host (a redirect to a mirror or a CDN): no credentials
+        if self.scheme == "digest":
+            self.sent = True
+            return await self._digest(request, handler)
+        if self.scheme == "basic":
+            self.sent = True
+            request.headers[hdrs.AUTHORIZATION] = aiohttp.BasicAuth(self.user, self.password).encode()
+            return await handler(request)
+        response = await handler(request)
+        if response.status != 401:
+            return response
+        challenge = response.headers.get(hdrs.WWW_AUTHENTICATE, "").strip().lower()
+        if challenge.startswith("digest"):
+            self.scheme = "digest"
+        elif challenge.startswith("basic"):
+            self.scheme = "basic"
+        else:
+            return response  # a login Ferry does not speak (Negotiate, a form): the 401 says so
+        response.release()
+        return await self(request, handler)

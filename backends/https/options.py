@@ -1,0 +1,19 @@
+"""The HTTP(S) backend's own options, declared for the front door (``backends.core.options``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.options import option
+
+#: long transfers must never time out as a whole; a silent socket must (``--stall-timeout``)
+STALL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class HttpsOptions:
+    web_page: bool = option(False, "save what the server sends even when it is a web page (by default an HTML "
+                                   "page where a file was expected, such as a login or error page, is refused)",
+                            flag="--web-page")
+    stall_seconds: float = option(STALL_SECONDS, "a stream that gets no data for this long is a fault, retried "
+                                                 "(default 60)", flag="--stall-timeout", metavar="SECONDS")
