@@ -48,11 +48,11 @@ def check_backend_options(backend, values: dict, *, strict: bool = True) -> dict
         raise BadRequest(f"{backend.name} transfers take no options of their own; "
                          f"{', '.join(sorted(given))} {'does' if len(given) == 1 else 'do'} not apply to them.")
     known = {f.name: kind for f, kind in declared(spec)}
+    shown = sorted(f.metadata.get("flag") or f.name for f in fields(spec))
     checked = {}
     for key, value in given.items():
         if key not in known:
-            raise BadRequest(f"{backend.name} transfers have no option '{key}'. They take: "
-                             f"{', '.join(sorted(known))}.")
+            raise BadRequest(f"{backend.name} transfers have no option '{key}'. They take: {', '.join(shown)}.")
         checked[key] = _coerce(value, known[key], key, backend.name)
     return checked
 

@@ -9,7 +9,7 @@ modules it needs from ``/usr/lib/apache2/modules``. Locations:
                 cannot tell a changed file from the one it began
 * ``/dynamic/`` the same files with an ETag that changes on every request (some front ends do)
 * ``/basic/``, ``/digest/`` the same files behind a Basic or a Digest login (``USER`` / ``PASSWORD``)
-* ``/loop/a``   redirects to ``/loop/b``, which redirects back
+* ``/loop/a``   redirects to ``/loop/b``, which redirects back; ``/latest`` redirects to ``/sample2.fastq``
 * ``/download?id=N`` the file ``sampleN.fastq`` named by ``Content-Disposition`` (a LIMS or portal link)
 * ``/stream/NAME`` the file through a CGI script: chunked, no Content-Length, no ranges
 """
@@ -80,7 +80,7 @@ ErrorLog {r}/error.log
 LogLevel warn
 {modules}
 {user}
-LogFormat "%r %>s %B" ferry
+LogFormat "%r %>s %B %u" ferry
 CustomLog {r}/access.log ferry
 TypesConfig /dev/null
 AddType application/octet-stream .bin
@@ -123,6 +123,7 @@ ScriptAlias /stream {r}/cgi/stream
 RewriteEngine On
 RewriteRule ^/loop/a$ /loop/b [R=302,L]
 RewriteRule ^/loop/b$ /loop/a [R=302,L]
+RewriteRule ^/latest$ /sample2.fastq [R=302,L]
 RewriteCond %{{QUERY_STRING}} ^id=([0-9]+)$
 RewriteRule ^/download$ /sample%1.fastq [PT,E=DOWNLOAD_NAME:sample%1.fastq]
 Header set Content-Disposition 'attachment; filename="%{{DOWNLOAD_NAME}}e"' env=DOWNLOAD_NAME
@@ -145,6 +146,11 @@ Header set Content-Disposition 'attachment; filename="%{{DOWNLOAD_NAME}}e"' env=
     def stop(self) -> None:
         stop_process(self.proc)
         self.proc = None
+
+    def requests(self) -> list[str]:
+        """The access log so far: one line per request, ``METHOD PATH PROTOCOL STATUS BYTES USER``."""
+        log = self.root / "access.log"
+        return log.read_text().splitlines() if log.exists() else []
 
     def restart(self, pause: float = 0.0) -> None:
         self.stop()
