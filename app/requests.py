@@ -47,6 +47,8 @@ class Overrides:
     sync: str | None = None
     verify: bool | None = None
     backend_options: dict = field(default_factory=dict)
+    #: the backend the user named (``--backend``): GridFTP for a GridFTP server reached over ftp://
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     source, dest, site = _expand_sites(source, dest, store, sites)
     options = _merge(overrides, defaults, site)
     source = _absolute_local(source)
-    backend = registry.for_route(source, dest)
+    backend = registry.for_route(source, dest, overrides.backend)
     options = replace(options, backend_options=check_backend_options(backend, options.backend_options,
                                                                               strict=strict))
     if advice and store is not None and options.streams == "auto" and not options.initial_streams:

@@ -44,6 +44,9 @@ def add_parser(sub) -> None:
                    help="do not compare with the server's checksum (Ferry still records its own sha256)")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (only on a trusted network)")
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
+    p.add_argument("--backend", metavar="NAME",
+                   help="use this backend for the address (gridftp for a GridFTP server reached over ftp://, for "
+                        "its parallel streams, server checksums and server-to-server copies)")
     p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
                    help="skip files already at DEST with the same size and time (or checksum); for folders")
     add_ssh_arguments(p)
@@ -78,6 +81,7 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         sync=args.sync,
         verify=False if args.no_verify else None,
         backend_options=backend_options(args),
+        backend=args.backend,
     )
 
 

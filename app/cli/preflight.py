@@ -36,6 +36,8 @@ def add_parsers(sub) -> None:
                     "zeros on the server when no file is named.")
     p.add_argument("target", metavar="URL|site:NAME[/path]")
     p.add_argument("--quick", action="store_true", help="shorter steps (about 6 s; rougher figures)")
+    p.add_argument("--backend", metavar="NAME", help="measure with this backend (gridftp for a GridFTP server "
+                                                      "reached over ftp://)")
     p.add_argument("--max-streams", type=int, default=64, metavar="N", help="sweep no further than N streams")
     p.add_argument("--if-older", type=float, nargs="?", const=0.0, metavar="DAYS",
                    help="measure only if the last measurement of this host is older than DAYS (alone: the "
@@ -83,14 +85,14 @@ def run_preflight(args: argparse.Namespace) -> int:
             from app.preflight import max_age_days
 
             age = args.if_older or max_age_days(store)
-            backend = registry.for_url(url)
+            backend = registry.for_url(url, args.backend)
             cached = store.preflights.latest(endpoint(url)[0], backend.name, max_age_days=age)
             if cached:
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(cached["measured_at"]))
                 _say(f"labferry: reusing the measurement of {when} (younger than {age:g} days).")
                 return _show(cached, args.json)
         analysis = asyncio.run(measure_and_advise(
-            store, registry, url, options, site=site, quick=args.quick,
+            store, registry, url, options, site=site, quick=args.quick, backend_name=args.backend,
             on_progress=(lambda p: _say(f"  {p.message}")) if sys.stderr.isatty() else None))
         result = analysis.to_dict()
         if args.apply:

@@ -49,8 +49,10 @@ def _needs_secret(store, site: str | None, url: str) -> bool:
 
 
 async def run_preflight(store, registry, url: str, options: TransferOptions, *, site: str | None = None,
-                        quick: bool = False, on_progress: Callable[[Progress], None] | None = None) -> Analysis:
-    backend = registry.for_url(url)
+                        quick: bool = False, on_progress: Callable[[Progress], None] | None = None,
+                        backend_name: str | None = None) -> Analysis:
+    """``backend_name``: the backend the user named (``--backend gridftp`` for a GridFTP server over ftp://)."""
+    backend = registry.for_url(url, backend_name)
     host, _ = endpoint(url)
     try:
         measured = await measure(backend, url, options, quick=quick, on_progress=on_progress,

@@ -74,12 +74,14 @@ class Registry:
             known = ", ".join(sorted(self._backends))
             raise BadRequest(f"There is no backend called '{name}'. Known: {known}.") from None
 
-    def for_route(self, source: str, dest: str) -> Backend:
+    def for_route(self, source: str, dest: str, prefer: str | None = None) -> Backend:
         """The backend for a transfer: the source's scheme (downloads) or the destination's (uploads).
 
         With no scheme on either side, a backend may claim the route by its ``claims(source, dest)``
-        (a local .torrent file is BitTorrent's).
+        (a local .torrent file is BitTorrent's). ``prefer``: the backend the user named (``--backend``).
         """
+        if prefer:
+            return self.chosen(prefer, source if scheme_of(source) or not scheme_of(dest) else dest)
         if not scheme_of(source) and not scheme_of(dest):
             for everything in (False, True):
                 self._load(everything)
@@ -90,8 +92,20 @@ class Registry:
             return self.for_url(source)
         return self.for_url(dest)
 
-    def for_url(self, url: str) -> Backend:
-        """The backend that claims the URL's scheme."""
+    def chosen(self, name: str, url: str) -> Backend:
+        """The backend the user named, if it can take ``url``: its own schemes or the ones it takes when asked
+        (``also_schemes``: GridFTP for an ftp:// GridFTP server)."""
+        backend = self.get(name)
+        scheme = scheme_of(url)
+        if scheme and scheme not in (*backend.schemes, *getattr(backend, "also_schemes", ())):
+            takes = ", ".join(s + "://" for s in (*backend.schemes, *getattr(backend, "also_schemes", ())))
+            raise BadRequest(f"The {name} backend cannot take {scheme}:// addresses; it takes {takes or 'none'}.")
+        return backend
+
+    def for_url(self, url: str, prefer: str | None = None) -> Backend:
+        """The backend that claims the URL's scheme (or the one the user named)."""
+        if prefer:
+            return self.chosen(prefer, url)
         scheme = scheme_of(url)
         if scheme and "://" in url:
             _check_authority(url)

@@ -56,7 +56,10 @@ def _uncapped_note(options: TransferOptions) -> str | None:
 
 class GridftpBackend:
     name = "gridftp"
-    schemes = SCHEMES
+    #: ftp:// belongs to the native FTP backend; a GridFTP server reached over ftp:// uses this backend when it is
+    #: named (``--backend gridftp``), for its parallel MODE E, server checksums and third-party copies
+    schemes = ("gsiftp", "sshftp")
+    also_schemes = ("ftp",)
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, third_party=True,
                         checksums=("sha256",))
     options_type = GridftpOptions

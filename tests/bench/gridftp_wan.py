@@ -74,7 +74,7 @@ class Client:
         home = tempfile.mkdtemp(prefix="ferryhome", dir=self.work)
         env = dict(os.environ, LABFERRY_HOME=home)
         spent, out = timed([*self.ns, sys.executable, "-m", "app", "copy", self.url, str(dest), "--streams", streams,
-                            "--json", "-q", *([] if verify else ["--no-verify"])], env)
+                            "--json", "-q", "--backend", "gridftp", *([] if verify else ["--no-verify"])], env)
         result = json.loads(out.strip().splitlines()[-1])
         assert result["verified"] == verify, result
         return mbps(self.size, spent), int(result["streams"])

@@ -153,6 +153,9 @@ class Gridftp(Target):
     def url_of(self, path: Path, folder: bool) -> str:
         return self.server.url(path, folder=folder)
 
+    def args(self) -> list[str]:
+        return ["--backend", "gridftp"]  # a GridFTP server over ftp://, which is the native FTP backend's otherwise
+
     def hand_over(self, path: Path) -> None:
         self.server.give(path)
         if os.geteuid() == 0:

@@ -13,8 +13,25 @@ import pytest
 from app.engine import Engine, JobState, RetryPolicy
 from backends.core.base import TransferOptions
 
-from .conftest import MiB, labferry, popen_labferry, sha256_of, write_random
+from .conftest import MiB, sha256_of, write_random
+from .conftest import labferry as _labferry
+from .conftest import popen_labferry as _popen_labferry
 from .test_https_errors import assert_clean_failure
+
+
+def _gridftp(args: tuple[str, ...]) -> tuple[str, ...]:
+    """ftp:// belongs to the native FTP backend; this server is a GridFTP server, reached with --backend gridftp."""
+    if args and args[0] == "copy" and any(a.startswith("ftp://") for a in args[1:3]):
+        return (*args, "--backend", "gridftp")
+    return args
+
+
+def labferry(*args: str, **kw):
+    return _labferry(*_gridftp(args), **kw)
+
+
+def popen_labferry(*args: str, **kw):
+    return _popen_labferry(*_gridftp(args), **kw)
 
 
 def result_of(proc) -> dict:
@@ -249,7 +266,7 @@ def test_jobs_side_by_side_each_finish_exact(gridftp, tmp_path):
         gridftp.give(gridftp.data / name)
     with Engine(max_jobs=3, retry=RetryPolicy(max_retries=0)) as engine:
         jobs = [engine.submit(gridftp.url(gridftp.data / name), str(tmp_path / name),
-                              TransferOptions(streams=2, limit_rate=8 * MiB)) for name in names]
+                              TransferOptions(streams=2, limit_rate=8 * MiB), "gridftp") for name in names]
         finals = [engine.wait(job.id, timeout=120) for job in jobs]
     assert [f.state for f in finals] == [JobState.DONE] * 3, [f.error for f in finals]
     assert all(sha256_of(tmp_path / name) == digest for name, digest in names.items())

@@ -75,7 +75,8 @@ def test_ssh_preflight_of_a_named_file(sshd, remote_big, ferry_home):
 
 
 def test_gridftp_preflight_reads_the_servers_dev_zero(gridftp, ferry_home):
-    proc = labferry("preflight", gridftp.url("/"), "--json", "--quick", "--max-streams", "4", env_home=ferry_home)
+    proc = labferry("preflight", gridftp.url("/"), "--backend", "gridftp", "--json", "--quick", "--max-streams", "4",
+                    env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     out = last_json(proc)
     check_result(out, "gridftp")

@@ -1,0 +1,76 @@
+"""Plain FTP and explicit FTPS (``ftp://``, ``ftps://``), natively on the engine's asyncio loop (aioftp).
+
+The public archives (ENA, NCBI, Ensembl, UCSC) and many sequencing cores serve plain FTP; a laptop has no
+Globus tools, and a stock vsftpd or ProFTPD speaks none of GridFTP's extensions. So Ferry speaks FTP itself:
+only the commands a server announced (``control.py``), one big file over several connections with
+``REST``+``RETR`` per range (``download.py``), anonymous logins by default, a user's password from the
+address or a site profile's keyring secret. ``gsiftp://`` and ``sshftp://`` stay with the GridFTP backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..core.errors import BadRequest
+from ..core.options import read_options
+from ..core.registry import scheme_of
+from ..streams.partfile import check_destination
+from .address import SCHEMES, FtpAddress
+from .options import FtpOptions
+
+
+class FtpBackend:
+    name = "ftp"
+    schemes = SCHEMES
+    caps = Capabilities(streams=True, resume=True, download=True, checksums=("sha256", "md5"))
+    options_type = FtpOptions
+
+    def available(self) -> Availability:
+        return Availability(True)
+
+    def check(self, request: TransferRequest) -> None:
+        if scheme_of(request.source) not in SCHEMES:
+            raise BadRequest("Uploads over plain FTP are not supported yet; use sftp:// or gsiftp://, or fetch "
+                             "from the FTP server to here.")
+        FtpAddress.parse(request.source)
+        if "://" in request.dest:
+            raise BadRequest("FTP downloads go to a local file or folder; copy to here first.")
+        check_destination(Path(request.dest), request.options.overwrite)
+
+    def _connector(self, address: FtpAddress, options: TransferOptions):
+        from .control import FtpControl
+
+        settings = read_options(FtpOptions, options.backend_options)
+
+        async def connect() -> FtpControl:
+            return await FtpControl(address, ca_file=options.ca_file, insecure=options.insecure,
+                                    stall_seconds=settings.stall_seconds).open()
+        return connect
+
+    async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
+        address = FtpAddress.parse(url)
+        lead = await self._connector(address, options)()
+        try:
+            entry = await lead.entry(address.path)
+        finally:
+            await lead.close()
+        return RemoteInfo(url=address.shown, size=entry.size, last_modified=entry.modified,
+                          accepts_ranges=lead.can_resume, is_dir=entry.kind == "dir")
+
+    async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
+        from .download import download_file
+
+        self.check(request)
+        address = FtpAddress.parse(request.source)
+        connect = self._connector(address, request.options)
+        lead = await connect()
+        try:
+            entry = await lead.entry(address.path)
+            if entry.kind == "dir":
+                raise BadRequest(f"{address.shown} is a folder; FTP folder downloads are not supported yet. Copy "
+                                 "its files one by one.")
+            sink.stage("transferring")
+            return await download_file(address, entry, request, sink, connect, lead)
+        finally:
+            await lead.close()

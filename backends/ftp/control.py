@@ -1,0 +1,185 @@
+"""One FTP control connection (aioftp underneath): login, what the server announced, sizes, dates, listings.
+
+Only commands the server announced in ``FEAT`` are sent: ``MLST``/``MLSD`` when offered, else ``SIZE``,
+``MDTM`` and a parsed ``LIST``; ``EPSV`` when offered, else ``PASV``; ``REST STREAM`` for ranges. Nothing of
+GridFTP's (``MODE E``, ``MLSR``, ``SPAS``) ever goes to a plain FTP server. Explicit FTPS (``AUTH TLS``) is
+verified as HTTPS is: the system's trust store or ``--ca-file``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import aioftp
+
+from .address import FtpAddress
+from .faults import ftp_error, not_utf8
+
+CONNECT_SECONDS = 30.0
+#: how long a reply may take once a data connection was closed early (the end of a range)
+REPLY_AFTER_CLOSE = 15.0
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # "file", "dir" or "link"
+    size: int | None
+    modified: str | None  # YYYYMMDDhhmmss (UTC), as MDTM and MLSD give it
+
+
+def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
+    if insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
+    from ..https.trust import verified_context  # the same trust as HTTPS: system store plus a lab CA
+
+    return verified_context(ca_file)
+
+
+class FtpControl:
+    def __init__(self, address: FtpAddress, *, ca_file: str | None = None, insecure: bool = False,
+                 stall_seconds: float = 60.0) -> None:
+        self.address = address
+        self.ca_file, self.insecure = ca_file, insecure
+        self.client = aioftp.Client(socket_timeout=stall_seconds, connection_timeout=CONNECT_SECONDS,
+                                    encoding="utf-8")
+        self.features: set[str] = set()
+        self.home: str | None = None
+
+    # -- opening -----------------------------------------------------------------------
+    async def open(self) -> FtpControl:
+        address = self.address
+        step = "connect"
+        try:
+            await self.client.connect(address.host, address.port)
+            if address.scheme == "ftps":
+                step = "tls"
+                await self.client.upgrade_to_tls(tls_context(self.ca_file, self.insecure))
+            step = "login"
+            await self.client.login(address.user, address.password)
+            step = "feat"
+            self.features = await self._features()
+            self.client._passive_commands = ("epsv", "pasv") if "EPSV" in self.features else ("pasv",)
+            if "UTF8" in self.features:
+                await self.client.command("OPTS UTF8 ON", ("2xx", "5xx"))
+        except BaseException as exc:
+            self.abandon()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise ftp_error(exc, address, step=step) from exc
+        return self
+
+    async def _features(self) -> set[str]:
+        """The first word of each ``FEAT`` line (MLST, SIZE, MDTM, REST, EPSV, UTF8, HASH…); none when the server
+        does not know FEAT (an old server: then only RFC 959's own commands are used)."""
+        code, lines = await self.client.command("FEAT", ("211", "5xx"))
+        if not str(code).startswith("211"):
+            return set()
+        found = set()
+        for line in lines[1:-1]:
+            word = line.strip().split(" ", 1)
+            if word and word[0]:
+                found.add(word[0].upper())
+                if word[0].upper() == "REST" and len(word) > 1:
+                    found.add("REST " + word[1].strip().upper())
+        return found
+
+    @property
+    def can_resume(self) -> bool:
+        return "REST STREAM" in self.features or "REST" in self.features
+
+    # -- asking about paths ---------------------------------------------------------------
+    async def entry(self, path: str) -> Entry:
+        """What ``path`` is: file (with size and date), folder, or NotFound."""
+        try:
+            if "MLST" in self.features:
+                code, lines = await self.client.command(f"MLST {path}", "2xx")
+                fact_line = next((ln for ln in lines[1:] if ";" in ln), lines[-1])
+                _, info = self.client.parse_mlsx_line(fact_line.lstrip())
+                return _entry(PurePosixPath(path).name, info)
+            size = await self._number("SIZE", path) if "SIZE" in self.features else None
+            if size is None and await self._is_folder(path):
+                return Entry(PurePosixPath(path).name, "dir", None, None)
+            modified = await self._text("MDTM", path) if "MDTM" in self.features else None
+            if size is None and modified is None:
+                raise aioftp.StatusCodeError(aioftp.Code("2xx"), aioftp.Code("550"), [f" {path}: no such file"])
+            return Entry(PurePosixPath(path).name, "file", size, modified)
+        except Exception as exc:
+            raise ftp_error(exc, self.address, step="stat", path=path) from exc
+
+    async def _number(self, command: str, path: str) -> int | None:
+        text = await self._text(command, path)
+        return int(text) if text and text.isdigit() else None
+
+    async def _text(self, command: str, path: str) -> str | None:
+        code, lines = await self.client.command(f"{command} {path}", ("213", "5xx"))
+        if not str(code).startswith("213"):
+            return None
+        return lines[-1].strip().split(" ")[-1]
+
+    async def _is_folder(self, path: str) -> bool:
+        """Without MLST: a folder is a path the server lets us change into (and back out of)."""
+        if self.home is None:
+            self.home = str(await self.client.get_current_directory())
+        code, _ = await self.client.command(f"CWD {path}", ("2xx", "5xx"))
+        if not str(code).startswith("2"):
+            return False
+        await self.client.command(f"CWD {self.home}", "2xx")
+        return True
+
+    async def listing(self, path: str) -> list[Entry]:
+        """The folder's entries, by ``MLSD`` when announced, else by ``LIST`` (Unix or Windows format)."""
+        command = "MLSD" if "MLST" in self.features else "LIST"
+        try:
+            found = []
+            for name, info in await self.client.list(path, raw_command=command):
+                found.append(_entry(PurePosixPath(name).name, info))
+            return found
+        except UnicodeDecodeError:
+            raise not_utf8(self.address, path) from None
+        except Exception as exc:
+            raise ftp_error(exc, self.address, step="list", path=path) from exc
+
+    # -- reading -----------------------------------------------------------------------------
+    async def read_from(self, path: str, offset: int):
+        """A data stream of ``path`` from ``offset`` (``REST`` then ``RETR``)."""
+        try:
+            return await self.client.get_stream(f"RETR {path}", "1xx", offset=offset)
+        except Exception as exc:
+            raise ftp_error(exc, self.address, step="read", path=path) from exc
+
+    async def end_read(self, stream, *, complete: bool) -> None:
+        """Close a data stream. At the end of the file the server says 226; closed early (the end of a range),
+        it says 426 or 226 (or 450/451): any reply means the control connection is ready again."""
+        if complete:
+            await stream.finish()
+            return
+        stream.close()
+        await asyncio.wait_for(self.client.command(None, ("2xx", "4xx", "5xx"), "1xx"), REPLY_AFTER_CLOSE)
+
+    # -- closing -------------------------------------------------------------------------------
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.quit(), 5)
+        except (Exception, asyncio.CancelledError):
+            pass
+        self.abandon()
+
+    def abandon(self) -> None:
+        try:
+            self.client.close()
+        except Exception:
+            pass
+
+
+def _entry(name: str, info: dict) -> Entry:
+    kind = info.get("type", "file")
+    kind = "dir" if kind in ("dir", "cdir", "pdir") else "link" if kind == "link" else "file"
+    size = info.get("size")
+    return Entry(name, kind, int(size) if size is not None and str(size).isdigit() else None, info.get("modify"))

@@ -1,0 +1,227 @@
+"""One file from an FTP server over N connections: each lease is ``REST offset`` + ``RETR``, its data
+connection closed at the end of the range, driven by the same ParallelTransfer/ChunkMap/StreamTuner as
+HTTPS and SSH. A server that takes no more connections (421) lowers the streams instead of failing the job.
+
+Resume after a kill is trusted only while ``SIZE`` and ``MDTM`` (or MLST's size and modify facts) still
+match; the SHA-256 is computed while the file arrives; a server checksum (``HASH``, ``XSHA256``, ``XMD5``)
+or a published ``NAME.sha256``/``NAME.md5`` is compared when there is one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from ..core.base import Checksum, Result, Sink, TransferRequest
+from ..core.checksums import SIDECARS, parse_sidecar
+from ..core.errors import Corrupt, RemoteChanged, TransferError
+from ..host.netprobe import connect_time
+from ..streams.chunks import ChunkMap, Lease
+from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.parallel import ParallelTransfer
+from ..streams.partfile import Identity, PartFile, human_size, room_for
+from ..streams.ratelimit import limiter_for
+from ..streams.tuner import StreamTuner
+from .address import FtpAddress
+from .control import Entry, FtpControl
+from .faults import ServerFull, ftp_error
+
+START_STREAMS = 4
+SIDECAR_LIMIT = 64 * 1024
+MAX_RESTARTS = 3
+
+
+class FtpStreams(ParallelTransfer):
+    """Streams reading ranges of one file, each on its own logged-in control connection."""
+
+    def __init__(self, address: FtpAddress, connect, chunks: ChunkMap, *, part: PartFile, **kw) -> None:
+        super().__init__(chunks, record=part, **kw)
+        self.address, self.connect, self.part = address, connect, part
+        self.lowered_to: int | None = None  # the server's connection limit, once it said one (421)
+
+    async def open_stream(self) -> FtpControl:
+        try:
+            return await self.connect()
+        except ServerFull:
+            if self._connected == 0:
+                raise
+            self.lowered_to = self._connected  # the server's limit: stay at what it took
+            self.target = min(self.target, self._connected)
+            self.max_streams = self._connected
+            if self.tuner:
+                self.tuner.maximum = self.tuner.streams = self._connected
+                self.tuner.settled = True
+            raise StreamNotNeeded() from None
+
+    async def close_stream(self, stream: FtpControl) -> None:
+        if stream is not None:
+            await stream.close()
+
+    async def path_rtt(self) -> float | None:
+        return await connect_time(self.address.host, self.address.port)
+
+    def classify(self, exc: BaseException) -> TransferError:
+        if isinstance(exc, StreamNotNeeded):
+            return exc
+        return ftp_error(exc, self.address, step="read", path=self.address.path, started=True)
+
+    async def move(self, lease: Lease, control: FtpControl) -> None:
+        if lease.cursor and not control.can_resume:
+            raise TransferError(f"The FTP server at {self.address.where} cannot start a file in the middle (it "
+                                "does not announce REST STREAM), so only one stream from the start can be used.")
+        stream = await control.read_from(self.address.path, lease.cursor)
+        complete = False
+        try:
+            while lease.cursor < lease.end:
+                data = await stream.read(1 << 20)
+                if not data:
+                    complete = True
+                    break
+                take = min(len(data), lease.end - lease.cursor)
+                self.part.write(data if take == len(data) else memoryview(data)[:take], lease.cursor)
+                self.account(lease, len(data))
+                if self.limiter:
+                    await self.limiter.consume(len(data))
+            complete = complete or lease.end >= self.chunks.size
+        finally:
+            try:
+                await control.end_read(stream, complete=complete)
+            except (Exception, asyncio.TimeoutError) as exc:
+                raise ftp_error(exc, self.address, step="read", started=True) from exc
+        if lease.cursor < lease.end:
+            raise ftp_error(ConnectionError("the data connection closed before the range was complete"),
+                            self.address, step="read", started=True)
+
+
+class StreamNotNeeded(TransferError):
+    """An extra stream the server has no room for: it bows out, the others go on."""
+
+
+async def download_file(address: FtpAddress, entry: Entry, request: TransferRequest, sink: Sink, connect,
+                        lead: FtpControl) -> Result:
+    began = time.monotonic()
+    opts = request.options
+    source = address.shown
+    part = PartFile(request.dest)
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        sink.note(text)
+
+    if entry.size is None:
+        raise TransferError(f"The FTP server at {address.where} does not tell the size of {source} (no SIZE or "
+                            "MLST), so Ferry cannot check the copy. Ask its owner, or fetch it another way.")
+    restarts, fetched, peak, resumed = 0, 0, 0, 0
+    part.lock()
+    try:
+        while True:
+            identity = Identity(source, entry.size, None, entry.modified)
+            done = part.adopt(identity, proven_later=opts.checksum is not None)
+            resumed = sum(e - s for s, e in done)
+            room_for(Path(request.dest), entry.size, resumed)
+            if resumed:
+                note(f"Resuming: {human_size(resumed)} of {human_size(entry.size)} was already here.")
+            elif not entry.modified:
+                note(f"The FTP server gives no modification time for {source}, so an interrupted copy starts over.")
+            hasher = FollowingHasher(part.part, ("sha256", "md5"))
+            tuner = None
+            if opts.streams == "auto" and lead.can_resume:
+                start = min(opts.initial_streams or START_STREAMS, opts.max_streams)
+                tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=0.05)
+            streams = 1 if not lead.can_resume else (tuner.streams if tuner else int(opts.streams))
+            run = FtpStreams(address, connect, ChunkMap(entry.size, done), part=part, sink=sink,
+                             limiter=limiter_for(opts), tuner=tuner, streams=streams, max_streams=opts.max_streams)
+            run.hasher = hasher
+            try:
+                await run.run()
+                digests = await asyncio.to_thread(hasher.finish, entry.size)
+            finally:
+                hasher.stop()
+                fetched += run.moved
+                peak = max(peak, run.peak_streams)
+            if run.lowered_to:
+                note(f"The FTP server took at most {run.lowered_to} connections at once, so Ferry used "
+                     f"{run.lowered_to} streams.")
+            now = await lead.entry(address.path)
+            if (now.size, now.modified) == (entry.size, entry.modified):
+                break
+            restarts += 1
+            if restarts > MAX_RESTARTS:
+                raise RemoteChanged(f"The file at {source} kept changing on the server. Wait until it is complete "
+                                    "there, then try again.")
+            note(f"The file at {source} changed on the server during the copy; starting again.")
+            entry = now
+            part.restart()
+        verified, method = await _verify(address, lead, digests, opts.checksum, part, opts.verify)
+        part.finish(entry.size)
+    except BaseException:
+        part.close()
+        raise
+    if tuner and tuner.history:
+        notes.append("Streams: " + ", ".join(f"{n} → {r * 8 / 1e6:.0f} Mbit/s" for n, r in tuner.history))
+    return Result(bytes=entry.size, seconds=time.monotonic() - began, streams=peak, sha256=digests["sha256"],
+                  verified=verified, verify_method=method, peer_host=address.host, restarts=restarts,
+                  bytes_fetched=fetched, resumed_from=resumed if restarts == 0 else 0, notes=notes)
+
+
+async def _verify(address: FtpAddress, lead: FtpControl, digests: dict[str, str], given: Checksum | None,
+                  part: PartFile, compare: bool) -> tuple[bool, str]:
+    expected = given
+    if expected is None and compare:
+        expected = await server_checksum(lead, address.path) or await sidecar(lead, address)
+    if expected is None:
+        return False, "no checksum given, offered or published; size and modification time checked"
+    actual = digests.get(expected.algorithm)
+    if actual is None:
+        actual = (await asyncio.to_thread(hash_file, part.part, (expected.algorithm,)))[expected.algorithm]
+    who = "you gave" if expected.source == "given" else f"from {expected.source}"
+    if actual != expected.hexdigest.lower():
+        part.state.unlink(missing_ok=True)
+        raise Corrupt(f"The downloaded data does not match the {expected.algorithm} checksum {who} (expected "
+                      f"{expected.hexdigest[:16]}…, got {actual[:16]}…). It was kept as {part.part}; run the "
+                      "transfer again, and if it fails again ask the server's owner whether the checksum is current.")
+    return True, f"{expected.algorithm} {who} matched"
+
+
+async def server_checksum(control: FtpControl, path: str) -> Checksum | None:
+    """The server's own checksum, by the command it announced (``HASH``, ``XSHA256``, ``XMD5``)."""
+    client, features = control.client, control.features
+    try:
+        if "HASH" in features:
+            for algorithm, name in (("sha256", "SHA-256"), ("md5", "MD5")):
+                code, _ = await client.command(f"OPTS HASH {name}", ("2xx", "5xx"))
+                if str(code).startswith("2"):
+                    code, lines = await client.command(f"HASH {path}", ("213", "5xx"))
+                    if str(code) == "213":
+                        return Checksum(algorithm, lines[-1].split()[2].lower(), source="the server's HASH")
+        for command, algorithm in (("XSHA256", "sha256"), ("XMD5", "md5")):
+            if command in features:
+                code, lines = await client.command(f"{command} {path}", ("2xx", "5xx"))
+                if str(code).startswith("2"):
+                    return Checksum(algorithm, lines[-1].split()[-1].lower(), source=f"the server's {command}")
+    except (Exception, asyncio.TimeoutError):
+        return None
+    return None
+
+
+async def sidecar(control: FtpControl, address: FtpAddress) -> Checksum | None:
+    """``NAME.sha256`` (or ``.md5``) published next to the file, read over the same connection."""
+    for algorithm, suffix in SIDECARS:
+        path = address.path + suffix
+        try:
+            stream = await control.client.get_stream(f"RETR {path}", "1xx")
+        except (Exception, asyncio.TimeoutError):
+            continue
+        text = b""
+        try:
+            while len(text) < SIDECAR_LIMIT and (chunk := await stream.read(65536)):
+                text += chunk
+            await control.end_read(stream, complete=len(text) < SIDECAR_LIMIT)
+        except (Exception, asyncio.TimeoutError):
+            return None
+        digest = parse_sidecar(text.decode("utf-8", "replace"), algorithm, address.name)
+        if digest:
+            return Checksum(algorithm, digest, source=f"the server's {address.name}{suffix}")
+    return None

@@ -1,0 +1,111 @@
+"""Real FTP servers on 127.0.0.1 for tests and benchmarks: a stock vsftpd (Debian's package) and ProFTPD.
+
+Each serves an anonymous area (read-only, as the public archives are) and a password user (the SSH tests'
+Unix user, whose login folder is ``user_root``; as root only). vsftpd checks the password through PAM;
+ProFTPD through its own password file. Both run in the foreground with their config in a temporary folder.
+The two conflict as Debian packages, so ProFTPD is unpacked from its .deb (``tests/system-deps.sh``).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import time
+from pathlib import Path
+
+from .nginx import free_port, stop_process, wait_for_port
+from .sshd import TEST_PASSWORD, ensure_test_user
+
+PROFTPD_ROOT = Path(os.environ.get("LABFERRY_PROFTPD_ROOT", "/opt/labferry-tests/proftpd"))
+
+
+class _FtpServer:
+    name = "ftp"
+
+    def __init__(self, root: Path, *, max_per_ip: int = 0) -> None:
+        self.root = root
+        self.anon = root / "anon"
+        self.user_root = root / "user"
+        self.max_per_ip = max_per_ip
+        for folder in (self.root, self.anon, self.user_root):
+            folder.mkdir(parents=True, exist_ok=True)
+            os.chmod(folder, 0o755)
+        self.user = ensure_test_user(root / "home")
+        self.password = TEST_PASSWORD
+        if os.geteuid() == 0:
+            os.chown(self.user_root, pwd.getpwnam(self.user).pw_uid, pwd.getpwnam(self.user).pw_gid)
+        self.port = free_port()
+        self.pasv = (free_port(), 0)
+        self.proc: subprocess.Popen | None = None
+
+    def url(self, path: str = "", *, user: bool = False, scheme: str = "ftp") -> str:
+        login = f"{self.user}:{self.password}@" if user else ""
+        return f"{scheme}://{login}127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def give(self, path: Path) -> None:
+        """Hand a file or folder under ``user_root`` to the FTP user (as root)."""
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "-R", f"{self.user}:", str(path)], check=True)
+
+    def argv(self, conf: Path) -> list[str]:
+        raise NotImplementedError
+
+    def config(self) -> str:
+        raise NotImplementedError
+
+    def start(self):
+        conf = self.root / f"{self.name}.conf"
+        conf.write_text(self.config())
+        self.proc = subprocess.Popen(self.argv(conf), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            wait_for_port(self.port)
+        except RuntimeError:
+            err = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
+            self.stop()
+            raise RuntimeError(f"{self.name} did not start: {err}") from None
+        return self
+
+    def stop(self) -> None:
+        stop_process(self.proc)
+        self.proc = None
+
+    def restart(self, pause: float = 0.0) -> None:
+        self.stop()
+        time.sleep(pause)
+        self.start()
+
+
+class Vsftpd(_FtpServer):
+    name = "vsftpd"
+
+    def argv(self, conf: Path) -> list[str]:
+        return ["/usr/sbin/vsftpd", str(conf)]
+
+    def config(self) -> str:
+        Path("/var/run/vsftpd/empty").mkdir(parents=True, exist_ok=True)
+        return f"""
+listen=YES
+listen_ipv6=NO
+listen_address=127.0.0.1
+listen_port={self.port}
+background=NO
+anonymous_enable=YES
+anon_root={self.anon}
+no_anon_password=YES
+anon_upload_enable=NO
+local_enable=YES
+local_root={self.user_root}
+write_enable=YES
+local_umask=022
+pam_service_name=vsftpd
+pasv_enable=YES
+pasv_address=127.0.0.1
+max_clients=200
+max_per_ip={self.max_per_ip}
+seccomp_sandbox=NO
+secure_chroot_dir=/var/run/vsftpd/empty
+xferlog_enable=YES
+vsftpd_log_file={self.root}/vsftpd.log
+use_localtime=NO
+"""
