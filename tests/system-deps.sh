@@ -9,6 +9,7 @@ command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v ssh     >/dev/null 2>&1 || need="$need openssh-client"
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || need="$need openssh-server"
 [ -x /usr/sbin/apache2 ] || command -v apache2 >/dev/null 2>&1 || need="$need apache2"
+[ -x /usr/sbin/vsftpd ] || command -v vsftpd >/dev/null 2>&1 || need="$need vsftpd"
 command -v pdftotext >/dev/null 2>&1 || need="$need poppler-utils"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \

@@ -163,7 +163,6 @@ class ParallelTransfer:
             if len(self._workers) >= self.max_streams:
                 break
             self._workers.add(asyncio.create_task(self._worker()))
-        self.peak_streams = max(self.peak_streams, len(self._workers))
 
     @property
     def streams(self) -> int:
@@ -234,6 +233,7 @@ class ParallelTransfer:
         number = next(self._numbers)
         self._stream_moved[number] = 0
         self._connected += 1
+        self.peak_streams = max(self.peak_streams, self._connected)  # streams that really ran, not tasks begun
         try:
             await self._leases(stream, number)
         finally:

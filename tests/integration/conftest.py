@@ -77,6 +77,33 @@ def apache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def vsftpd(tmp_path_factory):
+    """A stock vsftpd (Debian's package): anonymous area and a password user, protocol log on."""
+    from tests.servers.ftp import Vsftpd
+
+    require("vsftpd")
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp("vsftpd")
+    os.chmod(root, 0o755)
+    server = Vsftpd(root / "server").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def vsftpd_limited(tmp_path_factory):
+    """The same vsftpd with at most 3 connections per client address (a 421 past that)."""
+    from tests.servers.ftp import Vsftpd
+
+    require("vsftpd")
+    root = tmp_path_factory.mktemp("vsftpd-limited")
+    os.chmod(root, 0o755)
+    server = Vsftpd(root / "server", max_per_ip=3).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def big_file(nginx) -> DataFile:
     """200 MiB, with a published big.bin.sha256 sidecar."""
     path = nginx.data / "big.bin"

@@ -82,6 +82,17 @@ class Vsftpd(_FtpServer):
     def argv(self, conf: Path) -> list[str]:
         return ["/usr/sbin/vsftpd", str(conf)]
 
+    def commands(self) -> list[str]:
+        """Every command clients sent so far (vsftpd's protocol log), e.g. ``RETR big.bin``."""
+        log = self.root / "vsftpd.log"
+        if not log.exists():
+            return []
+        found = []
+        for line in log.read_text(errors="replace").splitlines():
+            if 'FTP command: Client "' in line:
+                found.append(line.split('", "', 1)[-1].rstrip('"'))
+        return found
+
     def config(self) -> str:
         Path("/var/run/vsftpd/empty").mkdir(parents=True, exist_ok=True)
         return f"""
@@ -106,6 +117,8 @@ max_per_ip={self.max_per_ip}
 seccomp_sandbox=NO
 secure_chroot_dir=/var/run/vsftpd/empty
 xferlog_enable=YES
+xferlog_std_format=NO
+log_ftp_protocol=YES
 vsftpd_log_file={self.root}/vsftpd.log
 use_localtime=NO
 """
