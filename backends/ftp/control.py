@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 
 import aioftp
 
+from ..core.errors import BadRequest
 from .address import FtpAddress
 from .faults import ftp_error, not_utf8
 
@@ -37,9 +38,14 @@ def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         return ctx
-    from ..https.trust import verified_context  # the same trust as HTTPS: system store plus a lab CA
-
-    return verified_context(ca_file)
+    ctx = ssl.create_default_context()  # the system's trust store, plus a lab's CA with --ca-file
+    if ca_file:
+        try:
+            ctx.load_verify_locations(ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise BadRequest(f"Could not read the CA file {ca_file} ({exc}). Give a PEM file with the lab's CA.") \
+                from None
+    return ctx
 
 
 class FtpControl:
