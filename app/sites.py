@@ -15,9 +15,9 @@ from urllib.parse import quote
 from backends.core.errors import AuthError, BadRequest, NotFound
 
 SERVICE = "labferry"
-PROTOCOLS = ("sftp", "scp", "https", "http", "gsiftp", "ftp", "sshftp")
+PROTOCOLS = ("sftp", "scp", "https", "http", "ftp", "ftps", "gsiftp", "sshftp")
 #: protocols whose login may take a password (GridFTP's gsiftp uses certificates, sshftp SSH keys)
-PASSWORD_PROTOCOLS = ("sftp", "scp", "https", "http", "ftp")
+PASSWORD_PROTOCOLS = ("sftp", "scp", "https", "http", "ftp", "ftps")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -49,7 +49,13 @@ class Site:
         full = f"{folder}/{path.lstrip('/')}" if path else (folder or "/")
         if path.endswith("/") and not full.endswith("/"):
             full += "/"
-        if not full.startswith("/"):
+        if self.protocol in ("ftp", "ftps"):
+            # RFC 1738: ftp://host/x is under the login folder, ftp://host//x the absolute /x
+            rel = path.lstrip("/")
+            full = "/" + (f"{folder}/{rel}" if folder and rel else folder or rel)
+            if path.endswith("/") and not full.endswith("/"):
+                full += "/"
+        elif not full.startswith("/"):
             # SSH: relative to the login folder; GridFTP paths are root-relative
             full = ("/~/" if self.protocol in ("sftp", "scp") else "/") + full
         auth = ""

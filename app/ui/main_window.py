@@ -218,10 +218,10 @@ class MainWindow(HistoryTab, QMainWindow):
                         limit_rate=values["limit_rate"], **values["existing"])
 
     def browse_site(self, parent) -> str | None:
-        """Pick a file or folder on an SSH or GridFTP site; returns ``site:NAME/path``."""
-        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp", "ftp")]
+        """Pick a file or folder on an SSH or FTP site; returns ``site:NAME/path``."""
+        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp", "ftp", "ftps")]
         if not sites:
-            self._show_error("Browsing works for SSH sites (sftp, scp) and ftp:// GridFTP sites; add one first.")
+            self._show_error("Browsing works for SSH sites (sftp, scp) and FTP sites (ftp, ftps); add one first.")
             return None
         name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
         if not ok:

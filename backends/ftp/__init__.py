@@ -58,6 +58,18 @@ class FtpBackend:
         return RemoteInfo(url=address.shown, size=entry.size, last_modified=entry.modified,
                           accepts_ranges=lead.can_resume, is_dir=entry.kind == "dir")
 
+    async def listdir(self, url: str, options: TransferOptions) -> list:
+        """One folder's entries, for the window's site browser (``MLSD`` or ``LIST``, as announced)."""
+        from .control import Listed
+
+        address = FtpAddress.parse(url)
+        lead = await self._connector(address, options)()
+        try:
+            entries = await lead.listing(address.path)
+        finally:
+            await lead.close()
+        return [Listed.of(entry) for entry in entries if entry.kind != "link"]
+
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         from .download import download_file
 

@@ -9,7 +9,9 @@ verified as HTTPS is: the system's trust store or ``--ca-file``.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -30,6 +32,25 @@ class Entry:
     kind: str  # "file", "dir" or "link"
     size: int | None
     modified: str | None  # YYYYMMDDhhmmss (UTC), as MDTM and MLSD give it
+
+
+@dataclass
+class Listed:
+    """An entry as the site browser shows it (the same fields as the other backends' listings)."""
+
+    rel: str
+    is_dir: bool
+    size: int
+    mtime: float | None
+    mode: int | None = None
+
+    @classmethod
+    def of(cls, entry: Entry) -> Listed:
+        when = None
+        if entry.modified and entry.modified[:14].isdigit():
+            stamp = entry.modified[:14]
+            when = calendar.timegm(time.strptime(stamp, "%Y%m%d%H%M%S"))
+        return cls(entry.name, entry.kind == "dir", entry.size or 0, when)
 
 
 def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:

@@ -54,6 +54,9 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
         if code == "534" or (step == "tls" and code.startswith("5")):
             return TlsError(f"The FTP server at {where} does not offer TLS ({said}). Use ftp:// if plain FTP is "
                             "acceptable on this network.")
+        if code == "550" and step == "read":  # the file was there a moment ago (SIZE or MLST answered)
+            return PermissionDenied(f"The FTP server refused to send {shown} ({said}): this login may not read "
+                                    "it. Ask the server's owner for access.")
         if code.startswith("55") and code in ("550", "551", "553") and step in ("stat", "read", "list"):
             return NotFound(f"The FTP server has no {'folder' if step == 'list' else 'file'} at {shown}"
                             f"{f' ({path})' if path and path != address.path else ''} ({said}). Check the address: "

@@ -18,9 +18,10 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures shared with th
     nginx,
     sshd,
     sshd_sftp_only,
+    vsftpd,
 )
 
-TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "torrent")
+TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "torrent")
 #: case name → title, in the table's order (filled by the test module)
 CASES: dict[str, str] = {}
 #: (case, target) → why the case does not apply, or which open bug keeps it from being run
@@ -45,6 +46,8 @@ def target(request, tmp_path_factory):
         made = servers.SftpOnly(request.getfixturevalue("sshd_sftp_only"))
     elif name == "gridftp":
         made = servers.Gridftp(request.getfixturevalue("gridftp"))
+    elif name == "ftp":
+        made = servers.Ftp(request.getfixturevalue("vsftpd"))
     else:
         made = servers.Torrent(tmp_path_factory.mktemp("torrent-target"))
     yield made
@@ -84,8 +87,10 @@ def write_table(path: Path) -> None:
         "",
         "Written by the conformance suite (`tests/conformance/`, part of `make test`) after its last full run,",
         "against the real servers the suite starts on 127.0.0.1: nginx with TLS (https), OpenSSH's sshd (sftp, scp,",
-        "and an account allowed only SFTP), globus-gridftp-server (gridftp, over ftp://) and `labferry seed`",
-        "(torrent). A cell is *passed* or *FAILED* as that run saw it, or says why the case does not apply, or names",
+        "and an account allowed only SFTP), globus-gridftp-server (gridftp, over ftp:// with `--backend gridftp`),",
+        "a stock vsftpd (ftp, Ferry's own FTP client, a password user) and `labferry seed` (torrent). Apache httpd's",
+        "cases (logins, redirect loops, names, bodies without a size) are in tests/integration/test_http_behaviour.py.",
+        "A cell is *passed* or *FAILED* as that run saw it, or says why the case does not apply, or names",
         "the open bug that keeps it from being run yet.",
         "",
         f"{passed} of {len(_outcomes)} run cells passed.",

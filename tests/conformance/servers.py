@@ -117,6 +117,13 @@ class Https(Target):
     def forbidden_url(self, rel: str) -> str:
         return self.server.url("forbidden/" + (self.root / rel).relative_to(self.server.data).as_posix())
 
+    def wrong_login(self, rel: str, tmp_path: Path) -> tuple[str, list[str]]:
+        """An address with a password the server does not accept, and the arguments to go with it."""
+        from tests.servers.nginx import LOGIN_USER
+
+        url = self.server.url("login/" + (self.root / rel).relative_to(self.server.data).as_posix())
+        return url.replace("https://", f"https://{LOGIN_USER}:not-it@"), self.args()
+
 
 class Sftp(Target):
     name = "sftp"
@@ -133,6 +140,14 @@ class Sftp(Target):
 
     def hand_over(self, path: Path) -> None:
         self.server.give(path)
+
+
+    def wrong_login(self, rel: str, tmp_path: Path) -> tuple[str, list[str]]:
+        """An address with a key the server does not accept, and the arguments to go with it."""
+        from tests.servers.sshd import keygen
+
+        stranger = keygen(tmp_path / "stranger")
+        return self.url(rel), ["--identity", str(stranger), "--known-hosts", str(self.server.known_hosts)]
 
 
 class Scp(Sftp):
@@ -161,6 +176,27 @@ class Gridftp(Target):
         if os.geteuid() == 0:
             for found in path.rglob("*"):
                 os.chmod(found, 0o777 if found.is_dir() else 0o666)
+
+
+class Ftp(Target):
+    """A stock vsftpd, its password user's login folder (folders and uploads are not done yet)."""
+
+    name = "ftp"
+    uploads = False
+    folders = False
+
+    def data_dir(self) -> Path:
+        return self.server.user_root
+
+    def url_of(self, path: Path, folder: bool) -> str:
+        rel = path.relative_to(self.server.user_root).as_posix()
+        return self.server.url(rel + ("/" if folder else ""), user=True)
+
+    def hand_over(self, path: Path) -> None:
+        self.server.give(path)
+
+    def wrong_login(self, rel: str, tmp_path: Path) -> tuple[str, list[str]]:
+        return self.url(rel).replace(f":{self.server.password}@", ":not-it@"), []
 
 
 class Torrent(Target):

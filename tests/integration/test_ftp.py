@@ -112,3 +112,18 @@ def test_a_published_sidecar_is_compared(vsftpd, tmp_path, ferry_home):
     proc = labferry("copy", vsftpd.url("sum.bin"), str(tmp_path / "t"), "--json", env_home=ferry_home)
     assert proc.returncode == 6, proc.stderr
     assert not (tmp_path / "t").exists()
+
+
+def test_a_site_profile_sends_its_keyring_password(vsftpd, tmp_path, ferry_home):
+    """A site profile's secret was never sent to an FTP server (exit 3)."""
+    data = vsftpd.user_root / "profile.bam"
+    digest = write_random(data, 2 * MiB, seed=67)
+    vsftpd.give(data)
+    env = dict(os.environ, PYTHON_KEYRING_BACKEND="keyrings.alt.file.PlaintextKeyring",
+               XDG_DATA_HOME=str(tmp_path / "xdg"))
+    add = labferry("sites", "add", "core-ftp", "--protocol", "ftp", "--host", "127.0.0.1", "--port", str(vsftpd.port),
+                   "--user", vsftpd.user, "--ask-secret", env_home=ferry_home, env=env, input=vsftpd.password + "\n")
+    assert add.returncode == 0, add.stderr
+    proc = labferry("copy", "site:core-ftp/profile.bam", str(tmp_path / "p.bam"), env_home=ferry_home, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "p.bam") == digest

@@ -1,7 +1,7 @@
 """Real FTP servers on 127.0.0.1 for tests and benchmarks: a stock vsftpd (Debian's package) and ProFTPD.
 
-Each serves an anonymous area (read-only, as the public archives are) and a password user (the SSH tests'
-Unix user, whose login folder is ``user_root``; as root only). vsftpd checks the password through PAM;
+Each serves an anonymous area (read-only, as the public archives are) and a password user (a Unix user of
+the tests' own, whose login folder is ``user_root``; as root only). vsftpd checks the password through PAM;
 ProFTPD through its own password file. Both run in the foreground with their config in a temporary folder.
 The two conflict as Debian packages, so ProFTPD is unpacked from its .deb (``tests/system-deps.sh``).
 """
@@ -15,7 +15,25 @@ import time
 from pathlib import Path
 
 from .nginx import free_port, stop_process, wait_for_port
-from .sshd import TEST_PASSWORD, ensure_test_user
+
+FTP_USER = "ferryftp"
+FTP_PASSWORD = "ferry-ftp-password"
+
+
+def ensure_ftp_user() -> str:
+    """The Unix user the FTP tests log in as (vsftpd checks it through PAM); its own, so that the SSH tests'
+    user keeps its home and sessions. Without root: the current user (password logins are then not tried)."""
+    import getpass
+
+    if os.geteuid() != 0:
+        return getpass.getuser()
+    try:
+        pwd.getpwnam(FTP_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh",
+                        FTP_USER], check=True)
+    subprocess.run(["chpasswd"], input=f"{FTP_USER}:{FTP_PASSWORD}", text=True, check=True)
+    return FTP_USER
 
 PROFTPD_ROOT = Path(os.environ.get("LABFERRY_PROFTPD_ROOT", "/opt/labferry-tests/proftpd"))
 
@@ -31,8 +49,8 @@ class _FtpServer:
         for folder in (self.root, self.anon, self.user_root):
             folder.mkdir(parents=True, exist_ok=True)
             os.chmod(folder, 0o755)
-        self.user = ensure_test_user(root / "home")
-        self.password = TEST_PASSWORD
+        self.user = ensure_ftp_user()
+        self.password = FTP_PASSWORD
         if os.geteuid() == 0:
             os.chown(self.user_root, pwd.getpwnam(self.user).pw_uid, pwd.getpwnam(self.user).pw_gid)
         self.port = free_port()

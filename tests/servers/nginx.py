@@ -9,6 +9,7 @@ prefix. Locations:
 * ``/slow/``      the same files at ``slow_rate`` per connection (for kills and pauses)
 * ``/norange/``   the same files with byte ranges disabled (``max_ranges 0``)
 * ``/forbidden/`` always 403
+* ``/login/``     the same files behind a Basic login (``LOGIN_USER`` / ``LOGIN_PASSWORD``)
 * ``wrong_port``  the same data behind a certificate for another name
 """
 
@@ -21,6 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
+LOGIN_USER, LOGIN_PASSWORD = "reader", "nginx-secret"
 ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range"'
 
 
@@ -92,6 +94,7 @@ class Nginx:
         return f"{scheme}://{host or self.listen}:{port}/{path.lstrip('/')}"
 
     def config(self) -> str:
+        (self.prefix / "htpasswd").write_text(f"{LOGIN_USER}:{{PLAIN}}{LOGIN_PASSWORD}\n")
         user = "user root root;" if os.geteuid() == 0 else ""
         p, d = self.prefix, self.data
         tls = (f"ssl_certificate {self.certs['server']}; ssl_certificate_key {self.certs['server_key']};"
@@ -101,6 +104,7 @@ class Nginx:
             location /slow/ {{ alias {d}/; limit_rate {self.slow_rate}; }}
             location /norange/ {{ alias {d}/; max_ranges 0; }}
             location /forbidden/ {{ deny all; }}
+            location /login/ {{ alias {d}/; auth_basic "Ferry tests"; auth_basic_user_file {p}/htpasswd; }}
         """
         return f"""
 daemon off;
