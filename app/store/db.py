@@ -8,6 +8,7 @@ transaction, when a database is opened. Never edit a shipped migration: add one.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 MIGRATIONS: list[str] = [
@@ -132,10 +133,24 @@ def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 10000")
     if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+        _while_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
         conn.execute("PRAGMA synchronous = NORMAL")
-        migrate(conn)
+        _while_locked(lambda: migrate(conn))
     return conn
+
+
+def _while_locked(step, seconds: float = 10.0):
+    """``step`` again while another process holds the database: switching a new file to WAL takes an exclusive
+    lock, and SQLite answers "database is locked" at once there instead of waiting out busy_timeout (two
+    ``labferry`` commands started together on a new data folder: one failed)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -44,6 +44,10 @@ class FtpStreams(ParallelTransfer):
         try:
             return await self.connect()
         except ServerFull:
+            for _ in range(50):  # the streams log in together: give the others a moment to be the ones it took
+                if self._connected:
+                    break
+                await asyncio.sleep(0.1)
             if self._connected == 0:
                 raise
             self.lowered_to = self._connected  # the server's limit: stay at what it took
