@@ -45,19 +45,17 @@ class Site:
         return self
 
     def url(self, path: str = "", secret: str | None = None) -> str:
-        folder = self.remote_folder.rstrip("/")
-        full = f"{folder}/{path.lstrip('/')}" if path else (folder or "/")
-        if path.endswith("/") and not full.endswith("/"):
-            full += "/"
+        folder, rel = self.remote_folder.rstrip("/"), path.lstrip("/")
         if self.protocol in ("ftp", "ftps"):
             # RFC 1738: ftp://host/x is under the login folder, ftp://host//x the absolute /x
-            rel = path.lstrip("/")
             full = "/" + (f"{folder}/{rel}" if folder and rel else folder or rel)
-            if path.endswith("/") and not full.endswith("/"):
-                full += "/"
-        elif not full.startswith("/"):
-            # SSH: relative to the login folder; GridFTP paths are root-relative
-            full = ("/~/" if self.protocol in ("sftp", "scp") else "/") + full
+        else:
+            full = f"{folder}/{rel}" if path else (folder or "/")
+            if not full.startswith("/"):
+                # SSH: relative to the login folder; GridFTP paths are root-relative
+                full = ("/~/" if self.protocol in ("sftp", "scp") else "/") + full
+        if path.endswith("/") and not full.endswith("/"):
+            full += "/"
         auth = ""
         if self.user:
             auth = quote(self.user, safe="") + (":" + quote(secret, safe="") if secret else "") + "@"

@@ -97,9 +97,10 @@ class Registry:
         (``also_schemes``: GridFTP for an ftp:// GridFTP server)."""
         backend = self.get(name)
         scheme = scheme_of(url)
-        if scheme and scheme not in (*backend.schemes, *getattr(backend, "also_schemes", ())):
-            takes = ", ".join(s + "://" for s in (*backend.schemes, *getattr(backend, "also_schemes", ())))
-            raise BadRequest(f"The {name} backend cannot take {scheme}:// addresses; it takes {takes or 'none'}.")
+        takes = (*backend.schemes, *getattr(backend, "also_schemes", ()))
+        if scheme and scheme not in takes:
+            raise BadRequest(f"The {name} backend cannot take {scheme}:// addresses; it takes "
+                             f"{', '.join(s + '://' for s in takes) or 'none'}.")
         return backend
 
     def for_url(self, url: str, prefer: str | None = None) -> Backend:

@@ -9,6 +9,7 @@ address or a site profile's keyring secret. ``gsiftp://`` and ``sshftp://`` stay
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
@@ -18,6 +19,16 @@ from ..core.registry import scheme_of
 from ..streams.partfile import check_destination
 from .address import SCHEMES, FtpAddress
 from .options import FtpOptions
+
+
+@asynccontextmanager
+async def _opened(connect):
+    """A lead control connection (sizes, dates, listings, checksums), closed however the work ends."""
+    lead = await connect()
+    try:
+        yield lead
+    finally:
+        await lead.close()
 
 
 class FtpBackend:
@@ -50,11 +61,8 @@ class FtpBackend:
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         address = FtpAddress.parse(url)
-        lead = await self._connector(address, options)()
-        try:
+        async with _opened(self._connector(address, options)) as lead:
             entry = await lead.entry(address.path)
-        finally:
-            await lead.close()
         return RemoteInfo(url=address.shown, size=entry.size, last_modified=entry.modified,
                           accepts_ranges=lead.can_resume, is_dir=entry.kind == "dir")
 
@@ -63,11 +71,8 @@ class FtpBackend:
         from .control import Listed
 
         address = FtpAddress.parse(url)
-        lead = await self._connector(address, options)()
-        try:
+        async with _opened(self._connector(address, options)) as lead:
             entries = await lead.listing(address.path)
-        finally:
-            await lead.close()
         return [Listed.of(entry) for entry in entries if entry.kind != "link"]
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
@@ -76,13 +81,10 @@ class FtpBackend:
         self.check(request)
         address = FtpAddress.parse(request.source)
         connect = self._connector(address, request.options)
-        lead = await connect()
-        try:
+        async with _opened(connect) as lead:
             entry = await lead.entry(address.path)
             if entry.kind == "dir":
                 raise BadRequest(f"{address.shown} is a folder; FTP folder downloads are not supported yet. Copy "
                                  "its files one by one.")
             sink.stage("transferring")
             return await download_file(address, entry, request, sink, connect, lead)
-        finally:
-            await lead.close()

@@ -18,7 +18,7 @@ from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, RemoteChanged, TransferError
 from ..host.netprobe import connect_time
 from ..streams.chunks import ChunkMap, Lease
-from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
 from ..streams.parallel import ParallelTransfer
 from ..streams.partfile import Identity, PartFile, human_size, room_for
 from ..streams.ratelimit import limiter_for
@@ -129,7 +129,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 note(f"Resuming: {human_size(resumed)} of {human_size(entry.size)} was already here.")
             elif not entry.modified:
                 note(f"The FTP server gives no modification time for {source}, so an interrupted copy starts over.")
-            hasher = FollowingHasher(part.part, ("sha256", "md5"))
+            hasher = FollowingHasher(part.part, algorithms_for(opts.checksum))
             tuner = None
             if opts.streams == "auto" and lead.can_resume:
                 start = min(opts.initial_streams or START_STREAMS, opts.max_streams)

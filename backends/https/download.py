@@ -12,7 +12,7 @@ from ..core.errors import Corrupt, RemoteChanged, TransferError
 from ..core.options import read_options
 from ..core.urls import host_of, redact
 from ..streams.chunks import ChunkMap, Interval, total
-from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
 from ..streams.partfile import Identity, PartFile, human_size
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
@@ -155,9 +155,7 @@ class Download:
 
     def _settle(self, info: RemoteInfo) -> None:
         self.info = info
-        algorithms = ("sha256", "md5") if self.options.checksum and self.options.checksum.algorithm == "md5" else (
-            "sha256",)
-        self.hasher = FollowingHasher(self.part.part, algorithms)
+        self.hasher = FollowingHasher(self.part.part, algorithms_for(self.options.checksum))
         if self.options.checksum is None and self.sidecar is None and self.options.verify:
             self.sidecar = asyncio.ensure_future(find_sidecar(self.session, info.url))
 

@@ -36,17 +36,14 @@ class Login:
         self.origin = URL(url).origin()
         self.user, self.password = user, password
         self.scheme: str | None = None  # "basic" or "digest", once the server has said which
-        self.sent = False  # credentials went out at least once (a 401 then means they are wrong)
         self._digest = aiohttp.DigestAuthMiddleware(user, password, preemptive=True)
 
     async def __call__(self, request: aiohttp.ClientRequest, handler) -> aiohttp.ClientResponse:
         if request.url.origin() != self.origin:
             return await handler(request)  # another host (a redirect to a mirror or a CDN): no credentials
         if self.scheme == "digest":
-            self.sent = True
             return await self._digest(request, handler)
         if self.scheme == "basic":
-            self.sent = True
             request.headers[hdrs.AUTHORIZATION] = aiohttp.BasicAuth(self.user, self.password).encode()
             return await handler(request)
         response = await handler(request)

@@ -73,7 +73,6 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
         read_bufsize=1 << 20,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
         headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
-        max_field_size=16384,
         middlewares=(login,) if login else (),
     )
 

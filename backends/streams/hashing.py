@@ -91,6 +91,14 @@ class FollowingHasher:
                 self._cond.notify_all()
 
 
+def algorithms_for(checksum) -> tuple[str, ...]:
+    """The digests to compute while a file arrives: SHA-256 always, and the given checksum's algorithm when it is
+    another one (an MD5 known only afterwards, from a sidecar or the server, costs one more pass then)."""
+    if checksum is not None and checksum.algorithm != "sha256":
+        return ("sha256", checksum.algorithm)
+    return ("sha256",)
+
+
 def hash_file(path: str | os.PathLike, algorithms: tuple[str, ...] = ("sha256",)) -> dict[str, str]:
     """Digest a whole file (a blocking helper for backends without a following hasher)."""
     hashes = {alg: hashlib.new(alg) for alg in algorithms}

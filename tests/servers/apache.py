@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .nginx import free_port, stop_process, wait_for_port
+from .nginx import free_port, start_foreground, stop_process
 
 MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers", "auth_basic",
            "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env")
@@ -132,15 +132,8 @@ Header set Content-Disposition 'attachment; filename="%{{DOWNLOAD_NAME}}e"' env=
     def start(self) -> Apache:
         conf = self.root / "httpd.conf"
         conf.write_text(self.config())
-        self.proc = subprocess.Popen([apache_binary(), "-f", str(conf), "-DFOREGROUND"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        self.proc = start_foreground([apache_binary(), "-f", str(conf), "-DFOREGROUND"], self.port, "apache2",
                                      env=dict(os.environ, APACHE_RUN_DIR=str(self.root)))
-        try:
-            wait_for_port(self.port)
-        except RuntimeError:
-            err = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
-            self.stop()
-            raise RuntimeError(f"apache2 did not start: {err}") from None
         return self
 
     def stop(self) -> None:

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .nginx import free_port, stop_process, wait_for_port
+from .nginx import free_port, start_foreground, stop_process
 
 FTP_USER = "ferryftp"
 FTP_PASSWORD = "ferry-ftp-password"
@@ -75,13 +75,7 @@ class _FtpServer:
     def start(self):
         conf = self.root / f"{self.name}.conf"
         conf.write_text(self.config())
-        self.proc = subprocess.Popen(self.argv(conf), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            wait_for_port(self.port)
-        except RuntimeError:
-            err = self.proc.stderr.read().decode() if self.proc.poll() is not None else ""
-            self.stop()
-            raise RuntimeError(f"{self.name} did not start: {err}") from None
+        self.proc = start_foreground(self.argv(conf), self.port, self.name)
         return self
 
     def stop(self) -> None:

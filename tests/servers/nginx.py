@@ -54,6 +54,19 @@ def stop_process(proc: subprocess.Popen | None) -> None:
             proc.wait()
 
 
+def start_foreground(argv: list[str], port: int, what: str, env: dict | None = None) -> subprocess.Popen:
+    """Start a server that stays in the foreground and wait until it listens on 127.0.0.1:``port``; if it does
+    not, stop it and say what it printed."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    try:
+        wait_for_port(port)
+    except RuntimeError:
+        err = proc.stderr.read().decode() if proc.poll() is not None else ""
+        stop_process(proc)
+        raise RuntimeError(f"{what} did not start: {err}") from None
+    return proc
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
