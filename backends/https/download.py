@@ -13,7 +13,7 @@ from ..core.options import read_options
 from ..core.urls import host_of, redact
 from ..streams.chunks import ChunkMap, Interval, total
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
-from ..streams.partfile import Identity, PartFile, human_size
+from ..streams.partfile import Identity, PartFile, human_size, same_etag
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch
@@ -190,7 +190,7 @@ class Download:
             second, _ = await head(self.session, self.request.source)
         except TransferError:
             return False
-        if (first.etag, first.last_modified) == (second.etag, second.last_modified) or first.size != second.size:
+        if _same_version(first, second) or first.size != second.size:
             return False
         self.unstable = True
         self.peak_streams = 0  # what the summary names is the request that made the file
@@ -207,7 +207,7 @@ class Download:
             self.note(f"Could not re-check the file on the server at the end ({exc}); relying on per-range checks.")
             return
         resized = self.announced_size is not None and now.size is not None and now.size != self.announced_size
-        renamed = not self.unstable and (now.etag, now.last_modified) != (info.etag, info.last_modified)
+        renamed = not self.unstable and not _same_version(now, info)
         if resized or renamed:
             raise RemoteChanged(f"The file at {self.source} changed on the server; starting again.")
 
@@ -242,3 +242,8 @@ class Download:
                 "run the transfer again, and if it fails again ask the server's owner whether the checksum is current."
             )
         return True, f"{expected.algorithm} {who} matched"
+
+
+def _same_version(a: RemoteInfo, b: RemoteInfo) -> bool:
+    """The same ETag (weak or strong, ``same_etag``) and the same Last-Modified."""
+    return same_etag(a.etag, b.etag) and a.last_modified == b.last_modified

@@ -16,6 +16,7 @@ from ..core.base import RemoteInfo
 from ..core.errors import RemoteChanged, Transient, WebPage
 from ..core.urls import redact, remote_name
 from ..streams.parallel import Fatal
+from ..streams.partfile import same_etag
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _UNSATISFIED = re.compile(r"bytes \*/(\d+)")
@@ -67,7 +68,7 @@ class Validators:
 
     def check(self, headers, url: str) -> None:
         etag, modified = headers.get("ETag"), headers.get("Last-Modified")
-        if self.etag and etag and etag != self.etag:
+        if self.etag and etag and not same_etag(etag, self.etag):
             raise RemoteChanged(
                 f"The file at {redact(url)} changed on the server (ETag {self.etag} → {etag}); starting again."
             )

@@ -56,9 +56,19 @@ class Identity:
         return (
             other.get("source") == self.source
             and other.get("size") == self.size
-            and other.get("etag") == self.etag
+            and same_etag(other.get("etag"), self.etag)
             and other.get("last_modified") == self.last_modified
         )
+
+
+def same_etag(a: str | None, b: str | None) -> bool:
+    """Whether two ETags name the same version: equal, or equal but for a weak ``W/`` prefix. Apache marks the
+    ETag of a file changed within the last second weak and the same tag strong a second later (its tag is
+    inode, size and time), so a kill in that second, or a download that crosses it, saw a "different" file.
+    Size and Last-Modified are compared beside it, so a weak tag alone never vouches for the bytes."""
+    if a is None or b is None:
+        return a == b
+    return a.removeprefix("W/") == b.removeprefix("W/")
 
 
 def human_size(n: float) -> str:
