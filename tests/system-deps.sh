@@ -10,16 +10,39 @@ command -v ssh     >/dev/null 2>&1 || need="$need openssh-client"
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || need="$need openssh-server"
 [ -x /usr/sbin/apache2 ] || command -v apache2 >/dev/null 2>&1 || need="$need apache2"
 [ -x /usr/sbin/vsftpd ] || command -v vsftpd >/dev/null 2>&1 || need="$need vsftpd"
+[ -x /usr/sbin/lighttpd ] || command -v lighttpd >/dev/null 2>&1 || need="$need lighttpd"
 command -v pdftotext >/dev/null 2>&1 || need="$need poppler-utils"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"
-[ -z "$need" ] && exit 0
+# ProFTPD and vsftpd conflict as Debian packages: vsftpd is installed, ProFTPD is unpacked into its own folder
+# (tests/servers/ftp.py looks there) with the libraries it links to installed beside it.
+PROFTPD_ROOT="${LABFERRY_PROFTPD_ROOT:-/opt/labferry-tests/proftpd}"
+PROFTPD_LIBS="libhiredis0.14 libmemcached11 libmemcachedutil2 libpcre2-posix3 libacl1 libcap2 libssl3"
+unpack_proftpd=""
+if ! command -v proftpd >/dev/null 2>&1 && ! [ -x "$PROFTPD_ROOT/usr/sbin/proftpd" ]; then
+    unpack_proftpd=yes
+fi
+[ -z "$need" ] && [ -z "$unpack_proftpd" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing:$need"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+    if [ -n "$need" ]; then
+        echo "installing:$need"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
+    fi
+    if [ -n "$unpack_proftpd" ]; then
+        echo "unpacking proftpd-core into $PROFTPD_ROOT"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $PROFTPD_LIBS >/dev/null
+        work=$(mktemp -d)
+        chmod 755 "$work"
+        (cd "$work" && apt-get download -qq proftpd-core >/dev/null 2>&1)
+        mkdir -p "$PROFTPD_ROOT"
+        dpkg-deb -x "$work"/proftpd-core_*.deb "$PROFTPD_ROOT"
+        rm -rf "$work"
+    fi
 else
-    echo "The tests need:$need. Install them (Debian/Ubuntu: sudo apt-get install$need) and run make test again." >&2
+    [ -n "$need" ] && echo "The tests need:$need. Install them (Debian/Ubuntu: sudo apt-get install$need)." >&2
+    [ -n "$unpack_proftpd" ] && echo "The tests need ProFTPD: run this script as root once (it unpacks proftpd-core \
+into $PROFTPD_ROOT), or set LABFERRY_PROFTPD_ROOT to a folder holding usr/sbin/proftpd." >&2
     exit 1
 fi

@@ -48,6 +48,10 @@ class WebPage(BadRequest):
 
     kind = "web-page"
 
+    def __init__(self, message: str, *, url: str = "", **kw) -> None:
+        super().__init__(message, **kw)
+        self.url = url  # where the page was (after redirects): a directory listing there is a folder
+
 
 class BadAddress(BadRequest):
     """The address leads nowhere usable however often it is tried (a redirect loop)."""

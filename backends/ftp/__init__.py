@@ -34,7 +34,7 @@ async def _opened(connect):
 class FtpBackend:
     name = "ftp"
     schemes = SCHEMES
-    caps = Capabilities(streams=True, resume=True, download=True, checksums=("sha256", "md5"))
+    caps = Capabilities(streams=True, resume=True, download=True, folders=True, checksums=("sha256", "md5"))
     options_type = FtpOptions
 
     def available(self) -> Availability:
@@ -47,7 +47,8 @@ class FtpBackend:
         FtpAddress.parse(request.source)
         if "://" in request.dest:
             raise BadRequest("FTP downloads go to a local file or folder; copy to here first.")
-        check_destination(Path(request.dest), request.options.overwrite)
+        if not Path(request.dest).is_dir():  # a folder there: the server says whether the source is one too
+            check_destination(Path(request.dest), request.options.overwrite)
 
     def _connector(self, address: FtpAddress, options: TransferOptions):
         from .control import FtpControl
@@ -84,7 +85,9 @@ class FtpBackend:
         async with _opened(connect) as lead:
             entry = await lead.entry(address.path)
             if entry.kind == "dir":
-                raise BadRequest(f"{address.shown} is a folder; FTP folder downloads are not supported yet. Copy "
-                                 "its files one by one.")
+                from .folder import FtpFolder
+
+                return await FtpFolder(address, request, sink, connect, lead).run()
+            check_destination(Path(request.dest), request.options.overwrite)
             sink.stage("transferring")
             return await download_file(address, entry, request, sink, connect, lead)

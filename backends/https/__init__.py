@@ -63,7 +63,7 @@ async def _session(url: str, options: TransferOptions):
 class HttpsBackend:
     name = "https"
     schemes = ("https", "http")
-    caps = Capabilities(streams=True, resume=True, download=True, checksums=("sha256", "md5"))
+    caps = Capabilities(streams=True, resume=True, download=True, folders=True, checksums=("sha256", "md5"))
     options_type = HttpsOptions
 
     def available(self) -> Availability:
@@ -76,8 +76,9 @@ class HttpsBackend:
         if "://" in request.dest:
             raise BadRequest("HTTPS downloads go to a local file; copying from a web server straight to another "
                              "server is not supported. Copy to here first.")
-        # DEST named after the URL: the server may name the file otherwise, and that name is checked once known
-        check_destination(Path(request.dest), request.options.overwrite or request.options.name_from_source)
+        if not Path(request.dest).is_dir():  # a folder there: the server says whether the URL is one too
+            # DEST named after the URL: the server may name the file otherwise, and that name is checked once known
+            check_destination(Path(request.dest), request.options.overwrite or request.options.name_from_source)
         if request.options.streams == "auto":
             begin_handshake(host, port)  # its round trip sets the first stream count; it crosses the path
             # while the transfer imports aiohttp
@@ -98,15 +99,31 @@ class HttpsBackend:
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         _import_aiohttp()
+        from ..core.errors import WebPage
         from .download import Download
+        from .folder import FolderDownload
+        from .index import fetch_listing
 
         self.check(request)
+        web_page = read_options(HttpsOptions, request.options.backend_options).web_page
         async with _session(request.source, request.options) as (url, session):
             request = replace(request, source=url)
+            folder_like = url.endswith("/") or Path(request.dest).is_dir()
+            listing = await fetch_listing(session, url) if folder_like and not web_page else None
+            if listing is not None:
+                return await FolderDownload(session, listing, request, sink).run()
             named = await self._served_name(session, request) if request.options.name_from_source else None
             if named:
                 request = replace(request, dest=named)
-            result = await Download(session, request, sink).run()
+            check_destination(Path(request.dest), True)  # a folder where the file should go: said in words
+            try:
+                result = await Download(session, request, sink).run()
+            except WebPage as exc:  # a page where a file was expected: a directory listing there is a folder
+                listing = await fetch_listing(session, exc.url) if exc.url else None
+                if listing is None:
+                    raise
+                PartFile(request.dest).discard()
+                return await FolderDownload(session, listing, request, sink).run()
         result.dest = named
         return result
 

@@ -43,6 +43,7 @@ class Download:
         self.whole = False  # one plain GET (the server ignores ranges)
         self.unstable = False  # the server's validators change on every request: one GET, validators ignored
         self.announced_size: int | None = None  # the size the server said (None: it did not say)
+        self.decoded: str | None = None  # the coding the server put on the body, undone here
         self.limiter = limiter_for(self.options)
         self.settings = read_options(HttpsOptions, self.options.backend_options)
 
@@ -99,7 +100,7 @@ class Download:
                     await self._ranged(self.part.peek(self.source))
                 except RangesIgnored:
                     await self._whole()
-                    if self.info.size:  # an empty file has no ranges to give
+                    if self.info.size and not self.decoded:  # an empty file has no ranges to give
                         self.note("The server does not support byte ranges, so Ferry used one stream and cannot "
                                   "resume.")
             self.sink.stage("verifying")
@@ -174,6 +175,11 @@ class Download:
         written = await fetch_whole(self.session, info.url, validators, self.part, self.sink, self.hasher,
                                     self.limiter, web_page_ok=self.settings.web_page)
         self.fetched += written
+        if validators.decoded:
+            self.decoded, info.size, self.announced_size = validators.decoded, written, None
+            self.note(f"The server sent {self.source} {validators.decoded}-compressed although Ferry asked for it as "
+                      "it is: decoded as it came, in one stream (compressed bytes cannot be fetched in ranges).")
+            return
         if info.size is None:
             self.announced_size = validators.size  # the GET's Content-Length, if it had one
             info.size = written
@@ -218,6 +224,9 @@ class Download:
             "the server gave no size, so the file is what it sent before closing")
         if self.unstable:
             return f"the server's ETag/date changes on every request, so the file came in one request; {size}"
+        if self.decoded:
+            return (f"sent {self.decoded}-compressed by the server and decoded here; the {self.decoded} stream's own "
+                    "check held")
         held = "/".join(name for name, value in (("ETag", info.etag), ("Last-Modified", info.last_modified))
                         if value)
         if not held:

@@ -27,7 +27,7 @@ from ..streams.partfile import PartFile
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url
-from .identity import RangesIgnored, Validators, refuse_web_page, unsatisfied_size
+from .identity import RangesIgnored, Validators, refuse_web_page, transport_coding, unsatisfied_size
 from .session import answer_error, map_error
 
 Identified = Callable[[Validators, str], None]
@@ -141,6 +141,8 @@ class RangedFetch(ParallelTransfer):
             self._past_end(resp, lease)
         if resp.status != 206:
             raise answer_error(resp, self.url)
+        if transport_coding(resp.headers, str(resp.url)):
+            raise RangesIgnored()  # ranges of compressed bytes: the file comes whole, decoded as it arrives
         if self.validators is None:
             refuse_web_page(resp.headers, str(resp.url), self.web_page_ok)
             self._identify(resp)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from ..core.base import RemoteInfo
 from ..core.errors import RemoteChanged, Transient, WebPage
@@ -36,12 +35,24 @@ def refuse_web_page(headers, url: str, allowed: bool) -> None:
     if allowed or media not in WEB_PAGE_TYPES or remote_name(url).lower().endswith(HTML_NAMES):
         return
     shown = redact(url)
-    if urlsplit(url).path.endswith("/"):
-        raise WebPage(f"{shown} is a web folder (the server sends its listing as a web page), not a file. Copy the "
-                      "files in it by their own addresses; give --web-page to save the listing itself.")
     raise WebPage(f"{shown} is a web page ({media}), not a file: often a login, error or download page in front "
                   "of the data. Open it in a browser to find the file's own address; give --web-page to save the "
-                  "page itself.")
+                  "page itself.", url=url)
+
+
+#: a content-coding that is the file's own format when its name says so (``reads.fq.gz`` sent with
+#: ``Content-Encoding: gzip`` by Apache's ``AddEncoding``): then the bytes are kept as they are
+OWN_FORMAT = {"gzip": (".gz", ".tgz", ".bgz", ".gzip"), "x-gzip": (".gz", ".tgz", ".bgz", ".gzip"),
+              "br": (".br",), "zstd": (".zst",), "deflate": (".zz",)}
+
+
+def transport_coding(headers, url: str) -> str | None:
+    """The coding a server put on the body although Ferry asked for the file as is (``Accept-Encoding:
+    identity``), to be undone here; None when there is none, or when the URL names a file of that format."""
+    coding = headers.get("Content-Encoding", "").strip().lower()
+    if coding in ("", "identity") or remote_name(url).lower().endswith(OWN_FORMAT.get(coding, ())):
+        return None
+    return coding
 
 
 @dataclass
@@ -49,6 +60,7 @@ class Validators:
     size: int | None
     etag: str | None
     last_modified: str | None
+    decoded: str | None = None  # the server's coding, undone while the file came (``transport_coding``)
 
     @classmethod
     def of(cls, info: RemoteInfo) -> Validators:
@@ -62,9 +74,12 @@ class Validators:
 
     @property
     def if_range(self) -> str | None:
+        """A strong ETag, else nothing: a weak one never matches, and Apache takes a Last-Modified of the current
+        second as weak too (a file written a moment ago), answering 200 to every range. Without If-Range every
+        206 is still compared with the validators (``check_partial``), which catches the same changes."""
         if self.etag and not self.etag.startswith("W/"):
-            return self.etag  # If-Range needs a strong validator
-        return self.last_modified
+            return self.etag
+        return None
 
     def check(self, headers, url: str) -> None:
         etag, modified = headers.get("ETag"), headers.get("Last-Modified")

@@ -12,7 +12,7 @@ from ..core.base import Checksum, RemoteInfo
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import TransferError
 from ..core.urls import remote_name
-from .session import answer_error, map_error
+from .session import answer_error, map_error, read_up_to
 
 SIDECAR_LIMIT = 64 * 1024
 
@@ -88,7 +88,7 @@ async def find_sidecar(session: aiohttp.ClientSession, url: str) -> Checksum | N
             async with session.get(sidecar_url) as resp:
                 if resp.status != 200 or (resp.content_length or 0) > SIDECAR_LIMIT:
                     continue
-                text = (await resp.content.read(SIDECAR_LIMIT)).decode("utf-8", "replace")
+                text = (await read_up_to(resp, SIDECAR_LIMIT)).decode("utf-8", "replace")
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
             continue
         digest = parse_sidecar(text, algorithm, name)

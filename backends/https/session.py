@@ -77,6 +77,17 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
     )
 
 
+async def read_up_to(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The body, or its first ``limit`` + 1 bytes (``content.read(n)`` may return after the first chunk)."""
+    chunks, size = [], 0
+    async for data in resp.content.iter_any():
+        chunks.append(data)
+        size += len(data)
+        if size > limit:
+            break
+    return b"".join(chunks)[:limit + 1]
+
+
 def _where(url: str) -> str:
     parts = urlsplit(url)
     try:

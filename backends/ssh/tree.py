@@ -16,12 +16,11 @@ import asyncio
 import hashlib
 import os
 import stat as statmod
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError
+from ..streams.folder import FileSink, Totals, safe_rel
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
@@ -29,56 +28,9 @@ from .faults import dropped_is_transient
 from .files import FileOutcome, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
-from .untar import EarlyTar, place, safe_rel, tar_get
+from .untar import EarlyTar, place, tar_get
 
 TAR_STREAMS = 4
-
-
-@dataclass
-class Totals:
-    """Progress across a folder: finished bytes plus the bytes of files in flight."""
-
-    total: int
-    done: int = 0
-    live: dict[str, int] = field(default_factory=dict)
-    streams: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the job's rate cap (its own and the global one), paid by the small-file paths in their threads; large
-    #: files pay through their own streams
-    limiter: object | None = None
-
-    def pay(self, nbytes: int) -> None:
-        if self.limiter is not None and nbytes > 0:
-            self.limiter.consume_blocking(nbytes)
-
-    def add(self, nbytes: int, sink: Sink | None) -> None:
-        """Bytes of small files done (called from several tar threads)."""
-        with self.lock:
-            self.done += nbytes
-        self.report(sink)
-
-    def report(self, sink: Sink | None) -> None:
-        if sink:
-            sink.progress(self.done + sum(self.live.values()), self.total, max(1, self.streams))
-
-
-class FileSink:
-    """A sink for one large file inside a folder job: reports into the folder's totals."""
-
-    def __init__(self, totals: Totals, key: str, outer: Sink | None) -> None:
-        self.totals, self.key, self.outer = totals, key, outer
-
-    def progress(self, done: int, total: int | None, streams: int) -> None:
-        self.totals.live[self.key] = done
-        self.totals.streams = streams + 1
-        self.totals.report(self.outer)
-
-    def note(self, message: str) -> None:
-        if self.outer:
-            self.outer.note(message)
-
-    def stage(self, stage: str) -> None:
-        return None
 
 
 def _unchanged_local(path: Path, size: int, mtime: int) -> bool:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..core.errors import Corrupt, TransferError
 from ..host.procs import child_argv, child_kwargs
+from ..streams.folder import safe_rel
 from ..streams.partfile import os_error
 from . import scripts
 from .openssh import ssh_error
@@ -53,14 +54,6 @@ def native_tar() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return path if ("GNU tar" in out or "bsdtar" in out) else None
-
-
-def safe_rel(rel: str) -> str:
-    """A relative path that stays inside the destination folder."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise Corrupt(f"The server sent an unsafe path in the folder ({rel!r}); Ferry stopped.")
-    return rel
 
 
 def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket,

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import LocalError
 from ..host.procs import child_argv, child_kwargs
+from ..streams.folder import FileSink, Totals
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts
@@ -26,7 +27,7 @@ from .files import FileOutcome, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
-from .tree import FileSink, Totals, check_small, over_masters, split_groups, tar_stream_count
+from .tree import check_small, over_masters, split_groups, tar_stream_count
 
 
 def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str], list[str]]:

@@ -102,7 +102,7 @@ def kill_tree(pid: int) -> None:
 class Https(Target):
     name = "https"
     uploads = False
-    folders = False
+    folders = True
 
     def data_dir(self) -> Path:
         return self.server.data

@@ -36,7 +36,6 @@ CASES.update({
 })
 _UPLOADS = "BitTorrent fetches; serving is seeding"
 NOT_APPLICABLE.update({
-    ("download_folder", "https"): "open: folder URLs (autoindex listings) are issue 30",
     ("upload_file", "https"): "n/a: HTTPS downloads only",
     ("upload_folder", "https"): "n/a: HTTPS downloads only",
     ("upload_file", "torrent"): f"n/a: {_UPLOADS}",
@@ -46,7 +45,6 @@ NOT_APPLICABLE.update({
     ("missing_path", "torrent"): "n/a: a .torrent names its files; a missing .torrent is local bad input",
     ("refused_port", "torrent"): "tested apart: a peer that never answers stalls with a sentence (test_torrent.py)",
     ("unresolvable_host", "torrent"): "n/a: peers are named by address",
-    ("hostile_names", "https"): "open: folder URLs are issue 30",
     ("hostile_names", "torrent"): "n/a: names come from the .torrent, checked by libtorrent",
     ("server_restarted", "torrent"): "tested apart: a seed that goes away and a second one (test_torrent.py)",
     ("server_restarted", "gridftp"): "tested apart: test_gridftp.py kills the server 48 MiB into 768 MiB "
@@ -65,7 +63,7 @@ NOT_APPLICABLE.update({
 
 EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "torrent")
 SERVERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp")
-FOLDERS = ("sftp", "scp", "sftp-only", "gridftp", "torrent")
+FOLDERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "torrent")
 UPLOADS = ("sftp", "scp", "sftp-only", "gridftp")
 
 
@@ -199,7 +197,7 @@ HOSTILE = ["-leading-dash.fq", "$(touch PWNED).fq", "back`tick`.fq", "quote's \"
 HOSTILE_BYTES = [b"latin1-\xe9t\xe9.fq"]  # not UTF-8: a name from an old Latin-1 system
 
 
-@over("sftp", "scp", "sftp-only", "gridftp")
+@over("https", "sftp", "scp", "sftp-only", "gridftp")
 def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_property):
     base = target.path("odd")
     base.mkdir()

@@ -91,6 +91,45 @@ def vsftpd(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def proftpd(tmp_path_factory):
+    """ProFTPD (Debian's build, unpacked by tests/system-deps.sh beside vsftpd): MLSD, HASH, anonymous area and a
+    password user."""
+    from tests.servers.ftp import Proftpd, proftpd_binary
+
+    try:
+        proftpd_binary()
+    except FileNotFoundError:
+        pytest.fail("ProFTPD is not installed; run tests/system-deps.sh as root (it unpacks proftpd-core).",
+                    pytrace=False)
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp("proftpd")
+    os.chmod(root, 0o755)
+    server = Proftpd(root / "server").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["vsftpd", "proftpd"])
+def ftp_server(request):
+    """Each FTP server a researcher meets, in turn."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="session")
+def lighttpd(tmp_path_factory):
+    """lighttpd with directory listings (dir-listing), its config in a temporary folder."""
+    from tests.servers.lighttpd import Lighttpd
+
+    require("lighttpd")
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp("lighttpd")
+    os.chmod(root, 0o755)
+    server = Lighttpd(root / "server", root / "data").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def vsftpd_limited(tmp_path_factory):
     """The same vsftpd with at most 3 connections per client address (a 421 past that)."""
     from tests.servers.ftp import Vsftpd
@@ -197,8 +236,8 @@ def _open_tmp_for_others(tmp_path_factory) -> None:
     """As root, servers that drop privileges (sshd's test user, gridftp's nobody) must reach pytest's folders."""
     if os.geteuid() == 0:
         base = tmp_path_factory.getbasetemp()
-        for folder in (base.parent, base):
-            os.chmod(folder, 0o755)
+        for folder in (base.parent, base):  # opened, never narrowed: a --basetemp right under /tmp keeps 1777
+            os.chmod(folder, os.stat(folder).st_mode & 0o7777 | 0o755)
 
 
 @pytest.fixture(scope="session")

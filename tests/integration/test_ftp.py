@@ -1,4 +1,4 @@
-"""The native FTP backend against a stock vsftpd: no Globus tools, no GridFTP commands, real bytes."""
+"""The native FTP backend against a stock vsftpd and ProFTPD: no Globus tools, no GridFTP commands, real bytes."""
 
 from __future__ import annotations
 
@@ -21,54 +21,57 @@ def _last_json(proc) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_an_anonymous_file_over_several_connections_with_only_announced_commands(vsftpd, tmp_path, ferry_home):
-    """Against vsftpd, ftp:// stopped on '500 Unknown command' (MLST, which it does not announce)."""
-    digest = _anon(vsftpd, "reads.fastq", 48 * MiB, seed=61)
-    mark = len(vsftpd.commands())
-    proc = labferry("copy", vsftpd.url("reads.fastq"), f"{tmp_path}/", "--streams", "4", "--json",
+def test_an_anonymous_file_over_several_connections_with_only_announced_commands(ftp_server, tmp_path, ferry_home):
+    """Against ftp_server, ftp:// stopped on '500 Unknown command' (MLST, which it does not announce)."""
+    digest = _anon(ftp_server, "reads.fastq", 48 * MiB, seed=61)
+    mark = len(ftp_server.commands())
+    proc = labferry("copy", ftp_server.url("reads.fastq"), f"{tmp_path}/", "--streams", "4", "--json",
                     env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     out = _last_json(proc)
     assert out["backend"] == "ftp" and out["streams"] == 4
     assert sha256_of(tmp_path / "reads.fastq") == digest == out["sha256"]
-    sent = vsftpd.commands()[mark:]
+    sent = ftp_server.commands()[mark:]
     assert sum(c.startswith("RETR reads.fastq") for c in sent) >= 4
     assert any(c.startswith("REST ") and c != "REST 0" for c in sent)
-    assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY + ("MLST", "MLSD"))], sent
+    assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY)], sent
+    if ftp_server.name == "vsftpd":  # it does not announce MLST: never asked for it
+        assert not [c for c in sent if c.upper().startswith(("MLST", "MLSD"))], sent
     assert not list(tmp_path.glob("*.part*"))
 
 
-def test_a_password_user_and_an_absolute_path(vsftpd, tmp_path, ferry_home):
-    data = vsftpd.user_root / "run9.bam"
+def test_a_password_user_and_an_absolute_path(ftp_server, tmp_path, ferry_home):
+    data = ftp_server.user_root / "run9.bam"
     digest = write_random(data, 6 * MiB, seed=62)
-    vsftpd.give(data)
-    proc = labferry("copy", vsftpd.url("run9.bam", user=True), str(tmp_path / "a.bam"), env_home=ferry_home)
+    ftp_server.give(data)
+    proc = labferry("copy", ftp_server.url("run9.bam", user=True), str(tmp_path / "a.bam"), env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert sha256_of(tmp_path / "a.bam") == digest
-    absolute = vsftpd.url("", user=True) + str(data)  # ftp://host//abs/path: absolute, as RFC 1738 reads it
-    assert f"{vsftpd.port}//" in absolute
+    # ftp://host//abs/path: absolute, as RFC 1738 reads it
+    absolute = ftp_server.url("", user=True) + ftp_server.absolute(data)
+    assert f"{ftp_server.port}//" in absolute
     proc = labferry("copy", absolute, str(tmp_path / "b.bam"), env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert sha256_of(tmp_path / "b.bam") == digest
-    assert vsftpd.password not in proc.stdout + proc.stderr
+    assert ftp_server.password not in proc.stdout + proc.stderr
 
 
-def test_a_wrong_password_and_a_missing_file_are_said_at_once(vsftpd, tmp_path, ferry_home):
-    url = vsftpd.url("run9.bam", user=True).replace(vsftpd.password, "wrong")
+def test_a_wrong_password_and_a_missing_file_are_said_at_once(ftp_server, tmp_path, ferry_home):
+    url = ftp_server.url("run9.bam", user=True).replace(ftp_server.password, "wrong")
     proc = labferry("copy", url, str(tmp_path / "x"), env_home=ferry_home)
     assert proc.returncode == 3, proc.stderr
     assert "Wrong user or password for" in proc.stderr and "Retrying" not in proc.stderr
     assert "wrong" not in proc.stderr.replace("Wrong", "")
-    proc = labferry("copy", vsftpd.url("no-such.fastq"), str(tmp_path / "y"), env_home=ferry_home)
+    proc = labferry("copy", ftp_server.url("no-such.fastq"), str(tmp_path / "y"), env_home=ferry_home)
     assert proc.returncode == 3, proc.stderr
     assert "has no file at" in proc.stderr
     assert os.listdir(tmp_path) == []
 
 
-def test_resume_after_kill_only_while_size_and_date_match(vsftpd, tmp_path, ferry_home):
-    digest = _anon(vsftpd, "long.fastq", 64 * MiB, seed=63)
+def test_resume_after_kill_only_while_size_and_date_match(ftp_server, tmp_path, ferry_home):
+    digest = _anon(ftp_server, "long.fastq", 64 * MiB, seed=63)
     dest = tmp_path / "long.fastq"
-    args = ("copy", vsftpd.url("long.fastq"), str(dest), "--streams", "2", "--json")
+    args = ("copy", ftp_server.url("long.fastq"), str(dest), "--streams", "2", "--json")
     proc = popen_labferry(*args, "--limit-rate", "16M", env_home=ferry_home)
     recorded = kill_after_progress(proc, dest.with_name("long.fastq.part.ferry"), 16 * MiB)
     assert recorded >= 16 * MiB
@@ -81,7 +84,7 @@ def test_resume_after_kill_only_while_size_and_date_match(vsftpd, tmp_path, ferr
     proc = popen_labferry(*args, "--limit-rate", "16M", env_home=ferry_home)
     kill_after_progress(proc, dest.with_name("long.fastq.part.ferry"), 16 * MiB)
     time.sleep(1.1)  # MDTM has one-second steps
-    new = _anon(vsftpd, "long.fastq", 64 * MiB, seed=64)  # replaced on the server: same name, same size
+    new = _anon(ftp_server, "long.fastq", 64 * MiB, seed=64)  # replaced on the server: same name, same size
     proc = labferry(*args, env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     out = _last_json(proc)
@@ -127,3 +130,57 @@ def test_a_site_profile_sends_its_keyring_password(vsftpd, tmp_path, ferry_home)
     proc = labferry("copy", "site:core-ftp/profile.bam", str(tmp_path / "p.bam"), env_home=ferry_home, env=env)
     assert proc.returncode == 0, proc.stderr
     assert sha256_of(tmp_path / "p.bam") == digest
+
+
+def _ftp_tree(server, top: str) -> dict[str, str]:
+    digests = {}
+    for rel, size, seed in (("r1.fq", 9000, 80), ("lane2/r2.fq", 7000, 81), ("lane2/qc/report.txt", 300, 82),
+                            ("big.bam", 20 * MiB, 83), ("empty.txt", 0, 84)):
+        path = server.anon / top / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digests[rel] = write_random(path, size, seed)
+    sidecar = server.anon / top / "r1.fq.sha256"
+    sidecar.write_text(f"{digests['r1.fq']}  r1.fq\n")
+    digests["r1.fq.sha256"] = sha256_of(sidecar)
+    for path in [server.anon / top, *(server.anon / top).rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return digests
+
+
+def _tree(root) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_folder_with_sub_folders_small_and_large_files(ftp_server, tmp_path, ferry_home):
+    """FTP folders stopped on '500 MLSR not understood' (a GridFTP command) or were refused."""
+    digests = _ftp_tree(ftp_server, "run5")
+    mark = len(ftp_server.commands())
+    proc = labferry("copy", ftp_server.url("run5/"), f"{tmp_path}/", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(tmp_path / "run5") == digests
+    assert not list(tmp_path.rglob("*.part*"))
+    out = _last_json(proc)
+    assert "6 files (5 one request each, 1 in parallel streams)" in out["verify_method"], out["verify_method"]
+    assert "sha256 published beside it matched (1 file)" in out["verify_method"]
+    sent = ftp_server.commands()[mark:]
+    assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY)], sent
+    logins = sum(c.startswith("USER") for c in sent)
+    assert logins <= 4 + 1 + 8, sent  # the lead, the small files' pool, the large file's streams: not one per file
+    again = labferry("copy", ftp_server.url("run5"), f"{tmp_path}/", "--sync", env_home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    if ftp_server.name == "proftpd":  # MLSD gives exact dates: nothing is fetched again
+        assert "6 files are already here" in again.stderr, again.stderr
+    assert _tree(tmp_path / "run5") == digests
+
+
+def test_proftpd_is_asked_with_mlst_and_its_hash_is_compared(proftpd, tmp_path, ferry_home):
+    digest = _anon(proftpd, "hashed.bam", 24 * MiB, seed=85)
+    mark = len(proftpd.commands())
+    proc = labferry("copy", proftpd.url("hashed.bam"), f"{tmp_path}/", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = _last_json(proc)
+    assert sha256_of(tmp_path / "hashed.bam") == digest and out["verified"], out
+    assert "the server's HASH" in out["verify_method"]
+    sent = proftpd.commands()[mark:]
+    assert any(c.startswith("MLST") for c in sent) and any(c.startswith("HASH") for c in sent), sent
+    assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY)], sent

@@ -169,13 +169,105 @@ def test_validators_that_change_on_every_request_fall_back_to_one_request(apache
     assert "changes on every request, so the file came in one request" in out["verify_method"]
 
 
-def test_a_web_folder_or_page_is_not_saved_as_data(apache, tmp_path, ferry_home):
-    _publish(apache, "run7/reads_1.fastq", seed=48, size=MiB)
-    os.chmod(apache.data / "run7", 0o755)
-    proc = labferry("copy", apache.url("run7/"), f"{tmp_path}/", env_home=ferry_home)
-    assert proc.returncode == 2, proc.stderr
-    assert "is a web folder" in proc.stderr
-    assert os.listdir(tmp_path) == []
-    proc = labferry("copy", apache.url("run7/"), str(tmp_path / "listing.html"), "--web-page", env_home=ferry_home)
+def _publish_tree(apache, top: str) -> dict[str, str]:
+    """A run folder as a core publishes it: small files, a sub-folder, a large file, a published checksum."""
+    digests = {}
+    for i in range(12):
+        rel = f"lane{i % 2}/r{i:02d}.fq"
+        digests[rel] = _publish(apache, f"{top}/{rel}", seed=600 + i, size=7000 + i * 1013)
+    digests["big.bam"] = _publish(apache, f"{top}/big.bam", seed=620, size=20 * MiB)
+    digests["notes/read me.txt"] = _publish(apache, f"{top}/notes/read me.txt", seed=621, size=500)
+    sidecar = apache.data / top / "lane0/r00.fq.sha256"
+    sidecar.write_text(f"{digests['lane0/r00.fq']}  r00.fq\n")
+    digests["lane0/r00.fq.sha256"] = sha256_of(sidecar)
+    _publish(apache, "outside.fq", seed=622, size=100)  # beside the folder: must not be fetched
+    for folder in [apache.data / top] + [p for p in (apache.data / top).rglob("*") if p.is_dir()]:
+        os.chmod(folder, 0o755)
+    os.chmod(sidecar, 0o644)
+    return digests
+
+
+def _tree(root) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_web_folder_comes_as_a_folder_staying_below_it(apache, tmp_path, ferry_home):
+    """An autoindex URL was saved as its HTML listing, exit 0."""
+    digests = _publish_tree(apache, "run7")
+    mark = len(apache.requests())
+    proc = labferry("copy", apache.url("run7/"), f"{tmp_path}/", "--json", env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert "reads_1.fastq" in (tmp_path / "listing.html").read_text()
+    assert _tree(tmp_path / "run7") == digests
+    assert not list(tmp_path.rglob("*.part"))
+    out = _last_json(proc)
+    assert "15 files" in out["verify_method"], proc.stderr
+    # written a moment ago: Apache's weak ETag (and a date in the current second) is no reason to start again
+    assert out["retries"] == 0 and out["restarts"] == 0 and "changed" not in proc.stderr, proc.stderr
+    assert "sha256 published beside it matched (1 file)" in out["verify_method"]
+    paths = [line.split()[1] for line in apache.requests()[mark:]]
+    assert paths and all(p.startswith("/run7/") for p in paths), paths  # never above the start (wget -np)
+    assert not any("?" in p for p in paths)  # Apache's sort links are not files
+    when = os.path.getmtime(apache.data / "run7/lane1/r01.fq")
+    assert int(os.path.getmtime(tmp_path / "run7/lane1/r01.fq")) == int(when)
+
+    # the same command again: refused in a sentence; with --sync, nothing is fetched again
+    again = labferry("copy", apache.url("run7/"), f"{tmp_path}/", env_home=ferry_home)
+    assert again.returncode == 5 and "already exist" in again.stderr, again.stderr
+    mark = len(apache.requests())
+    again = labferry("copy", apache.url("run7"), f"{tmp_path}/", "--sync", "--json", env_home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert not [line for line in apache.requests()[mark:] if line.startswith("GET") and ".fq " in line]
+    assert _tree(tmp_path / "run7") == digests
+
+
+def test_a_web_page_is_not_saved_as_data(apache, tmp_path, ferry_home):
+    _publish(apache, "run8/reads_1.fastq", seed=48, size=MiB)
+    (apache.data / "run8/index.html").write_text("<html><head><title>Run 8 portal</title></head>"
+                                                 "<body><a href='reads_1.fastq'>reads</a></body></html>")
+    os.chmod(apache.data / "run8", 0o755)
+    os.chmod(apache.data / "run8/index.html", 0o644)
+    proc = labferry("copy", apache.url("run8/"), f"{tmp_path}/", env_home=ferry_home)
+    assert proc.returncode == 2, proc.stderr
+    assert "is a web page" in proc.stderr
+    assert os.listdir(tmp_path) == []
+    proc = labferry("copy", apache.url("run8/"), str(tmp_path / "portal.html"), "--web-page", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "Run 8 portal" in (tmp_path / "portal.html").read_text()
+
+
+def test_a_body_the_server_compressed_is_saved_as_the_file_the_url_names(apache, tmp_path, ferry_home):
+    """``Content-Encoding: gzip`` although identity was asked: decoded; a ``.gz`` the server labels gzip: kept."""
+    import gzip
+
+    digest = _publish(apache, "plain.fq", seed=49, size=3 * MiB)
+    packed = apache.data / "packed.fq.gz"
+    packed.write_bytes(gzip.compress((apache.data / "plain.fq").read_bytes()))
+    os.chmod(packed, 0o644)
+    proc = labferry("copy", apache.url("gzip/plain.fq"), str(tmp_path / "plain.fq"), "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "plain.fq") == digest == _last_json(proc)["sha256"]
+    assert "gzip-compressed by the server and decoded here" in _last_json(proc)["verify_method"]
+    proc = labferry("copy", apache.url("gzfile/packed.fq.gz"), f"{tmp_path}/", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "packed.fq.gz") == sha256_of(packed)
+    # the same in a folder: its small files are fetched with one request each
+    os.makedirs(apache.data / "zipped", mode=0o755)
+    os.link(apache.data / "plain.fq", apache.data / "zipped/plain.fq")
+    proc = labferry("copy", apache.url("gzip/zipped/"), f"{tmp_path}/", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / "zipped/plain.fq") == digest
+
+
+def test_a_lighttpd_listing_is_a_folder_too(lighttpd, tmp_path, ferry_home):
+    digests = {}
+    for rel, size, seed in (("a b.fq", 3000, 70), ("sub/c.fq", 5000, 71), ("sub/deep/d.fq", 100, 72),
+                            ("large.bam", 18 * MiB, 73)):
+        path = lighttpd.data / "core" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        digests[rel] = write_random(path, size, seed)
+    for path in [lighttpd.data / "core", *(lighttpd.data / "core").rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    proc = labferry("copy", lighttpd.url("core/"), f"{tmp_path}/", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert _tree(tmp_path / "core") == digests
+    assert "4 files (3 one request each, 1 in parallel streams)" in _last_json(proc)["verify_method"]

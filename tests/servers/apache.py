@@ -11,6 +11,8 @@ modules it needs from ``/usr/lib/apache2/modules``. Locations:
 * ``/basic/``, ``/digest/`` the same files behind a Basic or a Digest login (``USER`` / ``PASSWORD``)
 * ``/loop/a``   redirects to ``/loop/b``, which redirects back; ``/latest`` redirects to ``/sample2.fastq``
 * ``/download?id=N`` the file ``sampleN.fastq`` named by ``Content-Disposition`` (a LIMS or portal link)
+* ``/gzip/``    the same files gzip-compressed on the fly whatever the client asked (mod_deflate, force-gzip)
+* ``/gzfile/``  ``.gz`` files sent with ``Content-Encoding: gzip`` (``AddEncoding``, as many servers are set up)
 * ``/stream/NAME`` the file through a CGI script: chunked, no Content-Length, no ranges
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 from .nginx import free_port, start_foreground, stop_process
 
 MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers", "auth_basic",
-           "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env")
+           "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env", "deflate")
 USER, PASSWORD, REALM = "reader", "s3cret pass", "Sequencing core"
 
 
@@ -85,6 +87,7 @@ CustomLog {r}/access.log ferry
 TypesConfig /dev/null
 AddType application/octet-stream .bin
 AddType text/plain .txt .sha256 .md5
+AddType text/html .html
 KeepAlive On
 MaxKeepAliveRequests 0
 DocumentRoot {d}
@@ -92,6 +95,15 @@ DocumentRoot {d}
     Require all granted
     Options +Indexes
 </Directory>
+Alias /gzip/ {d}/
+<Location /gzip/>
+    SetOutputFilter DEFLATE
+    SetEnv force-gzip 1
+</Location>
+Alias /gzfile/ {d}/
+<Location /gzfile/>
+    AddEncoding gzip .gz
+</Location>
 Alias /novalid/ {d}/
 <Location /novalid/>
     FileETag None

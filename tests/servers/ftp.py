@@ -61,6 +61,10 @@ class _FtpServer:
         login = f"{self.user}:{self.password}@" if user else ""
         return f"{scheme}://{login}127.0.0.1:{self.port}/{path.lstrip('/')}"
 
+    def absolute(self, path: Path) -> str:
+        """The absolute path the password user's login sees for ``path`` (vsftpd: the real one, no chroot)."""
+        return str(path)
+
     def give(self, path: Path) -> None:
         """Hand a file or folder under ``user_root`` to the FTP user (as root)."""
         if os.geteuid() == 0:
@@ -133,4 +137,97 @@ xferlog_std_format=NO
 log_ftp_protocol=YES
 vsftpd_log_file={self.root}/vsftpd.log
 use_localtime=NO
+"""
+
+
+def proftpd_binary() -> str:
+    """ProFTPD as installed, else as ``tests/system-deps.sh`` unpacked it (it conflicts with vsftpd)."""
+    for path in ("/usr/sbin/proftpd", PROFTPD_ROOT / "usr/sbin/proftpd"):
+        if os.access(path, os.X_OK):
+            return str(path)
+    raise FileNotFoundError("proftpd")
+
+
+def _crypted(password: str) -> str:
+    out = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=password, text=True, capture_output=True,
+                         check=True)
+    return out.stdout.strip()
+
+
+class Proftpd(_FtpServer):
+    """ProFTPD (1.3.8, Debian's build): MLST/MLSD, SIZE, MDTM, REST STREAM, and HASH/XSHA256 from mod_digest.
+    Its own password file holds the password user (same Unix uid) and ``ftp`` for the anonymous area."""
+
+    name = "proftpd"
+
+    def argv(self, conf: Path) -> list[str]:
+        return [proftpd_binary(), "--nodaemon", "-q", "-c", str(conf)]
+
+    def absolute(self, path: Path) -> str:
+        """Logins are kept in their home (``DefaultRoot ~``): absolute paths start there."""
+        return "/" + path.relative_to(self.user_root).as_posix()
+
+    def commands(self) -> list[str]:
+        """Every command clients sent so far (ProFTPD's ExtendedLog), e.g. ``RETR big.bin``."""
+        log = self.root / "commands.log"
+        return [line.strip() for line in log.read_text(errors="replace").splitlines()] if log.exists() else []
+
+    def config(self) -> str:
+        modules = Path(proftpd_binary()).parent.parent / "lib/proftpd"
+        uid, gid = (pwd.getpwnam(self.user).pw_uid, pwd.getpwnam(self.user).pw_gid) if os.geteuid() == 0 \
+            else (os.getuid(), os.getgid())
+        nobody = pwd.getpwnam("nobody")
+        crypted = _crypted(self.password)
+        (self.root / "ftpd.passwd").write_text(
+            f"{self.user}:{crypted}:{uid}:{gid}::{self.user_root}:/bin/sh\n"
+            f"ftp:*:{nobody.pw_uid}:{nobody.pw_gid}::{self.anon}:/bin/false\n")
+        (self.root / "ftpd.group").write_text(f"ferrytests:x:{gid}:\nnogroup:x:{nobody.pw_gid}:\n")
+        for name in ("ftpd.passwd", "ftpd.group"):
+            os.chmod(self.root / name, 0o600)  # ProFTPD refuses a world-readable password file
+        run_as = "User nobody\nGroup nogroup" if os.geteuid() == 0 else ""
+        low = self.pasv[0]
+        return f"""
+ServerType standalone
+ServerName "Ferry tests"
+DefaultServer on
+DefaultAddress 127.0.0.1
+SocketBindTight on
+Port {self.port}
+UseIPv6 off
+{run_as}
+PidFile {self.root}/proftpd.pid
+ScoreboardFile {self.root}/proftpd.scoreboard
+DelayTable none
+WtmpLog off
+UseReverseDNS off
+AuthPAM off
+AuthOrder mod_auth_file.c
+AuthUserFile {self.root}/ftpd.passwd
+AuthGroupFile {self.root}/ftpd.group
+RequireValidShell off
+DefaultRoot ~
+Umask 022
+AllowOverwrite on
+AllowStoreRestart on
+AllowRetrieveRestart on
+MaxInstances 200
+{f"MaxClientsPerHost {self.max_per_ip}" if self.max_per_ip else ""}
+PassivePorts {low} {low + 200}
+ModulePath {modules}
+LoadModule mod_digest.c
+DigestEngine on
+DigestAlgorithms sha256 md5 sha1 crc32
+LogFormat commands "%m %J"
+ExtendedLog {self.root}/commands.log ALL commands
+SystemLog {self.root}/proftpd.log
+TransferLog {self.root}/xferlog
+<Anonymous {self.anon}>
+    User ftp
+    Group nogroup
+    UserAlias anonymous ftp
+    RequireValidShell off
+    <Limit WRITE>
+        DenyAll
+    </Limit>
+</Anonymous>
 """

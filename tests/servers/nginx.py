@@ -114,6 +114,7 @@ class Nginx:
                " ssl_protocols TLSv1.2 TLSv1.3;")
         locations = f"""
             root {d};
+            autoindex on;
             location /slow/ {{ alias {d}/; limit_rate {self.slow_rate}; }}
             location /norange/ {{ alias {d}/; max_ranges 0; }}
             location /forbidden/ {{ deny all; }}

@@ -1,0 +1,230 @@
+"""An FTP folder: its files and sub-folders, several at once (``streams/folder.py`` sets the pace).
+
+The tree is listed over the lead connection (``MLSD`` when announced, else ``LIST``). Small files come over a
+small pool of logged-in connections, each ``RETR`` on a new data connection of a connection already logged
+in, so a folder of a thousand files is not a thousand logins; large ones through ``download.py`` with its
+own parallel ranges and resume. A ``LIST`` gives exact sizes but no exact dates: dates then come from
+``MDTM`` when ``--sync`` needs them (one round trip per file), and copies keep them when known. Symbolic
+links are not followed (a link may lead anywhere on the server); the summary says how many were left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
+from ..core.checksums import SIDECARS, parse_sidecar
+from ..core.errors import BadRequest, Corrupt, TransferError
+from ..streams.folder import FileDone, RemoteFile, Totals, fetch_folder, plan, safe_rel
+from ..streams.partfile import os_error
+from ..streams.ratelimit import limiter_for
+from .address import FtpAddress
+from .control import Entry, FtpControl, Listed
+from .download import SIDECAR_LIMIT, download_file
+from .faults import ServerFull, ftp_error
+
+SMALL_AT_ONCE = 4  # FTP servers often allow few connections per client (vsftpd's max_per_ip)
+LARGE_FROM = 16 * 1024 * 1024
+MAX_DEPTH = 32
+
+
+class Pool:
+    """Up to ``size`` logged-in connections for small files, made as needed; a server that says it is full
+    (421) keeps the pool at the connections it already took."""
+
+    def __init__(self, connect, size: int) -> None:
+        self.connect, self.size = connect, size
+        self.idle: list[FtpControl] = []
+        self.made = 0
+        self.freed = asyncio.Condition()
+
+    async def take(self) -> FtpControl:
+        async with self.freed:
+            while True:
+                if self.idle:
+                    return self.idle.pop()
+                if self.made < self.size:
+                    break
+                await self.freed.wait()
+        self.made += 1
+        try:
+            return await self.connect()
+        except ServerFull:
+            self.made -= 1
+            if self.made == 0:
+                raise
+            self.size = self.made  # the server's limit: share the connections it took
+            return await self.take()
+        except BaseException:
+            self.made -= 1
+            raise
+
+    async def give_back(self, control: FtpControl | None) -> None:
+        async with self.freed:
+            if control is not None:
+                self.idle.append(control)
+            else:
+                self.made -= 1  # broken: a new one may be made in its place
+            self.freed.notify()
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in self.idle), return_exceptions=True)
+        self.idle.clear()
+
+
+async def walk(lead: FtpControl, top: FtpAddress) -> tuple[list[tuple[str, Entry]], list[str], int]:
+    """(rel, entry) of every file below ``top``, the sub-folders' rels, and how many links were left out."""
+    files: list[tuple[str, Entry]] = []
+    folders: list[str] = []
+    links = 0
+    pending = [("", 0)]
+    while pending:
+        rel, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"{top.shown} has folders more than {MAX_DEPTH} levels deep; Ferry stopped. Copy a "
+                             "sub-folder instead.")
+        path = top.child(rel).path if rel else top.path
+        for entry in await lead.listing(path):
+            if entry.name in (".", ".."):
+                continue
+            child = safe_rel(f"{rel}/{entry.name}" if rel else entry.name)
+            if entry.kind == "dir":
+                folders.append(child)
+                pending.append((child, depth + 1))
+            elif entry.kind == "link":
+                links += 1
+            else:
+                files.append((child, entry))
+    return files, folders, links
+
+
+class FtpFolder:
+    def __init__(self, top: FtpAddress, request: TransferRequest, sink: Sink, connect, lead: FtpControl) -> None:
+        self.top, self.request, self.sink, self.connect, self.lead = top, request, sink, connect, lead
+        self.options = request.options
+        self.limiter = limiter_for(self.options)
+        self.pool = Pool(connect, SMALL_AT_ONCE)
+        self.sidecars: dict[str, tuple[str, str]] = {}
+
+    async def run(self) -> Result:
+        began = time.monotonic()
+        if self.options.checksum:
+            raise BadRequest("--checksum names one file's checksum, but the address is a folder. Copy the file on "
+                             "its own to check it against a checksum.")
+        listed, folders, links = await walk(self.lead, self.top)
+        exact_dates = "MLST" in self.lead.features
+        files = []
+        for rel, entry in listed:
+            mtime = Listed.of(entry).mtime if exact_dates else None
+            if mtime is None and self.options.sync and "MDTM" in self.lead.features:
+                mtime = Listed.of(await self.lead.entry(self.top.child(rel).path)).mtime
+            files.append(RemoteFile(rel, entry.size, mtime, self.top.child(rel).path))
+        names = {f.rel for f in files}
+        if self.options.verify:
+            for rel in names:
+                side = next(((alg, rel + sfx) for alg, sfx in SIDECARS if rel + sfx in names), None)
+                if side:
+                    self.sidecars[rel] = side
+        dest = Path(self.request.dest)
+        todo = plan(files, folders, dest, self.options, self.sink)
+        totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
+        self.sink.stage("transferring")
+        try:
+            outcome = await fetch_folder(todo, dest, self.sink, small=self._small, large=self._large,
+                                         large_from=LARGE_FROM, at_once=SMALL_AT_ONCE, totals=totals)
+        finally:
+            await self.pool.close()
+        notes = [f"An FTP folder: {len(files)} files in {len(folders) + 1} folders"
+                 + (f", {len(files) - len(todo)} of them already here" if len(todo) < len(files) else "") + "."]
+        if links:
+            notes.append(f"{links} symbolic links on the server were not followed (a link may lead anywhere); "
+                         "copy what they point to by its own address.")
+        for note in notes:
+            self.sink.note(note)
+        return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
+                      sha256=outcome.sha256, verified=outcome.verified, verify_method=outcome.verify_method,
+                      peer_host=self.top.host, bytes_fetched=outcome.moved, notes=notes)
+
+    async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        address = replace(self.top, path=file.address, folder=False)
+        entry = await self.lead.entry(file.address)
+        request = replace(self.request, source=address.url(), dest=str(path),
+                          options=replace(self.options, overwrite=True))
+        result = await download_file(address, entry, request, sink, self.connect, self.lead)
+        said = NOT_COMPARED if not self.options.verify else (
+            f"{result.verify_method.split()[0]} from the server matched" if result.verified
+            else "no checksum offered or published; size and modification time checked")
+        return FileDone(result.sha256, result.verified, said, result.bytes_fetched, result.streams)
+
+    async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        """The whole file with one ``RETR`` over a pooled connection, hashed as it comes, renamed once whole."""
+        part = path.with_name(path.name + ".part")
+        side = self.sidecars.get(file.rel)
+        digests = {"sha256": hashlib.sha256()}
+        if side and side[0] != "sha256":
+            digests[side[0]] = hashlib.new(side[0])
+        control = await self.pool.take()
+        written = 0
+        try:
+            try:
+                with open(part, "wb") as out:
+                    stream = await control.read_from(file.address, 0)
+                    while data := await stream.read(1 << 20):
+                        out.write(data)
+                        for h in digests.values():
+                            h.update(data)
+                        written += len(data)
+                        sink.progress(written, file.size, 1)
+                        if self.limiter:
+                            await self.limiter.consume(len(data))
+                    await control.end_read(stream, complete=True)
+                text = await self._sidecar_text(control, self.top.child(side[1]).path) if side else None
+            except (TransferError, asyncio.CancelledError):
+                raise
+            except OSError as exc:
+                if not isinstance(exc, (ConnectionError, TimeoutError)):
+                    raise os_error(exc, part, "write") from None
+                raise ftp_error(exc, self.top, step="read", path=file.address, started=True) from exc
+            except Exception as exc:
+                raise ftp_error(exc, self.top, step="read", path=file.address, started=True) from exc
+            if file.size is not None and written != file.size:
+                raise ftp_error(ConnectionError(f"{written} of {file.size} bytes came"), self.top, step="read",
+                                path=file.address, started=True)
+            verified, method = self._check(file, {k: h.hexdigest() for k, h in digests.items()}, side, text)
+            os.replace(part, path)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            await self.pool.give_back(None)
+            control.abandon()
+            raise
+        await self.pool.give_back(control)
+        return FileDone(digests["sha256"].hexdigest(), verified, method, written)
+
+    async def _sidecar_text(self, control: FtpControl, path: str) -> str | None:
+        stream = await control.read_from(path, 0)
+        text = b""
+        while len(text) <= SIDECAR_LIMIT and (chunk := await stream.read(65536)):
+            text += chunk
+        await control.end_read(stream, complete=len(text) <= SIDECAR_LIMIT)
+        return text.decode("utf-8", "replace")
+
+    def _check(self, file: RemoteFile, digests: dict[str, str], side, text: str | None) -> tuple[bool, str]:
+        if not self.options.verify:
+            return False, NOT_COMPARED
+        if side is None:
+            return False, "no checksum published; size checked"
+        algorithm, sidecar_rel = side
+        name = file.rel.rsplit("/", 1)[-1]
+        expected = parse_sidecar(text or "", algorithm, name)
+        if expected is None:
+            return False, "the published checksum file did not name it; size checked"
+        if digests[algorithm] != expected.lower():
+            raise Corrupt(f"{file.rel} does not match the {algorithm} in the server's {sidecar_rel} (expected "
+                          f"{expected[:16]}…, got {digests[algorithm][:16]}…). Run the transfer again; if it fails "
+                          "again, ask the server's owner whether the checksum is current.")
+        return True, f"{algorithm} published beside it matched"

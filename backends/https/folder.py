@@ -1,0 +1,191 @@
+"""A web folder (an autoindex listing) downloaded as a folder: its files and sub-folders, below the start.
+
+The listings are read first (``index.py``), then every file's HEAD, ``HEADS_AT_ONCE`` at a time, gives
+the sizes for progress and ``--sync`` and the dates the copies keep. Small files come with one GET each,
+``SMALL_AT_ONCE`` at a time over the session's reused connections; large ones with the parallel ranged
+download of a single file (``download.py``: resume, identity checks, its own sidecar lookup). A small
+file's ``NAME.sha256``/``NAME.md5`` is taken from the listing itself, so no request is spent looking for
+sidecars that are not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from dataclasses import replace
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+
+import aiohttp
+
+from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
+from ..core.checksums import SIDECARS, parse_sidecar
+from ..core.errors import BadRequest, Corrupt, TransferError, Transient
+from ..core.urls import host_of, redact
+from ..streams.folder import FileDone, RemoteFile, Totals, fetch_folder, plan
+from ..streams.partfile import os_error
+from ..streams.ratelimit import limiter_for
+from .index import Listing, walk
+from .remote import SIDECAR_LIMIT, head
+from .session import answer_error, map_error, read_up_to
+from .whole import body_decoder, decode
+
+HEADS_AT_ONCE = 16
+SMALL_AT_ONCE = 8
+LARGE_FROM = 16 * 1024 * 1024  # below: one GET; from here: parallel ranges, resumable
+
+
+def _mtime(last_modified: str | None) -> float | None:
+    try:
+        return parsedate_to_datetime(last_modified).timestamp() if last_modified else None
+    except (TypeError, ValueError):
+        return None
+
+
+async def _described(session: aiohttp.ClientSession, found) -> list[RemoteFile]:
+    gate = asyncio.Semaphore(HEADS_AT_ONCE)
+
+    async def one(item) -> RemoteFile:
+        async with gate:
+            info, _ = await head(session, item.url)
+        return RemoteFile(item.rel, info.size, _mtime(info.last_modified), item.url)
+
+    return list(await asyncio.gather(*(one(item) for item in found)))
+
+
+def _sidecars(files: list[RemoteFile]) -> dict[str, tuple[str, str, str]]:
+    """For each file, a checksum file published beside it in the listing: rel → (algorithm, suffix, URL)."""
+    urls = {f.rel: f.address for f in files}
+    found: dict[str, tuple[str, str, str]] = {}
+    for rel in urls:
+        for algorithm, suffix in SIDECARS:
+            if rel + suffix in urls and rel not in found:
+                found[rel] = (algorithm, suffix, urls[rel + suffix])
+    return found
+
+
+class FolderDownload:
+    def __init__(self, session: aiohttp.ClientSession, listing: Listing, request: TransferRequest,
+                 sink: Sink) -> None:
+        self.session, self.listing, self.request, self.sink = session, listing, request, sink
+        self.options = request.options
+        self.limiter = limiter_for(self.options)
+        self.sidecars: dict[str, tuple[str, str, str]] = {}
+
+    async def run(self) -> Result:
+        began = time.monotonic()
+        if self.options.checksum:
+            raise BadRequest("--checksum names one file's checksum, but the address is a web folder. Copy the file "
+                             "on its own to check it against a checksum; a folder's files are checked against the "
+                             "NAME.sha256 or NAME.md5 published beside them.")
+        found, folders = await walk(self.session, self.listing)
+        files = await _described(self.session, found)
+        self.sidecars = _sidecars(files) if self.options.verify else {}
+        dest = Path(self.request.dest)
+        todo = plan(files, folders, dest, self.options, self.sink)
+        totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
+        self.sink.stage("transferring")
+        outcome = await fetch_folder(todo, dest, self.sink, small=self._small, large=self._large,
+                                     large_from=LARGE_FROM, at_once=SMALL_AT_ONCE, totals=totals)
+        self.sink.stage("verifying")
+        notes = [f"A web folder: {len(files)} files in {len(folders) + 1} folders"
+                 + (f", {len(files) - len(todo)} of them already here" if len(todo) < len(files) else "") + "."]
+        return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
+                      sha256=outcome.sha256, verified=outcome.verified, verify_method=outcome.verify_method,
+                      peer_host=host_of(self.listing.url), bytes_fetched=outcome.moved, notes=notes)
+
+    async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        from .download import Download
+
+        request = replace(self.request, source=file.address, dest=str(path),
+                          options=replace(self.options, overwrite=True, name_from_source=False))
+        result = await Download(self.session, request, sink).run()
+        return FileDone(result.sha256, result.verified, self._said(result), result.bytes_fetched,
+                        result.streams)
+
+    async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        """One GET into ``NAME.part``, hashed as it comes, renamed once its size (and any sidecar) agrees."""
+        part = path.with_name(path.name + ".part")
+        side = self.sidecars.get(file.rel)
+        digests = {"sha256": hashlib.sha256()}
+        if side and side[0] != "sha256":
+            digests[side[0]] = hashlib.new(side[0])
+        written = 0
+        try:
+            try:
+                with open(part, "wb") as out:
+                    async with self.session.get(file.address) as resp:
+                        if resp.status != 200:
+                            raise answer_error(resp, file.address)
+                        expected, wire = resp.content_length, 0
+                        decoder = body_decoder(resp.headers, str(resp.url))
+                        async for data in resp.content.iter_any():
+                            wire += len(data)
+                            if decoder is not None:
+                                data = decode(decoder, data, file.address)
+                            out.write(data)
+                            for h in digests.values():
+                                h.update(data)
+                            written += len(data)
+                            sink.progress(written, file.size, 1)
+                            if self.limiter:
+                                await self.limiter.consume(len(data))
+                        if decoder is not None:
+                            tail = decode(decoder, b"", file.address, final=True)
+                            out.write(tail)
+                            for h in digests.values():
+                                h.update(tail)
+                            written += len(tail)
+            except (TransferError, asyncio.CancelledError):
+                raise
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                raise map_error(exc, file.address, started=written > 0) from exc
+            except OSError as exc:
+                raise os_error(exc, part, "write") from None
+            if expected is not None and wire != expected:
+                raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
+            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, side)
+            os.replace(part, path)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        return FileDone(digests["sha256"].hexdigest(), verified, method, written)
+
+    def _said(self, result: Result) -> str:
+        return _short(result) if self.options.verify else NOT_COMPARED
+
+    async def _check(self, file: RemoteFile, digests: dict[str, str], side) -> tuple[bool, str]:
+        if not self.options.verify:
+            return False, NOT_COMPARED
+        if side is None:
+            how = "size checked" if file.size is not None else "the server gave no size"
+            return False, f"no checksum published; {how}"
+        algorithm, suffix, url = side
+        name = file.rel.rsplit("/", 1)[-1]
+        text = await self._text(url)
+        expected = parse_sidecar(text, algorithm, name) if text is not None else None
+        if expected is None:
+            return False, f"the published {suffix} file did not name it; size checked"
+        if digests[algorithm] != expected.lower():
+            raise Corrupt(f"{file.rel} does not match the {algorithm} in the server's {name}{suffix} (expected "
+                          f"{expected[:16]}…, got {digests[algorithm][:16]}…). Run the transfer again; if it fails "
+                          "again, ask the server's owner whether the checksum is current.")
+        return True, f"{algorithm} published beside it matched"
+
+    async def _text(self, url: str) -> str | None:
+        try:
+            async with self.session.get(url) as resp:
+                if resp.status != 200:
+                    return None
+                return (await read_up_to(resp, SIDECAR_LIMIT)).decode("utf-8", "replace")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return None
+
+
+def _short(result: Result) -> str:
+    """A large file's check in the words the folder summary groups by."""
+    if result.verified:
+        return f"{result.verify_method.split()[0]} published beside it matched"
+    return "no checksum published; " + result.verify_method.split("; ", 1)[-1]

@@ -1,0 +1,162 @@
+"""Web folders: a directory listing (Apache, nginx, lighttpd autoindex) read as a folder of files.
+
+A listing is recognised by its title ("Index of /path", or Python's "Directory listing for"), never guessed
+from any HTML page. Its links are followed only below the start address, as ``wget -r -np`` does: links with
+a query (Apache's sort links), to another host, to the parent or outside the start folder are not files of
+the folder. Names come from the link's path, percent-decoded to bytes, so a name that is not UTF-8 lands
+byte for byte as it is on the server; a name that would lead out of the destination stops the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+
+import aiohttp
+
+from ..core.errors import BadRequest, TransferError
+from ..core.urls import redact
+from ..streams.folder import safe_rel
+from .session import answer_error, map_error, read_up_to
+from .whole import body_decoder, decode
+
+PAGE_LIMIT = 32 * 1024 * 1024  # a listing of ~200,000 names
+MAX_DEPTH = 32  # deeper than any real tree: a server whose folder links lead back into themselves
+MAX_FILES = 1_000_000
+PAGES_AT_ONCE = 8
+INDEX_TITLES = ("index of ", "directory listing for ")
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hrefs: list[str] = []
+        self.title = ""
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag == "a":
+            href = dict(attrs).get("href")
+            if href:
+                self.hrefs.append(href)
+        elif tag == "title":
+            self._in_title = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+
+
+@dataclass
+class Listing:
+    url: str  # the folder's own address (where redirects ended, with its trailing slash)
+    files: list[tuple[str, str]]  # (name, URL)
+    folders: list[tuple[str, str]]
+
+
+def read_listing(html: str, url: str) -> Listing | None:
+    """The files and sub-folders an index page at ``url`` links to; None when the page is no listing."""
+    parser = _Links()
+    parser.feed(html)
+    parser.close()
+    if not parser.title.strip().lower().startswith(INDEX_TITLES):
+        return None
+    base = urlsplit(url)
+    files: dict[str, str] = {}
+    folders: dict[str, str] = {}
+    for href in parser.hrefs:
+        target = urlsplit(urljoin(url, href))
+        if target.query or (target.scheme, target.netloc) != (base.scheme, base.netloc):
+            continue
+        if not target.path.startswith(base.path) or len(target.path) <= len(base.path):
+            continue  # the parent, the folder itself, or somewhere else on the server
+        below = target.path[len(base.path):]
+        is_folder = below.endswith("/")
+        if "/" in below.rstrip("/"):
+            continue  # a link further down than one level is not an entry of this folder
+        name = os.fsdecode(unquote_to_bytes(below.rstrip("/")))
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
+            raise BadRequest(f"The listing at {redact(url)} names an entry Ferry cannot save ({name!r}); Ferry "
+                             "stopped. Ask the server's owner to rename it.")
+        (folders if is_folder else files)[name] = target._replace(fragment="").geturl()
+    return Listing(url, sorted(files.items()), sorted(folders.items()))
+
+
+async def fetch_listing(session: aiohttp.ClientSession, url: str) -> Listing | None:
+    """GET ``url``: its listing, or None when the answer is not a directory listing."""
+    try:
+        async with session.get(url) as resp:
+            if resp.status != 200:
+                raise answer_error(resp, url)
+            media = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if media not in ("text/html", "application/xhtml+xml"):
+                return None
+            decoder = body_decoder(resp.headers, str(resp.url))
+            body = await read_up_to(resp, PAGE_LIMIT)
+            if decoder is not None:
+                body = decode(decoder, body, url) + decode(decoder, b"", url, final=True)
+            final = str(resp.url)
+            charset = resp.charset or "utf-8"
+    except (TransferError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise map_error(exc, url) from exc
+    if len(body) > PAGE_LIMIT:
+        raise BadRequest(f"The listing at {redact(url)} is larger than {PAGE_LIMIT >> 20} MiB; Ferry does not read "
+                         "it as a folder. Copy its sub-folders one by one.")
+    try:
+        text = body.decode(charset, "surrogateescape")
+    except LookupError:
+        text = body.decode("utf-8", "surrogateescape")
+    return read_listing(text, final)
+
+
+@dataclass
+class Found:
+    rel: str
+    url: str
+
+
+async def walk(session: aiohttp.ClientSession, top: Listing) -> tuple[list[Found], list[str]]:
+    """Every file below ``top`` (its sub-folders' listings read ``PAGES_AT_ONCE`` at a time), and the
+    sub-folders' relative paths."""
+    files: list[Found] = []
+    folders: list[str] = []
+    gate = asyncio.Semaphore(PAGES_AT_ONCE)
+    seen = {top.url}
+
+    async def visit(listing: Listing, prefix: str, depth: int) -> None:
+        for name, url in listing.files:
+            files.append(Found(safe_rel(prefix + name), url))
+        if len(files) > MAX_FILES:
+            raise BadRequest(f"{redact(top.url)} lists more than {MAX_FILES:,} files; Ferry stopped. Copy its "
+                             "sub-folders one by one.")
+        subs = [(name, url) for name, url in listing.folders if url not in seen]
+        if subs and depth >= MAX_DEPTH:
+            raise BadRequest(f"{redact(top.url)} has folders more than {MAX_DEPTH} levels deep (links that lead "
+                             "back into themselves?); Ferry stopped. Copy a sub-folder instead.")
+        seen.update(url for _, url in subs)
+        children = []
+        for name, url in subs:
+            rel = safe_rel(prefix + name)
+            folders.append(rel)
+            children.append(_child(url, rel, depth))
+        await asyncio.gather(*children)
+
+    async def _child(url: str, rel: str, depth: int) -> None:
+        async with gate:
+            listing = await fetch_listing(session, url)
+        if listing is None:
+            raise BadRequest(f"{redact(url)} looked like a sub-folder in the listing but is not a listing itself; "
+                             "Ferry stopped rather than copy part of the folder.")
+        await visit(listing, rel + "/", depth + 1)
+
+    await visit(top, "", 0)
+    return files, folders

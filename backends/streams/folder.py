@@ -1,0 +1,207 @@
+"""Folders for protocols that move one file per request (HTTP listings, FTP): the plan and the pace.
+
+SSH sends a folder's small files as one tar stream; a web server or an FTP server cannot, so a folder is many
+files at once: the small ones ``at_once`` at a time over connections the backend reuses, the large ones one
+after another with the backend's parallel ranges, both lanes running together (as ``ssh/tree.py`` runs its
+tar stream beside its large files). A file arrives as ``NAME.part`` and takes its name once whole and
+checked, so what a failed run finished stays, and the runner's retry (``--sync``) keeps it.
+
+The folder's ``sha256`` in history is that of its manifest (``manifest_digest``), as for SSH folders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.base import Sink, TransferOptions
+from ..core.errors import Corrupt, LocalError
+from .hashing import manifest_digest
+from .partfile import os_error, room_for
+
+
+@dataclass
+class Totals:
+    """Progress across a folder: finished bytes plus the bytes of files in flight."""
+
+    total: int
+    done: int = 0
+    live: dict[str, int] = field(default_factory=dict)
+    streams: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the job's rate cap (its own and the global one), paid by the small-file paths in their threads; large
+    #: files pay through their own streams
+    limiter: object | None = None
+
+    def pay(self, nbytes: int) -> None:
+        if self.limiter is not None and nbytes > 0:
+            self.limiter.consume_blocking(nbytes)
+
+    def add(self, nbytes: int, sink: Sink | None) -> None:
+        """Bytes of small files done (may be called from several threads)."""
+        with self.lock:
+            self.done += nbytes
+        self.report(sink)
+
+    def report(self, sink: Sink | None) -> None:
+        if sink:
+            sink.progress(self.done + sum(self.live.values()), self.total, max(1, self.streams))
+
+
+class FileSink:
+    """A sink for one large file inside a folder job: reports into the folder's totals."""
+
+    def __init__(self, totals: Totals, key: str, outer: Sink | None, others: int = 1) -> None:
+        self.totals, self.key, self.outer, self.others = totals, key, outer, others
+
+    def progress(self, done: int, total: int | None, streams: int) -> None:
+        self.totals.live[self.key] = done
+        self.totals.streams = streams + self.others
+        self.totals.report(self.outer)
+
+    def note(self, message: str) -> None:
+        if self.outer:
+            self.outer.note(message)
+
+    def stage(self, stage: str) -> None:
+        return None
+
+
+def safe_rel(rel: str) -> str:
+    """A relative path that stays inside the destination folder (the listing is the server's word)."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        raise Corrupt(f"The server sent an unsafe path in the folder ({rel!r}); Ferry stopped.")
+    return rel
+
+
+@dataclass
+class RemoteFile:
+    """One file of a remote folder: where it goes below DEST and what the server said of it."""
+
+    rel: str
+    size: int | None
+    mtime: float | None = None  # seconds since the epoch, when the server says
+    address: str = ""  # the backend's own address of the file (a URL, a server path)
+
+
+@dataclass
+class FileDone:
+    sha256: str
+    verified: bool
+    method: str  # how this file was checked, in a few words
+    moved: int  # bytes that crossed the network for it
+    streams: int = 1
+
+
+@dataclass
+class FolderOutcome:
+    bytes: int
+    moved: int
+    streams: int
+    sha256: str
+    verified: bool
+    verify_method: str
+    files: int
+
+
+def unchanged_here(path: Path, file: RemoteFile) -> bool:
+    """Already here with the server's size and modification time (what ``--sync size-mtime`` compares)."""
+    if file.size is None or file.mtime is None:
+        return False
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return st.st_size == file.size and int(st.st_mtime) == int(file.mtime)
+
+
+def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: TransferOptions,
+         sink: Sink | None) -> list[RemoteFile]:
+    """Check every name, make the folders, and leave out what ``--sync`` finds unchanged; refuse files that
+    are already here unless asked to replace or sync them."""
+    for rel in [f.rel for f in files] + folders:
+        safe_rel(rel)
+    if options.sync:
+        kept = [f for f in files if unchanged_here(dest / f.rel, f)]
+        if kept and sink:
+            sink.note(f"Sync: {len(kept)} files are already here with the same size and time; skipped.")
+        files = [f for f in files if f not in kept]
+    elif not options.overwrite:
+        clashes = [f.rel for f in files if (dest / f.rel).exists()]
+        if clashes:
+            raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
+                             "Use --sync (in the app: Skip unchanged files) to keep those that are unchanged, or "
+                             "--overwrite (Replace them) to replace them.")
+    for rel in [""] + sorted(folders) + sorted({os.path.dirname(f.rel) for f in files}):
+        folder = dest / rel if rel else dest
+        try:
+            if folder.exists() and not folder.is_dir():
+                raise LocalError(f"{folder} is a file, but the server has a folder of that name. Move it away "
+                                 "or choose another destination.")
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise os_error(exc, folder, "write") from None
+    room_for(dest / "x", sum(f.size or 0 for f in files))
+    return files
+
+
+def set_mtime(path: Path, mtime: float | None) -> None:
+    if mtime is not None:
+        try:
+            os.utime(path, (mtime, mtime))
+        except OSError:
+            pass
+
+
+Fetch = Callable[[RemoteFile, Path, Sink], Awaitable[FileDone]]
+
+
+async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *, small: Fetch, large: Fetch,
+                       large_from: int, at_once: int, totals: Totals) -> FolderOutcome:
+    """Small files ``at_once`` at a time, large ones (``large_from`` bytes and up) one after another, both at
+    once; each fetch reports into ``totals`` through the sink it is given."""
+    smalls = [f for f in files if f.size is not None and f.size < large_from]
+    larges = [f for f in files if f not in smalls]
+    done: dict[str, FileDone] = {}
+    gate = asyncio.Semaphore(max(1, at_once))
+    busy = [0]
+
+    async def one(file: RemoteFile, fetch: Fetch, others: int) -> None:
+        file_sink = FileSink(totals, file.rel, sink, others)
+        outcome = await fetch(file, dest / file.rel, file_sink)
+        set_mtime(dest / file.rel, file.mtime)
+        done[file.rel] = outcome
+        totals.live.pop(file.rel, None)
+        totals.done += os.path.getsize(dest / file.rel)
+        totals.report(sink)
+
+    async def small_one(file: RemoteFile) -> None:
+        async with gate:
+            busy[0] += 1
+            totals.streams = max(totals.streams, busy[0])
+            try:
+                await one(file, small, 0)
+            finally:
+                busy[0] -= 1
+
+    async def large_lane() -> None:
+        for file in larges:
+            await one(file, large, min(at_once, len(smalls)))
+
+    await asyncio.gather(large_lane(), *(small_one(f) for f in smalls))
+    streams = max([totals.streams] + [d.streams + (1 if smalls else 0) for d in done.values()])
+    methods = Counter(d.method for d in done.values())
+    shape = f"{len(files)} files ({len(smalls)} one request each, {len(larges)} in parallel streams)"
+    how = "; ".join(f"{m} ({n} {'file' if n == 1 else 'files'})" for m, n in methods.most_common())
+    return FolderOutcome(
+        bytes=sum(os.path.getsize(dest / f.rel) for f in files), moved=sum(d.moved for d in done.values()),
+        streams=streams, sha256=manifest_digest({rel: d.sha256 for rel, d in done.items()}),
+        verified=bool(done) and all(d.verified for d in done.values()),
+        verify_method=shape + ("; " + how if how else ""), files=len(files),
+    )
