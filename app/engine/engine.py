@@ -57,7 +57,8 @@ class Engine:
         self._jobs: dict[int, Job] = {}
         self._tasks: dict[int, asyncio.Task] = {}
         self._owned: set[int] = set()
-        self._secrets: dict[int, str] = {}  # job id → source with its password; never stored
+        #: job id → (source, destination) with their passwords; never stored
+        self._secrets: dict[int, tuple[str, str]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -243,15 +244,15 @@ class Engine:
         if not available.ok:
             raise Unavailable(available.reason)
         await asyncio.to_thread(backend.check, TransferRequest(source, dest, options, state_dir=self.state_dir))
-        shown = redact(source)
-        existing = self.store.jobs.unfinished_for(shown, dest)
+        shown, shown_dest = redact(source), redact(dest)
+        existing = self.store.jobs.unfinished_for(shown, shown_dest)
         if existing and existing.id in self._tasks:
             return self._jobs[existing.id].view()
         try:
-            job, adopted = self.store.jobs.take(shown, dest, backend.name, options)
+            job, adopted = self.store.jobs.take(shown, shown_dest, backend.name, options)
         except Busy as exc:
             raise LocalError(
-                f"{redact(source)} → {dest} is already being transferred by another Ferry process (job {exc.job_id},"
+                f"{shown} → {shown_dest} is already being transferred by another Ferry process (job {exc.job_id},"
                 f" process {exc.pid}). Wait for it, or pause it there and run this again to take it over."
             ) from None
         if adopted:
@@ -259,8 +260,8 @@ class Engine:
             job.options, job.state, job.error, job.error_kind, job.attempts = options, JobState.QUEUED, None, None, 0
             self.persist(job)
         self._jobs[job.id] = job
-        if shown != source:
-            self._secrets[job.id] = source
+        if (shown, shown_dest) != (source, dest):
+            self._secrets[job.id] = (source, dest)
         self._owned.add(job.id)
         self.publish(ADDED, job)
         self._pump()
@@ -281,12 +282,12 @@ class Engine:
             self._tasks[job.id] = asyncio.get_running_loop().create_task(self._run(job))
 
     async def _run(self, job: Job) -> None:
-        runner = JobRunner(self, job, self._secrets.get(job.id, job.source))
+        runner = JobRunner(self, job, *self._secrets.get(job.id, (job.source, job.dest)))
         job.state, job.error, job.error_kind = JobState.RUNNING, None, None
         self.persist(job)
         self.publish(STATE, job)
         try:
-            if "***@" in runner.source:
+            if "***@" in runner.source + runner.dest:
                 raise AuthError("This job's password is not kept between sessions. Submit the transfer again with it.")
             result = await runner.run()
             job.state, job.bytes_done, job.rate, job.eta = JobState.DONE, result.bytes, 0.0, 0.0
@@ -344,11 +345,11 @@ class Engine:
         job = self._get(job_id)
         if job.state.terminal:
             return job.view()
+        source, dest = self._secrets.get(job_id, (job.source, job.dest))  # a password may be needed to clean up
         await self._stop(job_id, JobState.CANCELLED)
         backend = self.registry.get(job.backend)
-        await asyncio.to_thread(backend.discard, TransferRequest(job.source, job.dest, job.options,
-                                                                  state_dir=self.state_dir))
-        JobRunner(self, job, job.source).record_end("cancelled")
+        await asyncio.to_thread(backend.discard, TransferRequest(source, dest, job.options, state_dir=self.state_dir))
+        JobRunner(self, job, job.source, job.dest).record_end("cancelled")
         self.store.jobs.remove(job_id)
         self.publish(FINISHED, job)
         return job.view()

@@ -66,8 +66,8 @@ class JobSink:
 
 
 class JobRunner:
-    def __init__(self, engine, job: Job, source: str) -> None:
-        self.engine, self.job, self.source = engine, job, source
+    def __init__(self, engine, job: Job, source: str, dest: str) -> None:
+        self.engine, self.job, self.source, self.dest = engine, job, source, dest  # with passwords: never stored
         self.meter = ProgressMeter()
         self.retries = 0
         self.started = time.time()
@@ -82,7 +82,7 @@ class JobRunner:
             while True:
                 before = job.bytes_done
                 try:
-                    request = TransferRequest(self.source, job.dest, self._options(), ask_trust=engine.ask_trust,
+                    request = TransferRequest(self.source, self.dest, self._options(), ask_trust=engine.ask_trust,
                                               state_dir=engine.state_dir)
                     return await backend.transfer(request, sink)
                 except TransferError as exc:

@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
-from ..core.errors import BadRequest
+from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
 from ..core.registry import scheme_of
-from ..streams.partfile import check_destination
+from ..streams.partfile import PartFile, check_destination
 from .address import SCHEMES, FtpAddress
 from .options import FtpOptions
 
@@ -34,21 +34,51 @@ async def _opened(connect):
 class FtpBackend:
     name = "ftp"
     schemes = SCHEMES
-    caps = Capabilities(streams=True, resume=True, download=True, folders=True, checksums=("sha256", "md5"))
+    caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True,
+                        checksums=("sha256", "md5"))
     options_type = FtpOptions
 
     def available(self) -> Availability:
         return Availability(True)
 
     def check(self, request: TransferRequest) -> None:
-        if scheme_of(request.source) not in SCHEMES:
-            raise BadRequest("Uploads over plain FTP are not supported yet; use sftp:// or gsiftp://, or fetch "
-                             "from the FTP server to here.")
+        if scheme_of(request.source) not in SCHEMES:  # an upload
+            if "://" in request.source:
+                raise BadRequest("Copying between two servers over plain FTP is not supported; copy to here first.")
+            FtpAddress.parse(request.dest)
+            if not Path(request.source).exists():
+                raise LocalError(f"{request.source} does not exist. Check the path of the file or folder to send.")
+            return
         FtpAddress.parse(request.source)
         if "://" in request.dest:
-            raise BadRequest("FTP downloads go to a local file or folder; copy to here first.")
+            raise BadRequest("Copying between two servers over plain FTP is not supported; copy to here first.")
         if not Path(request.dest).is_dir():  # a folder there: the server says whether the source is one too
             check_destination(Path(request.dest), request.options.overwrite)
+
+    def discard(self, request: TransferRequest) -> None:
+        """A cancelled download loses its ``.part`` here; a cancelled file upload its ``NAME.part`` on the server
+        and its resume record (a folder's files arrive whole under their names: what arrived stays)."""
+        if scheme_of(request.source) in SCHEMES:
+            PartFile(request.dest).discard()
+            return
+        if Path(request.source).is_dir():
+            return
+        import asyncio
+
+        from .upload import UploadRecord, part_of, target_path
+
+        address = FtpAddress.parse(request.dest)
+
+        async def remove() -> None:
+            async with _opened(self._connector(address, request.options)) as lead:
+                remote, _ = await target_path(lead, address, Path(request.source))
+                await lead.client.remove_file(part_of(remote))
+                if request.state_dir:
+                    UploadRecord(request.state_folder("ftp-uploads"), f"{address.where}|{address.user}|{remote}").drop()
+        try:
+            asyncio.run(remove())
+        except Exception:
+            return  # the server cannot be reached now, or there is no part: a later upload replaces it
 
     def _connector(self, address: FtpAddress, options: TransferOptions):
         from .control import FtpControl
@@ -80,6 +110,12 @@ class FtpBackend:
         from .download import download_file
 
         self.check(request)
+        if scheme_of(request.source) not in SCHEMES:
+            from .upload import upload
+
+            connect = self._connector(FtpAddress.parse(request.dest), request.options)
+            async with _opened(connect) as lead:
+                return await upload(request, sink, connect, lead)
         address = FtpAddress.parse(request.source)
         connect = self._connector(address, request.options)
         async with _opened(connect) as lead:

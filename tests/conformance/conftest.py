@@ -16,12 +16,13 @@ from tests.conformance import servers
 from tests.integration.conftest import (  # noqa: F401  (fixtures shared with the integration tests)
     gridftp,
     nginx,
+    proftpd,
     sshd,
     sshd_sftp_only,
     vsftpd,
 )
 
-TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "torrent")
+TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
 #: case name → title, in the table's order (filled by the test module)
 CASES: dict[str, str] = {}
 #: (case, target) → why the case does not apply, or which open bug keeps it from being run
@@ -48,6 +49,8 @@ def target(request, tmp_path_factory):
         made = servers.Gridftp(request.getfixturevalue("gridftp"))
     elif name == "ftp":
         made = servers.Ftp(request.getfixturevalue("vsftpd"))
+    elif name == "proftpd":
+        made = servers.Proftpd(request.getfixturevalue("proftpd"))
     else:
         made = servers.Torrent(tmp_path_factory.mktemp("torrent-target"))
     yield made
@@ -88,8 +91,10 @@ def write_table(path: Path) -> None:
         "Written by the conformance suite (`tests/conformance/`, part of `make test`) after its last full run,",
         "against the real servers the suite starts on 127.0.0.1: nginx with TLS (https), OpenSSH's sshd (sftp, scp,",
         "and an account allowed only SFTP), globus-gridftp-server (gridftp, over ftp:// with `--backend gridftp`),",
-        "a stock vsftpd (ftp, Ferry's own FTP client, a password user) and `labferry seed` (torrent). Apache httpd's",
-        "cases (logins, redirect loops, names, bodies without a size) are in tests/integration/test_http_behaviour.py.",
+        "a stock vsftpd (ftp, Ferry's own FTP client, a password user), ProFTPD (proftpd, the same client, a password",
+        "user kept in its home) and `labferry seed` (torrent). Apache httpd's and lighttpd's cases (logins, redirect",
+        "loops, names, bodies without a size or compressed, their folder listings) are in",
+        "tests/integration/test_http_behaviour.py.",
         "A cell is *passed* or *FAILED* as that run saw it, or says why the case does not apply, or names",
         "the open bug that keeps it from being run yet.",
         "",

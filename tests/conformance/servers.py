@@ -179,11 +179,11 @@ class Gridftp(Target):
 
 
 class Ftp(Target):
-    """A stock vsftpd, its password user's login folder (folders and uploads are not done yet)."""
+    """A stock vsftpd, its password user's login folder."""
 
     name = "ftp"
-    uploads = False
-    folders = False
+    uploads = True
+    folders = True
 
     def data_dir(self) -> Path:
         return self.server.user_root
@@ -197,6 +197,12 @@ class Ftp(Target):
 
     def wrong_login(self, rel: str, tmp_path: Path) -> tuple[str, list[str]]:
         return self.url(rel).replace(f":{self.server.password}@", ":not-it@"), []
+
+
+class Proftpd(Ftp):
+    """ProFTPD, its password user kept in the login folder (``DefaultRoot ~``)."""
+
+    name = "proftpd"
 
 
 class Torrent(Target):

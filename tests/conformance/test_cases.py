@@ -56,15 +56,13 @@ NOT_APPLICABLE.update({
     ("wrong_login", "gridftp"): "n/a: the suite's GridFTP server is anonymous (FTP logins: the ftp column)",
     ("wrong_login", "torrent"): "n/a: no logins; encryption is tested in test_torrent.py",
     ("cancel_upload", "https"): "n/a: HTTPS downloads only",
-    **{(case, "ftp"): "open: FTP folders and uploads are not done yet (issue 30)"
-       for case in ("download_folder", "upload_file", "upload_folder", "hostile_names", "cancel_upload")},
     ("cancel_upload", "torrent"): f"n/a: {_UPLOADS}",
 })
 
-EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "torrent")
-SERVERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp")
-FOLDERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "torrent")
-UPLOADS = ("sftp", "scp", "sftp-only", "gridftp")
+EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
+SERVERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
+FOLDERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
+UPLOADS = ("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
 
 
 def assert_clean_failure(proc, status: int | None = None, *, words: tuple[str, ...] = ()) -> str:
@@ -143,7 +141,7 @@ def test_upload_folder(target, tmp_path, ferry_home):
     assert tree_digests(target.path("run43")) == digests
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
 def test_resume_after_kill(target, tmp_path, ferry_home):
     size = 64 * MiB
     digest = write_random(target.path("long.bam"), size, seed=203)
@@ -197,7 +195,7 @@ HOSTILE = ["-leading-dash.fq", "$(touch PWNED).fq", "back`tick`.fq", "quote's \"
 HOSTILE_BYTES = [b"latin1-\xe9t\xe9.fq"]  # not UTF-8: a name from an old Latin-1 system
 
 
-@over("https", "sftp", "scp", "sftp-only", "gridftp")
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
 def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_property):
     base = target.path("odd")
     base.mkdir()
@@ -228,7 +226,7 @@ def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_propert
     record_property("how", "all copied intact")
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
 def test_server_restarted(target, tmp_path, ferry_home):
     digest = write_random(target.path("outage.bam"), 48 * MiB, seed=501)
     target.hand_over(target.root)
@@ -247,7 +245,7 @@ def test_server_restarted(target, tmp_path, ferry_home):
     assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
 def test_source_replaced(target, tmp_path, ferry_home):
     write_random(target.path("moving.bam"), 48 * MiB, seed=502)
     target.hand_over(target.root)
@@ -279,7 +277,7 @@ def test_permission_denied(target, tmp_path, ferry_home):
     assert not (tmp_path / "locked.bam").exists()
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
 def test_wrong_login(target, tmp_path, ferry_home):
     """A key (SSH) or a password (HTTP Basic, FTP) the server does not accept."""
     write_random(target.path("x.bam"), 1 * MiB, seed=505)
@@ -293,7 +291,7 @@ def test_wrong_login(target, tmp_path, ferry_home):
     assert time.monotonic() - began < 15  # not retried as if the network had failed
 
 
-@over("sftp", "scp", "sftp-only", "gridftp")
+@over("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
 def test_cancel_upload(target, tmp_path, ferry_home):
     """Cancel removes partial data on the server too (an upload's NAME.part was left there)."""
     from app.engine import Engine, JobState
@@ -305,7 +303,7 @@ def test_cancel_upload(target, tmp_path, ferry_home):
     local = tmp_path / "cancelled.bam"
     write_random(local, 48 * MiB, seed=506)
     ssh = {"identity": str(target.server.key), "known_hosts": str(target.server.known_hosts)} \
-        if target.name != "gridftp" else {}
+        if target.name in ("sftp", "scp", "sftp-only") else {}
     with Store() as store:
         request = resolve(str(local), target.url("cancelled.bam"), Overrides(limit_rate=4 * MiB, streams=2,
                                                                               backend_options=ssh), store=store)

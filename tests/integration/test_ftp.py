@@ -184,3 +184,64 @@ def test_proftpd_is_asked_with_mlst_and_its_hash_is_compared(proftpd, tmp_path, 
     sent = proftpd.commands()[mark:]
     assert any(c.startswith("MLST") for c in sent) and any(c.startswith("HASH") for c in sent), sent
     assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY)], sent
+
+
+def test_uploads_of_a_file_and_a_folder_arrive_under_their_names_once_whole(ftp_server, tmp_path, ferry_home):
+    """Uploads over plain FTP were refused."""
+    local = tmp_path / "up.bam"
+    digest = write_random(local, 12 * MiB, seed=86)
+    target = ftp_server.user_root / "inbox"
+    target.mkdir(exist_ok=True)
+    ftp_server.give(target)
+    mark = len(ftp_server.commands())
+    proc = labferry("copy", str(local), ftp_server.url("inbox/", user=True), "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(target / "up.bam") == digest == _last_json(proc)["sha256"]
+    sent = ftp_server.commands()[mark:]
+    assert any(c.startswith("STOR inbox/up.bam.part") for c in sent), sent
+    assert any(c.startswith("RNTO inbox/up.bam") for c in sent), sent
+    if ftp_server.name == "proftpd":
+        assert _last_json(proc)["verified"] and "HASH" in _last_json(proc)["verify_method"]
+    # the destination's password is neither shown nor stored
+    assert ftp_server.password not in proc.stdout + proc.stderr
+    stored = b"".join(p.read_bytes() for p in ferry_home.rglob("*") if p.is_file())
+    assert ftp_server.password.encode() not in stored
+    again = labferry("copy", str(local), ftp_server.url("inbox/", user=True), env_home=ferry_home)
+    assert again.returncode == 5 and "already exists" in again.stderr, again.stderr
+
+    tree = tmp_path / "tree"
+    digests = {}
+    for rel, size in (("a.fq", 4000), ("sub/b.fq", 5000), ("sub/deeper/c.fq", 10)):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        digests[rel] = write_random(tree / rel, size, seed=87 + size)
+    proc = labferry("copy", str(tree), ftp_server.url("inbox/", user=True), env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    got = {p.relative_to(target / "tree").as_posix(): sha256_of(p) for p in (target / "tree").rglob("*")
+           if p.is_file()}
+    assert got == digests
+    again = labferry("copy", str(tree), ftp_server.url("inbox/", user=True), "--sync", env_home=ferry_home)
+    assert again.returncode == 0 and "3 files were already on the server" in again.stderr, again.stderr
+
+
+def test_an_upload_cut_short_resumes_from_its_part(ftp_server, tmp_path, ferry_home):
+    local = tmp_path / "long.bam"
+    digest = write_random(local, 48 * MiB, seed=88)
+    target = ftp_server.user_root / "resume"
+    target.mkdir(exist_ok=True)
+    ftp_server.give(target)
+    args = ("copy", str(local), ftp_server.url("resume/", user=True), "--json")
+    proc = popen_labferry(*args, "--limit-rate", "12M", env_home=ferry_home)
+    part = target / "long.bam.part"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not part.exists() or part.stat().st_size < 12 * MiB):
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    kept = part.stat().st_size
+    assert kept >= 12 * MiB and not (target / "long.bam").exists()
+    proc = labferry(*args, env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = _last_json(proc)
+    assert out["resumed_from"] >= 12 * MiB - MiB and sha256_of(target / "long.bam") == digest
+    assert "Resuming the upload" in proc.stderr
+    assert not part.exists()

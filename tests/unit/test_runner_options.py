@@ -10,7 +10,7 @@ from backends.core.base import TransferOptions
 def runner(**options) -> JobRunner:
     job = Job(id=1, source="sftp://u@h/run42", dest="/tmp/x", backend="ssh",
               options=TransferOptions(streams=4, **options))
-    return JobRunner(None, job, job.source)
+    return JobRunner(None, job, job.source, job.dest)
 
 
 def test_a_first_attempt_asks_exactly_what_the_user_asked():

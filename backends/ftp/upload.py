@@ -1,0 +1,251 @@
+"""Uploads to an FTP server: a file goes to ``NAME.part`` there and is renamed (``RNFR``/``RNTO``) only once
+complete and checked, so nobody on the server ever reads half a file under its real name.
+
+Resume: an upload cut short leaves ``NAME.part`` and a record here of the local file it came from (size and
+modification time); the same upload again continues the part (``REST`` + ``STOR``, or ``APPE`` where the
+server announced no ``REST STREAM``) only while that record still holds, else it starts over. The part's size
+on the server is compared with the local file at the end, and its checksum when the server offers one
+(``HASH``, ``XSHA256``, ``XMD5``). Folders: the sub-folders are made (``MKD``), the files sent
+``SMALL_AT_ONCE`` at a time over a pool of logged-in connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import aioftp
+
+from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
+from ..core.errors import Corrupt, LocalError, TransferError
+from ..streams.folder import FileSink, Totals
+from ..streams.hashing import manifest_digest
+from ..streams.partfile import human_size
+from ..streams.ratelimit import limiter_for
+from .address import FtpAddress
+from .control import FtpControl
+from .download import server_checksum
+from .faults import ftp_error
+from .folder import SMALL_AT_ONCE, Pool
+
+BLOCK = 1 << 20
+
+
+class UploadRecord:
+    """Which local file a ``NAME.part`` on the server came from (resume is trusted only while it matches)."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+    def matches(self, local: Path) -> bool:
+        try:
+            saved = json.loads(self.path.read_text())
+            st = local.stat()
+        except (OSError, ValueError):
+            return False
+        return saved == {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def save(self, local: Path) -> None:
+        st = local.stat()
+        self.path.write_text(json.dumps({"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+
+    def drop(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def part_of(path: str) -> str:
+    return path + ".part"
+
+
+async def target_path(control: FtpControl, address: FtpAddress, local: Path) -> tuple[str, bool]:
+    """Where ``local`` goes: into the folder DEST names (``…/`` or an existing folder), else DEST itself;
+    and whether something is there already."""
+    path = address.path
+    if address.folder or await _kind(control, path) == "dir":
+        path = address.child(local.name).path
+    return path, await _kind(control, path) is not None
+
+
+async def _kind(control: FtpControl, path: str) -> str | None:
+    try:
+        return (await control.entry(path)).kind
+    except TransferError as exc:
+        if exc.kind == "not-found":
+            return None
+        raise
+
+
+async def send_file(control: FtpControl, address: FtpAddress, local: Path, remote: str, record: UploadRecord,
+                    sink: Sink, limiter, *, note=None) -> tuple[str, bool, str, int, int]:
+    """``local`` → ``remote`` via ``remote.part``; (sha256, verified, how, bytes sent, resumed from)."""
+    size = local.stat().st_size
+    part = part_of(remote)
+    offset = 0
+    if record.matches(local):
+        there = await _size(control, part)
+        if there is not None and 0 < there <= size:
+            offset = there
+            if note:
+                note(f"Resuming the upload: {human_size(offset)} of {human_size(size)} was already on the server.")
+    record.save(local)
+    digest = hashlib.sha256()
+    sent = 0
+    try:
+        with open(local, "rb") as source:
+            while offset and (block := source.read(min(BLOCK, offset - source.tell()))):
+                digest.update(block)  # the bytes the part already holds, hashed here without sending them
+            if offset:
+                opened = (control.client.upload_stream(part, offset=offset) if control.can_resume
+                          else control.client.append_stream(part))
+            else:
+                opened = control.client.upload_stream(part)
+            async with opened as stream:
+                while block := source.read(BLOCK):
+                    await stream.write(block)
+                    digest.update(block)
+                    sent += len(block)
+                    sink.progress(offset + sent, size, 1)
+                    if limiter:
+                        await limiter.consume(len(block))
+    except OSError as exc:
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            raise ftp_error(exc, address, step="write", path=part, started=True) from exc
+        raise LocalError(f"Could not read {local} ({exc.strerror or exc}).") from None
+    except (TransferError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise ftp_error(exc, address, step="write", path=part, started=sent > 0) from exc
+    there = await _size(control, part)
+    if there is not None and there != size:
+        record.drop()
+        raise Corrupt(f"The server holds {there} bytes of {remote} but {local} has {size}. Run the upload again.")
+    sha256 = digest.hexdigest()
+    verified, how = False, "size checked on the server; it offers no checksum command"
+    theirs = await server_checksum(control, part)
+    if theirs is not None:
+        ours = sha256 if theirs.algorithm == "sha256" else await asyncio.to_thread(_md5, local)
+        if ours != theirs.hexdigest:
+            record.drop()
+            raise Corrupt(f"The server's {theirs.algorithm} of {remote} does not match {local}. Run the upload "
+                          "again.")
+        verified, how = True, f"{theirs.algorithm} from {theirs.source} matched"
+    try:
+        await control.client.rename(part, remote)
+    except Exception as exc:
+        raise ftp_error(exc, address, step="write", path=remote) from exc
+    record.drop()
+    return sha256, verified, how, sent, offset
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        while block := fh.read(BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+async def _size(control: FtpControl, path: str) -> int | None:
+    try:
+        entry = await control.entry(path)
+    except TransferError:
+        return None
+    return entry.size
+
+
+async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl) -> Result:
+    began = time.monotonic()
+    address = FtpAddress.parse(request.dest)
+    local = Path(request.source)
+    options = request.options
+    records = request.state_folder("ftp-uploads")
+    remote, exists = await target_path(lead, address, local)
+    limiter = limiter_for(options)
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        sink.note(text)
+
+    sink.stage("transferring")
+    if local.is_dir():
+        return await _folder(request, sink, connect, lead, address, remote, exists, began)
+    if exists and not options.overwrite:
+        raise LocalError(f"{remote} already exists on {address.where}. Pass --overwrite to replace it.")
+    record = UploadRecord(records, f"{address.where}|{address.user}|{remote}")
+    sha256, verified, how, sent, resumed = await send_file(lead, address, local, remote, record, sink, limiter,
+                                                           note=note)
+    size = local.stat().st_size
+    return Result(bytes=size, seconds=time.monotonic() - began, streams=1, sha256=sha256, verified=verified,
+                  verify_method=how if options.verify else NOT_COMPARED, peer_host=address.host,
+                  bytes_fetched=sent, resumed_from=resumed, notes=notes)
+
+
+async def _folder(request: TransferRequest, sink: Sink, connect, lead: FtpControl, address: FtpAddress,
+                  remote: str, exists: bool, began: float) -> Result:
+    local = Path(request.source)
+    options = request.options
+    files = sorted(p for p in local.rglob("*") if p.is_file())
+    folders = sorted({p.parent for p in files} | {p for p in local.rglob("*") if p.is_dir()} | {local})
+    top = replace(address, path=remote, folder=True)
+    for folder in folders:
+        rel = folder.relative_to(local).as_posix()
+        path = top.child(rel).path if rel != "." else remote
+        if await _kind(lead, path) != "dir":
+            try:
+                await lead.client.make_directory(path, parents=False)
+            except aioftp.StatusCodeError as exc:
+                raise ftp_error(exc, address, step="write", path=path) from exc
+    totals = Totals(sum(p.stat().st_size for p in files))
+    limiter = limiter_for(options)
+    pool = Pool(connect, SMALL_AT_ONCE)
+    records = request.state_folder("ftp-uploads")
+    done: dict[str, tuple[str, bool, str, int]] = {}
+    skipped = 0
+
+    async def one(path: Path) -> None:
+        nonlocal skipped
+        rel = path.relative_to(local).as_posix()
+        target = top.child(rel).path
+        control = await pool.take()
+        try:
+            there = await _size(control, target)
+            if there is not None and not options.overwrite:
+                if options.sync and there == path.stat().st_size:
+                    skipped += 1
+                    totals.done += there
+                    await pool.give_back(control)
+                    return
+                raise LocalError(f"{target} already exists on {address.where}. Use --sync to skip files that "
+                                 "are already there, or --overwrite to replace them.")
+            record = UploadRecord(records, f"{address.where}|{address.user}|{target}")
+            sha, verified, how, sent, _ = await send_file(control, address, path, target, record,
+                                                          FileSink(totals, rel, sink, 0), limiter)
+        except BaseException:
+            await pool.give_back(None)
+            control.abandon()
+            raise
+        await pool.give_back(control)
+        done[rel] = (sha, verified, how, sent)
+        totals.live.pop(rel, None)
+        totals.done += path.stat().st_size
+        totals.report(sink)
+
+    try:
+        await asyncio.gather(*(one(p) for p in files))
+    finally:
+        await pool.close()
+    hows = sorted({how for _, _, how, _ in done.values()}) or ["nothing needed sending"]
+    notes = [f"Sync: {skipped} files were already on the server with the same size; skipped."] if skipped else []
+    for text in notes:
+        sink.note(text)
+    return Result(bytes=totals.total, seconds=time.monotonic() - began, streams=min(SMALL_AT_ONCE, len(files)) or 1,
+                  sha256=manifest_digest({rel: v[0] for rel, v in done.items()}),
+                  verified=bool(done) and all(v[1] for v in done.values()),
+                  verify_method=f"{len(files)} files, {SMALL_AT_ONCE} at a time; " + "; ".join(hows) if options.verify
+                  else NOT_COMPARED, peer_host=address.host, bytes_fetched=sum(v[3] for v in done.values()),
+                  notes=notes)
