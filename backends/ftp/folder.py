@@ -11,16 +11,24 @@ links are not followed (a link may lead anywhere on the server); the summary say
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
-from ..core.checksums import SIDECARS, parse_sidecar
-from ..core.errors import BadRequest, Corrupt, TransferError
-from ..streams.folder import FileDone, RemoteFile, Totals, fetch_folder, plan, safe_rel
+from ..core.errors import BadRequest, TransferError
+from ..streams.folder import (
+    FileDone,
+    RemoteFile,
+    Totals,
+    check_published,
+    fetch_folder,
+    hashers_for,
+    plan,
+    published_sidecars,
+    safe_rel,
+)
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
@@ -124,12 +132,8 @@ class FtpFolder:
             if mtime is None and self.options.sync and "MDTM" in self.lead.features:
                 mtime = Listed.of(await self.lead.entry(self.top.child(rel).path)).mtime
             files.append(RemoteFile(rel, entry.size, mtime, self.top.child(rel).path))
-        names = {f.rel for f in files}
         if self.options.verify:
-            for rel in names:
-                side = next(((alg, rel + sfx) for alg, sfx in SIDECARS if rel + sfx in names), None)
-                if side:
-                    self.sidecars[rel] = side
+            self.sidecars = published_sidecars(f.rel for f in files)
         dest = Path(self.request.dest)
         todo = plan(files, folders, dest, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
@@ -165,9 +169,7 @@ class FtpFolder:
         """The whole file with one ``RETR`` over a pooled connection, hashed as it comes, renamed once whole."""
         part = path.with_name(path.name + ".part")
         side = self.sidecars.get(file.rel)
-        digests = {"sha256": hashlib.sha256()}
-        if side and side[0] != "sha256":
-            digests[side[0]] = hashlib.new(side[0])
+        digests = hashers_for(side)
         control = await self.pool.take()
         written = 0
         try:
@@ -195,7 +197,8 @@ class FtpFolder:
             if file.size is not None and written != file.size:
                 raise ftp_error(ConnectionError(f"{written} of {file.size} bytes came"), self.top, step="read",
                                 path=file.address, started=True)
-            verified, method = self._check(file, {k: h.hexdigest() for k, h in digests.items()}, side, text)
+            verified, method = check_published(file.rel, {k: h.hexdigest() for k, h in digests.items()}, side, text,
+                                               self.options.verify)
             os.replace(part, path)
         except BaseException:
             part.unlink(missing_ok=True)
@@ -212,19 +215,3 @@ class FtpFolder:
             text += chunk
         await control.end_read(stream, complete=len(text) <= SIDECAR_LIMIT)
         return text.decode("utf-8", "replace")
-
-    def _check(self, file: RemoteFile, digests: dict[str, str], side, text: str | None) -> tuple[bool, str]:
-        if not self.options.verify:
-            return False, NOT_COMPARED
-        if side is None:
-            return False, "no checksum published; size checked"
-        algorithm, sidecar_rel = side
-        name = file.rel.rsplit("/", 1)[-1]
-        expected = parse_sidecar(text or "", algorithm, name)
-        if expected is None:
-            return False, "the published checksum file did not name it; size checked"
-        if digests[algorithm] != expected.lower():
-            raise Corrupt(f"{file.rel} does not match the {algorithm} in the server's {sidecar_rel} (expected "
-                          f"{expected[:16]}…, got {digests[algorithm][:16]}…). Run the transfer again; if it fails "
-                          "again, ask the server's owner whether the checksum is current.")
-        return True, f"{algorithm} published beside it matched"

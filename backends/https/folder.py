@@ -11,7 +11,6 @@ sidecars that are not there.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 from dataclasses import replace
@@ -21,10 +20,18 @@ from pathlib import Path
 import aiohttp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
-from ..core.checksums import SIDECARS, parse_sidecar
-from ..core.errors import BadRequest, Corrupt, TransferError, Transient
+from ..core.errors import BadRequest, TransferError, Transient
 from ..core.urls import host_of, redact
-from ..streams.folder import FileDone, RemoteFile, Totals, fetch_folder, plan
+from ..streams.folder import (
+    FileDone,
+    RemoteFile,
+    Totals,
+    check_published,
+    fetch_folder,
+    hashers_for,
+    plan,
+    published_sidecars,
+)
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .index import Listing, walk
@@ -55,24 +62,13 @@ async def _described(session: aiohttp.ClientSession, found) -> list[RemoteFile]:
     return list(await asyncio.gather(*(one(item) for item in found)))
 
 
-def _sidecars(files: list[RemoteFile]) -> dict[str, tuple[str, str, str]]:
-    """For each file, a checksum file published beside it in the listing: rel → (algorithm, suffix, URL)."""
-    urls = {f.rel: f.address for f in files}
-    found: dict[str, tuple[str, str, str]] = {}
-    for rel in urls:
-        for algorithm, suffix in SIDECARS:
-            if rel + suffix in urls and rel not in found:
-                found[rel] = (algorithm, suffix, urls[rel + suffix])
-    return found
-
-
 class FolderDownload:
     def __init__(self, session: aiohttp.ClientSession, listing: Listing, request: TransferRequest,
                  sink: Sink) -> None:
         self.session, self.listing, self.request, self.sink = session, listing, request, sink
         self.options = request.options
         self.limiter = limiter_for(self.options)
-        self.sidecars: dict[str, tuple[str, str, str]] = {}
+        self.sidecars: dict[str, tuple[str, str]] = {}  # rel → (algorithm, the sidecar's rel)
 
     async def run(self) -> Result:
         began = time.monotonic()
@@ -82,7 +78,8 @@ class FolderDownload:
                              "NAME.sha256 or NAME.md5 published beside them.")
         found, folders = await walk(self.session, self.listing)
         files = await _described(self.session, found)
-        self.sidecars = _sidecars(files) if self.options.verify else {}
+        self.sidecars = published_sidecars(f.rel for f in files) if self.options.verify else {}
+        self.urls = {f.rel: f.address for f in files}
         dest = Path(self.request.dest)
         todo = plan(files, folders, dest, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
@@ -109,9 +106,7 @@ class FolderDownload:
         """One GET into ``NAME.part``, hashed as it comes, renamed once its size (and any sidecar) agrees."""
         part = path.with_name(path.name + ".part")
         side = self.sidecars.get(file.rel)
-        digests = {"sha256": hashlib.sha256()}
-        if side and side[0] != "sha256":
-            digests[side[0]] = hashlib.new(side[0])
+        digests = hashers_for(side)
         written = 0
         try:
             try:
@@ -146,7 +141,9 @@ class FolderDownload:
                 raise os_error(exc, part, "write") from None
             if expected is not None and wire != expected:
                 raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
-            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, side)
+            text = await self._text(self.urls[side[1]]) if side else None
+            verified, method = check_published(file.rel, {k: h.hexdigest() for k, h in digests.items()}, side, text,
+                                               self.options.verify)
             os.replace(part, path)
         except BaseException:
             part.unlink(missing_ok=True)
@@ -155,24 +152,6 @@ class FolderDownload:
 
     def _said(self, result: Result) -> str:
         return _short(result) if self.options.verify else NOT_COMPARED
-
-    async def _check(self, file: RemoteFile, digests: dict[str, str], side) -> tuple[bool, str]:
-        if not self.options.verify:
-            return False, NOT_COMPARED
-        if side is None:
-            how = "size checked" if file.size is not None else "the server gave no size"
-            return False, f"no checksum published; {how}"
-        algorithm, suffix, url = side
-        name = file.rel.rsplit("/", 1)[-1]
-        text = await self._text(url)
-        expected = parse_sidecar(text, algorithm, name) if text is not None else None
-        if expected is None:
-            return False, f"the published {suffix} file did not name it; size checked"
-        if digests[algorithm] != expected.lower():
-            raise Corrupt(f"{file.rel} does not match the {algorithm} in the server's {name}{suffix} (expected "
-                          f"{expected[:16]}…, got {digests[algorithm][:16]}…). Run the transfer again; if it fails "
-                          "again, ask the server's owner whether the checksum is current.")
-        return True, f"{algorithm} published beside it matched"
 
     async def _text(self, url: str) -> str | None:
         try:

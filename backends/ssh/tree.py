@@ -19,8 +19,8 @@ import stat as statmod
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
-from ..core.errors import Corrupt, LocalError
-from ..streams.folder import FileSink, Totals, safe_rel
+from ..core.errors import Corrupt
+from ..streams.folder import FileSink, Totals, choose, safe_rel
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
@@ -33,14 +33,6 @@ from .untar import EarlyTar, place, tar_get
 TAR_STREAMS = 4
 
 
-def _unchanged_local(path: Path, size: int, mtime: int) -> bool:
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return st.st_size == size and int(st.st_mtime) == mtime
-
-
 # -- downloads ---------------------------------------------------------------------------------
 
 async def download_tree(session: SshSession, root: str, dest: Path, options: TransferOptions,
@@ -49,17 +41,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     for entry in entries:
         safe_rel(entry.rel)  # the listing is the server's word: no name may lead out of the destination
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
-    if options.sync:
-        skipped = [e for e in files if _unchanged_local(dest / e.rel, e.size, e.mtime)]
-        files = [e for e in files if e not in skipped]
-        if sink and skipped:
-            sink.note(f"Sync: {len(skipped)} files are already here with the same size and time; skipped.")
-    elif not options.overwrite:
-        clashes = [e.rel for e in files if (dest / e.rel).exists()]
-        if clashes:
-            raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
-                             "Use --sync (in the app: Skip unchanged files) to keep those that are unchanged, or "
-                             "--overwrite (Replace them) to replace them.")
+    files = choose(files, dest, options, sink)
     folders = [e for e in entries if e.is_dir]
     for entry in folders:
         _writable_folder(dest / entry.rel)

@@ -12,6 +12,7 @@ The folder's ``sha256`` in history is that of its manifest (``manifest_digest``)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import threading
 from collections import Counter
@@ -19,7 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.base import Sink, TransferOptions
+from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, LocalError
 from .hashing import manifest_digest
 from .partfile import os_error, room_for
@@ -121,12 +123,9 @@ def unchanged_here(path: Path, file: RemoteFile) -> bool:
     return st.st_size == file.size and int(st.st_mtime) == int(file.mtime)
 
 
-def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: TransferOptions,
-         sink: Sink | None) -> list[RemoteFile]:
-    """Check every name, make the folders, and leave out what ``--sync`` finds unchanged; refuse files that
-    are already here unless asked to replace or sync them."""
-    for rel in [f.rel for f in files] + folders:
-        safe_rel(rel)
+def choose(files: list, dest: Path, options: TransferOptions, sink: Sink | None) -> list:
+    """Leave out what ``--sync`` finds unchanged here (same size and modification time); refuse files that are
+    already here unless asked to replace or sync them. ``files``: anything with ``rel``, ``size``, ``mtime``."""
     if options.sync:
         kept = [f for f in files if unchanged_here(dest / f.rel, f)]
         if kept and sink:
@@ -138,6 +137,15 @@ def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: Trans
             raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
                              "Use --sync (in the app: Skip unchanged files) to keep those that are unchanged, or "
                              "--overwrite (Replace them) to replace them.")
+    return files
+
+
+def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: TransferOptions,
+         sink: Sink | None) -> list[RemoteFile]:
+    """Check every name, leave out or refuse what is here already (``choose``), make the folders."""
+    for rel in [f.rel for f in files] + folders:
+        safe_rel(rel)
+    files = choose(files, dest, options, sink)
     for rel in [""] + sorted(folders) + sorted({os.path.dirname(f.rel) for f in files}):
         folder = dest / rel if rel else dest
         try:
@@ -149,6 +157,45 @@ def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: Trans
             raise os_error(exc, folder, "write") from None
     room_for(dest / "x", sum(f.size or 0 for f in files))
     return files
+
+
+def published_sidecars(rels) -> dict[str, tuple[str, str]]:
+    """For each file, a checksum file beside it in the same listing: rel → (algorithm, the sidecar's rel), so
+    no request is spent looking for sidecars that are not there."""
+    names = set(rels)
+    found: dict[str, tuple[str, str]] = {}
+    for rel in names:
+        side = next(((algorithm, rel + suffix) for algorithm, suffix in SIDECARS if rel + suffix in names), None)
+        if side:
+            found[rel] = side
+    return found
+
+
+def hashers_for(side: tuple[str, str] | None) -> dict:
+    """SHA-256 always, plus the sidecar's algorithm (MD5) when it is another."""
+    digests = {"sha256": hashlib.sha256()}
+    if side and side[0] != "sha256":
+        digests[side[0]] = hashlib.new(side[0])
+    return digests
+
+
+def check_published(rel: str, digests: dict[str, str], side: tuple[str, str] | None, text: str | None,
+                    verify: bool) -> tuple[bool, str]:
+    """A small file's digests against the checksum file published beside it (its ``text``), in words; a
+    mismatch is ``Corrupt``."""
+    if not verify:
+        return False, NOT_COMPARED
+    if side is None:
+        return False, "no checksum published; size checked"
+    algorithm, sidecar = side
+    expected = parse_sidecar(text or "", algorithm, rel.rsplit("/", 1)[-1])
+    if expected is None:
+        return False, "the published checksum file did not name it; size checked"
+    if digests[algorithm] != expected.lower():
+        raise Corrupt(f"{rel} does not match the {algorithm} in the server's {sidecar} (expected {expected[:16]}…, "
+                      f"got {digests[algorithm][:16]}…). Run the transfer again; if it fails again, ask the server's "
+                      "owner whether the checksum is current.")
+    return True, f"{algorithm} published beside it matched"
 
 
 def set_mtime(path: Path, mtime: float | None) -> None:
