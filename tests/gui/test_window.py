@@ -220,6 +220,19 @@ def test_report_of_the_selected_history_rows(qtbot, window, tmp_path):
     assert window.report_filter() == window.history_model.filter
 
 
+def _wait_listening(port: int, seconds: float = 30.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"the seed never listened on port {port}")
+
+
 def test_a_dropped_torrent_is_fetched_from_the_named_peer(qtbot, window, tmp_path):
     import signal
 
@@ -235,7 +248,7 @@ def test_a_dropped_torrent_is_fetched_from_the_named_peer(qtbot, window, tmp_pat
     seed = popen_labferry("seed", str(torrent), "--data", str(data / "ref.fa"), "--listen", f"127.0.0.1:{port}",
                           "--connections", "2", env_home=tmp_path / "seed-home")
     try:
-        time.sleep(1.0)
+        _wait_listening(port)  # under load the seed may take seconds to listen; a refused peer backs off long
         window.fetch_torrent(str(torrent), str(tmp_path / "in"), peer=f"127.0.0.1:{port}")
         qtbot.waitUntil(lambda: (j := job(window, "ref.torrent")) is not None and j.state.terminal, timeout=60_000)
         assert job(window, "ref.torrent").state == JobState.DONE, job(window, "ref.torrent").error
