@@ -213,19 +213,21 @@ async def server_checksum(control: FtpControl, path: str) -> Checksum | None:
 async def sidecar(control: FtpControl, address: FtpAddress) -> Checksum | None:
     """``NAME.sha256`` (or ``.md5``) published next to the file, read over the same connection."""
     for algorithm, suffix in SIDECARS:
-        path = address.path + suffix
         try:
-            stream = await control.client.get_stream(f"RETR {path}", "1xx")
+            text = await read_text(control, address.path + suffix)
         except (Exception, asyncio.TimeoutError):
-            continue
-        text = b""
-        try:
-            while len(text) < SIDECAR_LIMIT and (chunk := await stream.read(65536)):
-                text += chunk
-            await control.end_read(stream, complete=len(text) < SIDECAR_LIMIT)
-        except (Exception, asyncio.TimeoutError):
-            return None
-        digest = parse_sidecar(text.decode("utf-8", "replace"), algorithm, address.name)
+            continue  # none published under that name (or it could not be read): the next kind
+        digest = parse_sidecar(text, algorithm, address.name)
         if digest:
             return Checksum(algorithm, digest, source=f"the server's {address.name}{suffix}")
     return None
+
+
+async def read_text(control: FtpControl, path: str) -> str:
+    """A small text file (a published checksum), its first ``SIDECAR_LIMIT`` bytes, over ``control``."""
+    stream = await control.read_from(path, 0)
+    text = b""
+    while len(text) < SIDECAR_LIMIT and (chunk := await stream.read(65536)):
+        text += chunk
+    await control.end_read(stream, complete=len(text) < SIDECAR_LIMIT)
+    return text.decode("utf-8", "replace")

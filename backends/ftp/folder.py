@@ -33,7 +33,7 @@ from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
 from .control import Entry, FtpControl, Listed
-from .download import SIDECAR_LIMIT, download_file
+from .download import download_file, read_text
 from .faults import ServerFull, ftp_error
 
 SMALL_AT_ONCE = 4  # FTP servers often allow few connections per client (vsftpd's max_per_ip)
@@ -185,7 +185,7 @@ class FtpFolder:
                         if self.limiter:
                             await self.limiter.consume(len(data))
                     await control.end_read(stream, complete=True)
-                text = await self._sidecar_text(control, self.top.child(side[1]).path) if side else None
+                text = await read_text(control, self.top.child(side[1]).path) if side else None
             except (TransferError, asyncio.CancelledError):
                 raise
             except OSError as exc:
@@ -207,11 +207,3 @@ class FtpFolder:
             raise
         await self.pool.give_back(control)
         return FileDone(digests["sha256"].hexdigest(), verified, method, written)
-
-    async def _sidecar_text(self, control: FtpControl, path: str) -> str | None:
-        stream = await control.read_from(path, 0)
-        text = b""
-        while len(text) <= SIDECAR_LIMIT and (chunk := await stream.read(65536)):
-            text += chunk
-        await control.end_read(stream, complete=len(text) <= SIDECAR_LIMIT)
-        return text.decode("utf-8", "replace")

@@ -23,11 +23,11 @@ import aioftp
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..streams.folder import FileSink, Totals
-from ..streams.hashing import manifest_digest
+from ..streams.hashing import hash_file, manifest_digest
 from ..streams.partfile import human_size
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
-from .control import FtpControl
+from .control import Entry, FtpControl
 from .download import server_checksum
 from .faults import ftp_error
 from .folder import SMALL_AT_ONCE, Pool
@@ -64,15 +64,17 @@ def part_of(path: str) -> str:
 async def target_path(control: FtpControl, address: FtpAddress, local: Path) -> tuple[str, bool]:
     """Where ``local`` goes: into the folder DEST names (``…/`` or an existing folder), else DEST itself;
     and whether something is there already."""
-    path = address.path
-    if address.folder or await _kind(control, path) == "dir":
+    there = None if address.folder else await entry_or_none(control, address.path)
+    if address.folder or (there is not None and there.kind == "dir"):
         path = address.child(local.name).path
-    return path, await _kind(control, path) is not None
+        return path, await entry_or_none(control, path) is not None
+    return address.path, there is not None
 
 
-async def _kind(control: FtpControl, path: str) -> str | None:
+async def entry_or_none(control: FtpControl, path: str) -> Entry | None:
+    """What is at ``path`` on the server, or None when nothing is (other failures are raised)."""
     try:
-        return (await control.entry(path)).kind
+        return await control.entry(path)
     except TransferError as exc:
         if exc.kind == "not-found":
             return None
@@ -87,7 +89,7 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
     offset = 0
     if record.matches(local):
         there = await _size(control, part)
-        if there is not None and 0 < there <= size:
+        if there and there <= size:
             offset = there
             if note:
                 note(f"Resuming the upload: {human_size(offset)} of {human_size(size)} was already on the server.")
@@ -124,10 +126,12 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
         record.drop()
         raise Corrupt(f"The server holds {there} bytes of {remote} but {local} has {size}. Run the upload again.")
     sha256 = digest.hexdigest()
-    verified, how = False, "size checked on the server; it offers no checksum command"
+    verified, how = False, ("size checked on the server; it offers no checksum command" if there is not None
+                            else "the server tells neither sizes nor checksums; the upload ended without an error")
     theirs = await server_checksum(control, part)
     if theirs is not None:
-        ours = sha256 if theirs.algorithm == "sha256" else await asyncio.to_thread(_md5, local)
+        ours = sha256 if theirs.algorithm == "sha256" else \
+            (await asyncio.to_thread(hash_file, local, ("md5",)))["md5"]
         if ours != theirs.hexdigest:
             record.drop()
             raise Corrupt(f"The server's {theirs.algorithm} of {remote} does not match {local}. Run the upload "
@@ -141,20 +145,9 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
     return sha256, verified, how, sent, offset
 
 
-def _md5(path: Path) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        while block := fh.read(BLOCK):
-            h.update(block)
-    return h.hexdigest()
-
-
 async def _size(control: FtpControl, path: str) -> int | None:
-    try:
-        entry = await control.entry(path)
-    except TransferError:
-        return None
-    return entry.size
+    entry = await entry_or_none(control, path)
+    return entry.size if entry is not None else None
 
 
 async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl) -> Result:
@@ -173,7 +166,7 @@ async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl
 
     sink.stage("transferring")
     if local.is_dir():
-        return await _folder(request, sink, connect, lead, address, remote, exists, began)
+        return await _folder(request, sink, connect, lead, address, remote, began)
     if exists and not options.overwrite:
         raise LocalError(f"{remote} already exists on {address.where}. Pass --overwrite to replace it.")
     record = UploadRecord(records, f"{address.where}|{address.user}|{remote}")
@@ -186,7 +179,7 @@ async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl
 
 
 async def _folder(request: TransferRequest, sink: Sink, connect, lead: FtpControl, address: FtpAddress,
-                  remote: str, exists: bool, began: float) -> Result:
+                  remote: str, began: float) -> Result:
     local = Path(request.source)
     options = request.options
     files = sorted(p for p in local.rglob("*") if p.is_file())
@@ -195,7 +188,8 @@ async def _folder(request: TransferRequest, sink: Sink, connect, lead: FtpContro
     for folder in folders:
         rel = folder.relative_to(local).as_posix()
         path = top.child(rel).path if rel != "." else remote
-        if await _kind(lead, path) != "dir":
+        there = await entry_or_none(lead, path)
+        if there is None or there.kind != "dir":
             try:
                 await lead.client.make_directory(path, parents=False)
             except aioftp.StatusCodeError as exc:

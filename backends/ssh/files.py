@@ -6,29 +6,18 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..streams.chunks import ChunkMap, total
+from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
 from ..streams.partfile import Identity, PartFile, human_size
 from ..streams.ratelimit import limiter_for
 from .ranged import SshDownload, SshUpload
 from .session import SshSession
 from .target import Entry
-
-
-@dataclass
-class FileOutcome:
-    bytes: int
-    moved: int
-    streams: int
-    sha256: str
-    verified: bool
-    verify_method: str
-    resumed_from: int = 0
 
 
 async def download_file(session: SshSession, entry: Entry, remote: str, dest: Path, options: TransferOptions,

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt
-from ..streams.folder import FileSink, Totals, choose, safe_rel
+from ..streams.folder import FileOutcome, FileSink, Totals, choose, safe_rel
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .faults import dropped_is_transient
-from .files import FileOutcome, download_file
+from .files import download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
 from .untar import EarlyTar, place, tar_get

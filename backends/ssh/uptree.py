@@ -18,12 +18,12 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import LocalError
 from ..host.procs import child_argv, child_kwargs
-from ..streams.folder import FileSink, Totals
+from ..streams.folder import FileOutcome, FileSink, Totals
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts
 from .faults import dropped_is_transient
-from .files import FileOutcome, upload_file
+from .files import upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join

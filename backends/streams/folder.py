@@ -102,14 +102,16 @@ class FileDone:
 
 
 @dataclass
-class FolderOutcome:
+class FileOutcome:
+    """What moving one file or one folder came to (a folder's sha256 is its manifest's)."""
+
     bytes: int
     moved: int
     streams: int
     sha256: str
     verified: bool
     verify_method: str
-    files: int
+    resumed_from: int = 0
 
 
 def unchanged_here(path: Path, file: RemoteFile) -> bool:
@@ -127,10 +129,11 @@ def choose(files: list, dest: Path, options: TransferOptions, sink: Sink | None)
     """Leave out what ``--sync`` finds unchanged here (same size and modification time); refuse files that are
     already here unless asked to replace or sync them. ``files``: anything with ``rel``, ``size``, ``mtime``."""
     if options.sync:
-        kept = [f for f in files if unchanged_here(dest / f.rel, f)]
-        if kept and sink:
-            sink.note(f"Sync: {len(kept)} files are already here with the same size and time; skipped.")
-        files = [f for f in files if f not in kept]
+        wanted = [f for f in files if not unchanged_here(dest / f.rel, f)]
+        if len(wanted) < len(files) and sink:
+            sink.note(f"Sync: {len(files) - len(wanted)} files are already here with the same size and time; "
+                      "skipped.")
+        files = wanted
     elif not options.overwrite:
         clashes = [f.rel for f in files if (dest / f.rel).exists()]
         if clashes:
@@ -210,12 +213,13 @@ Fetch = Callable[[RemoteFile, Path, Sink], Awaitable[FileDone]]
 
 
 async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *, small: Fetch, large: Fetch,
-                       large_from: int, at_once: int, totals: Totals) -> FolderOutcome:
+                       large_from: int, at_once: int, totals: Totals) -> FileOutcome:
     """Small files ``at_once`` at a time, large ones (``large_from`` bytes and up) one after another, both at
     once; each fetch reports into ``totals`` through the sink it is given."""
     smalls = [f for f in files if f.size is not None and f.size < large_from]
-    larges = [f for f in files if f not in smalls]
+    larges = [f for f in files if f.size is None or f.size >= large_from]
     done: dict[str, FileDone] = {}
+    arrived: dict[str, int] = {}  # rel → bytes of the file as it landed
     gate = asyncio.Semaphore(max(1, at_once))
     busy = [0]
 
@@ -224,8 +228,9 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
         outcome = await fetch(file, dest / file.rel, file_sink)
         set_mtime(dest / file.rel, file.mtime)
         done[file.rel] = outcome
+        arrived[file.rel] = os.path.getsize(dest / file.rel)
         totals.live.pop(file.rel, None)
-        totals.done += os.path.getsize(dest / file.rel)
+        totals.done += arrived[file.rel]
         totals.report(sink)
 
     async def small_one(file: RemoteFile) -> None:
@@ -246,9 +251,9 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
     methods = Counter(d.method for d in done.values())
     shape = f"{len(files)} files ({len(smalls)} one request each, {len(larges)} in parallel streams)"
     how = "; ".join(f"{m} ({n} {'file' if n == 1 else 'files'})" for m, n in methods.most_common())
-    return FolderOutcome(
-        bytes=sum(os.path.getsize(dest / f.rel) for f in files), moved=sum(d.moved for d in done.values()),
+    return FileOutcome(
+        bytes=sum(arrived.values()), moved=sum(d.moved for d in done.values()),
         streams=streams, sha256=manifest_digest({rel: d.sha256 for rel, d in done.items()}),
         verified=bool(done) and all(d.verified for d in done.values()),
-        verify_method=shape + ("; " + how if how else ""), files=len(files),
+        verify_method=shape + ("; " + how if how else ""),
     )
