@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.conftest import CASES, NOT_APPLICABLE, over
-from tests.integration.conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
+from tests.integration.conftest import (
+    MiB,
+    kill_after_progress,
+    labferry,
+    popen_labferry,
+    sha256_of,
+    tree_digests,
+    write_random,
+)
 from tests.servers.nginx import free_port
 
 CASES.update({
@@ -85,10 +93,6 @@ def copy(target, source: str, dest, *extra: str, home: Path, timeout: float = 18
 
 def last_json(proc) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def tree_digests(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def make_tree(base: Path) -> dict[str, str]:

@@ -159,6 +159,11 @@ def plain_file(nginx) -> DataFile:
     return DataFile("plain.bin", path, digest, 48 * MiB)
 
 
+def tree_digests(root: Path) -> dict[str, str]:
+    """Every file below ``root``: its path relative to ``root`` → its sha256 (two trees compare as dicts)."""
+    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 def sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -6,7 +6,15 @@ import json
 import os
 import time
 
-from .conftest import MiB, kill_after_progress, labferry, popen_labferry, sha256_of, write_random
+from .conftest import (
+    MiB,
+    kill_after_progress,
+    labferry,
+    popen_labferry,
+    sha256_of,
+    tree_digests,
+    write_random,
+)
 
 GRIDFTP_ONLY = ("MODE E", "MLSR", "SPAS", "OPTS RETR", "ERET", "ESTO", "CKSM")
 
@@ -147,17 +155,13 @@ def _ftp_tree(server, top: str) -> dict[str, str]:
     return digests
 
 
-def _tree(root) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_a_folder_with_sub_folders_small_and_large_files(ftp_server, tmp_path, ferry_home):
     """FTP folders stopped on '500 MLSR not understood' (a GridFTP command) or were refused."""
     digests = _ftp_tree(ftp_server, "run5")
     mark = len(ftp_server.commands())
     proc = labferry("copy", ftp_server.url("run5/"), f"{tmp_path}/", "--json", env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert _tree(tmp_path / "run5") == digests
+    assert tree_digests(tmp_path / "run5") == digests
     assert not list(tmp_path.rglob("*.part*"))
     out = _last_json(proc)
     assert "6 files (5 one request each, 1 in parallel streams)" in out["verify_method"], out["verify_method"]
@@ -170,7 +174,7 @@ def test_a_folder_with_sub_folders_small_and_large_files(ftp_server, tmp_path, f
     assert again.returncode == 0, again.stderr
     if ftp_server.name == "proftpd":  # MLSD gives exact dates: nothing is fetched again
         assert "6 files are already here" in again.stderr, again.stderr
-    assert _tree(tmp_path / "run5") == digests
+    assert tree_digests(tmp_path / "run5") == digests
 
 
 def test_proftpd_is_asked_with_mlst_and_its_hash_is_compared(proftpd, tmp_path, ferry_home):
@@ -216,9 +220,7 @@ def test_uploads_of_a_file_and_a_folder_arrive_under_their_names_once_whole(ftp_
         digests[rel] = write_random(tree / rel, size, seed=87 + size)
     proc = labferry("copy", str(tree), ftp_server.url("inbox/", user=True), env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    got = {p.relative_to(target / "tree").as_posix(): sha256_of(p) for p in (target / "tree").rglob("*")
-           if p.is_file()}
-    assert got == digests
+    assert tree_digests(target / "tree") == digests
     again = labferry("copy", str(tree), ftp_server.url("inbox/", user=True), "--sync", env_home=ferry_home)
     assert again.returncode == 0 and "3 files were already on the server" in again.stderr, again.stderr
 

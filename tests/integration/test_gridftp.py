@@ -13,7 +13,7 @@ import pytest
 from app.engine import Engine, JobState, RetryPolicy
 from backends.core.base import TransferOptions
 
-from .conftest import MiB, sha256_of, write_random
+from .conftest import MiB, sha256_of, tree_digests, write_random
 from .conftest import labferry as _labferry
 from .conftest import popen_labferry as _popen_labferry
 from .test_https_errors import assert_clean_failure
@@ -49,10 +49,6 @@ def make_tree(root: Path, seed: int) -> dict[str, str]:
         digests[name] = write_random(root / name, 24 * MiB, seed=seed + len(name))
     (root / "empty_dir").mkdir()
     return digests
-
-
-def tree_digests(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): sha256_of(p) for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("streams", ["1", "4"])

@@ -15,7 +15,7 @@ import pytest
 
 from tests.servers.apache import PASSWORD, USER
 
-from .conftest import MiB, labferry, sha256_of, write_random
+from .conftest import MiB, labferry, sha256_of, tree_digests, write_random
 
 LOGIN = f"{USER}:{quote(PASSWORD, safe='')}"
 
@@ -187,17 +187,13 @@ def _publish_tree(apache, top: str) -> dict[str, str]:
     return digests
 
 
-def _tree(root) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256_of(p) for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def test_a_web_folder_comes_as_a_folder_staying_below_it(apache, tmp_path, ferry_home):
     """An autoindex URL was saved as its HTML listing, exit 0."""
     digests = _publish_tree(apache, "run7")
     mark = len(apache.requests())
     proc = labferry("copy", apache.url("run7/"), f"{tmp_path}/", "--json", env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert _tree(tmp_path / "run7") == digests
+    assert tree_digests(tmp_path / "run7") == digests
     assert not list(tmp_path.rglob("*.part"))
     out = _last_json(proc)
     assert "15 files" in out["verify_method"], proc.stderr
@@ -217,7 +213,7 @@ def test_a_web_folder_comes_as_a_folder_staying_below_it(apache, tmp_path, ferry
     again = labferry("copy", apache.url("run7"), f"{tmp_path}/", "--sync", "--json", env_home=ferry_home)
     assert again.returncode == 0, again.stderr
     assert not [line for line in apache.requests()[mark:] if line.startswith("GET") and ".fq " in line]
-    assert _tree(tmp_path / "run7") == digests
+    assert tree_digests(tmp_path / "run7") == digests
 
 
 def test_a_web_page_is_not_saved_as_data(apache, tmp_path, ferry_home):
@@ -269,5 +265,5 @@ def test_a_lighttpd_listing_is_a_folder_too(lighttpd, tmp_path, ferry_home):
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     proc = labferry("copy", lighttpd.url("core/"), f"{tmp_path}/", "--json", env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert _tree(tmp_path / "core") == digests
+    assert tree_digests(tmp_path / "core") == digests
     assert "4 files (3 one request each, 1 in parallel streams)" in _last_json(proc)["verify_method"]
