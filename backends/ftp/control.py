@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 import aioftp
 
-from ..core.errors import BadRequest
+from ..core.errors import BadRequest, TransferError
 from .address import FtpAddress
 from .faults import ftp_error, not_utf8
 
@@ -170,6 +170,12 @@ class FtpControl:
             return found
         except UnicodeDecodeError:
             raise not_utf8(self.address, path) from None
+        except ValueError as exc:  # aioftp: "All parsers failed to parse", the line, each parser's error
+            if any(isinstance(e, UnicodeDecodeError) for e in _flat(exc.args)):
+                raise not_utf8(self.address, path) from None
+            raise TransferError(f"The FTP server at {self.address.where} listed {path or 'the login folder'} in a "
+                                "form Ferry cannot read. Copy its files by their own addresses, or ask the server's "
+                                "owner which FTP server it runs.", detail=repr(exc)) from None
         except Exception as exc:
             raise ftp_error(exc, self.address, step="list", path=path) from exc
 
@@ -203,6 +209,11 @@ class FtpControl:
             self.client.close()
         except Exception:
             pass
+
+
+def _flat(items) -> list:
+    """``items`` with the lists inside it opened (aioftp's parse error carries a list of errors)."""
+    return [x for item in items for x in (item if isinstance(item, (list, tuple)) else (item,))]
 
 
 def _entry(name: str, info: dict) -> Entry:
