@@ -19,9 +19,12 @@ command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs
 # (tests/servers/ftp.py looks there) with the libraries it links to installed beside it.
 PROFTPD_ROOT="${LABFERRY_PROFTPD_ROOT:-/opt/labferry-tests/proftpd}"
 PROFTPD_LIBS="libhiredis0.14 libmemcached11 libmemcachedutil2 libpcre2-posix3 libacl1 libcap2 libssl3"
+# proftpd-mod-crypto holds mod_tls (explicit FTPS), which proftpd-core lacks
 unpack_proftpd=""
-if ! command -v proftpd >/dev/null 2>&1 && ! [ -x "$PROFTPD_ROOT/usr/sbin/proftpd" ]; then
-    unpack_proftpd=yes
+if ! [ -x /usr/sbin/proftpd ] || ! [ -f /usr/lib/proftpd/mod_tls.so ]; then
+    if ! [ -x "$PROFTPD_ROOT/usr/sbin/proftpd" ] || ! [ -f "$PROFTPD_ROOT/usr/lib/proftpd/mod_tls.so" ]; then
+        unpack_proftpd=yes
+    fi
 fi
 [ -z "$need" ] && [ -z "$unpack_proftpd" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -31,18 +34,20 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null
     fi
     if [ -n "$unpack_proftpd" ]; then
-        echo "unpacking proftpd-core into $PROFTPD_ROOT"
+        echo "unpacking proftpd-core and proftpd-mod-crypto into $PROFTPD_ROOT"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $PROFTPD_LIBS >/dev/null
         work=$(mktemp -d)
         chmod 755 "$work"
-        (cd "$work" && apt-get download -qq proftpd-core >/dev/null 2>&1)
+        (cd "$work" && apt-get download -qq proftpd-core proftpd-mod-crypto >/dev/null 2>&1)
         mkdir -p "$PROFTPD_ROOT"
-        dpkg-deb -x "$work"/proftpd-core_*.deb "$PROFTPD_ROOT"
+        for deb in "$work"/proftpd-core_*.deb "$work"/proftpd-mod-crypto_*.deb; do
+            dpkg-deb -x "$deb" "$PROFTPD_ROOT"
+        done
         rm -rf "$work"
     fi
 else
     [ -n "$need" ] && echo "The tests need:$need. Install them (Debian/Ubuntu: sudo apt-get install$need)." >&2
     [ -n "$unpack_proftpd" ] && echo "The tests need ProFTPD: run this script as root once (it unpacks proftpd-core \
-into $PROFTPD_ROOT), or set LABFERRY_PROFTPD_ROOT to a folder holding usr/sbin/proftpd." >&2
+and proftpd-mod-crypto into $PROFTPD_ROOT), or set LABFERRY_PROFTPD_ROOT to a folder holding usr/sbin/proftpd." >&2
     exit 1
 fi

@@ -20,6 +20,7 @@ import aioftp
 from ..core.errors import BadRequest, TransferError
 from .address import FtpAddress
 from .faults import ftp_error, not_utf8
+from .tlsdata import FtpClient
 
 CONNECT_SECONDS = 30.0
 #: how long a reply may take once a data connection was closed early (the end of a range)
@@ -74,10 +75,22 @@ class FtpControl:
                  stall_seconds: float = 60.0) -> None:
         self.address = address
         self.ca_file, self.insecure = ca_file, insecure
-        self.client = aioftp.Client(socket_timeout=stall_seconds, connection_timeout=CONNECT_SECONDS,
-                                    encoding="utf-8")
+        self.stall_seconds = stall_seconds
+        self.client = self._new_client()
         self.features: set[str] = set()
         self.home: str | None = None
+        #: a command or transfer failed half-way: what the server says next may answer an earlier command,
+        #: so this connection is not used again as it is (``reopen``)
+        self.broken = False
+
+    def _new_client(self) -> FtpClient:
+        return FtpClient(socket_timeout=self.stall_seconds, connection_timeout=CONNECT_SECONDS, encoding="utf-8")
+
+    async def reopen(self) -> FtpControl:
+        """A fresh login in place of a connection that failed half-way."""
+        self.abandon()
+        self.client, self.home, self.broken = self._new_client(), None, False
+        return await self.open()
 
     # -- opening -----------------------------------------------------------------------
     async def open(self) -> FtpControl:
@@ -193,7 +206,13 @@ class FtpControl:
         if complete:
             await stream.finish()
             return
-        stream.close()
+        transport = stream.writer.transport
+        if transport.get_extra_info("ssl_object") is not None:
+            # a TLS close waits for the server's close_notify, which a server still sending never gives:
+            # drop the connection at once, as a plain one is dropped (the server answers 426)
+            transport.abort()
+        else:
+            stream.close()
         await asyncio.wait_for(self.client.command(None, ("2xx", "4xx", "5xx"), "1xx"), REPLY_AFTER_CLOSE)
 
     # -- closing -------------------------------------------------------------------------------

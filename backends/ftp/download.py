@@ -74,6 +74,15 @@ class FtpStreams(ParallelTransfer):
         if lease.cursor and not control.can_resume:
             raise TransferError(f"The FTP server at {self.address.where} cannot start a file in the middle (it "
                                 "does not announce REST STREAM), so only one stream from the start can be used.")
+        if control.broken:
+            await control.reopen()
+        try:
+            await self._read(lease, control)
+        except BaseException:
+            control.broken = True
+            raise
+
+    async def _read(self, lease: Lease, control: FtpControl) -> None:
         stream = await control.read_from(self.address.path, lease.cursor)
         complete = False
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import ssl
+from dataclasses import replace
 
 import aioftp
 
@@ -44,6 +45,10 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
         if code == "421":
             return ServerFull(f"The FTP server at {where} takes no more connections now ({said}); Ferry will "
                               "retry with fewer.")
+        if step == "login" and address.scheme == "ftp" and code.startswith("5") and _asks_for_tls(text):
+            return TlsError(f"The FTP server at {where} accepts only encrypted logins ({said}). Use "
+                            f"{replace(address, scheme='ftps').shown} (explicit FTPS; pass --ca-file if its "
+                            "certificate comes from your lab's own authority).")
         if code == "530" and step == "login":
             if not address.named_user:
                 return AuthError(f"The FTP server at {where} does not take anonymous logins ({said}). Give the "
@@ -96,6 +101,13 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
 def not_utf8(address: FtpAddress, path: str) -> TransferError:
     return TransferError(f"The FTP server at {address.where} sent a file name in {path} that is not UTF-8, which "
                          "Ferry cannot write safely. Rename it on the server, or copy the other files one by one.")
+
+
+def _asks_for_tls(text: str) -> bool:
+    """vsftpd: 'Anonymous sessions must use encryption.', 'Non-anonymous sessions must use encryption.';
+    ProFTPD: 'SSL/TLS required on the control channel'."""
+    lowered = text.lower()
+    return "encryption" in lowered or "ssl" in lowered or "tls" in lowered
 
 
 def _verb(step: str) -> str:

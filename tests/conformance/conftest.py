@@ -20,9 +20,10 @@ from tests.integration.conftest import (  # noqa: F401  (fixtures shared with th
     sshd,
     sshd_sftp_only,
     vsftpd,
+    vsftpd_tls,
 )
 
-TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
+TARGETS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps", "torrent")
 #: case name → title, in the table's order (filled by the test module)
 CASES: dict[str, str] = {}
 #: (case, target) → why the case does not apply, or which open bug keeps it from being run
@@ -51,6 +52,8 @@ def target(request, tmp_path_factory):
         made = servers.Ftp(request.getfixturevalue("vsftpd"))
     elif name == "proftpd":
         made = servers.Proftpd(request.getfixturevalue("proftpd"))
+    elif name == "ftps":
+        made = servers.Ftps(request.getfixturevalue("vsftpd_tls"))
     else:
         made = servers.Torrent(tmp_path_factory.mktemp("torrent-target"))
     yield made
@@ -92,8 +95,9 @@ def write_table(path: Path) -> None:
         "against the real servers the suite starts on 127.0.0.1: nginx with TLS (https), OpenSSH's sshd (sftp, scp,",
         "and an account allowed only SFTP), globus-gridftp-server (gridftp, over ftp:// with `--backend gridftp`),",
         "a stock vsftpd (ftp, Ferry's own FTP client, a password user), ProFTPD (proftpd, the same client, a password",
-        "user kept in its home) and `labferry seed` (torrent). Apache httpd's and lighttpd's cases (logins, redirect",
-        "loops, names, bodies without a size or compressed, their folder listings) are in",
+        "user kept in its home), the same vsftpd with explicit FTPS required on every login and data connection",
+        "(ftps, TLS sessions resumed, its own CA) and `labferry seed` (torrent). Apache httpd's and lighttpd's",
+        "cases (logins, redirect loops, names, bodies without a size or compressed, their folder listings) are in",
         "tests/integration/test_http_behaviour.py.",
         "A cell is *passed* or *FAILED* as that run saw it, or says why the case does not apply, or names",
         "the open bug that keeps it from being run yet.",

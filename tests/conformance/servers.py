@@ -205,6 +205,18 @@ class Proftpd(Ftp):
     name = "proftpd"
 
 
+class Ftps(Ftp):
+    """vsftpd with explicit FTPS required (AUTH TLS, PROT P, data connections resuming the TLS session)."""
+
+    name = "ftps"
+
+    def args(self) -> list[str]:
+        return ["--ca-file", self.server.ca_file]
+
+    def wrong_login(self, rel: str, tmp_path: Path) -> tuple[str, list[str]]:
+        return super().wrong_login(rel, tmp_path)[0], self.args()
+
+
 class Torrent(Target):
     """BitTorrent: the case's files are seeded by a real ``labferry seed`` once a case asks for their URL."""
 

@@ -67,10 +67,10 @@ NOT_APPLICABLE.update({
     ("cancel_upload", "torrent"): f"n/a: {_UPLOADS}",
 })
 
-EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
-SERVERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
-FOLDERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "torrent")
-UPLOADS = ("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
+EVERY = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps", "torrent")
+SERVERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
+FOLDERS = ("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps", "torrent")
+UPLOADS = ("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 
 
 def assert_clean_failure(proc, status: int | None = None, *, words: tuple[str, ...] = ()) -> str:
@@ -145,7 +145,7 @@ def test_upload_folder(target, tmp_path, ferry_home):
     assert tree_digests(target.path("run43")) == digests
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
 def test_resume_after_kill(target, tmp_path, ferry_home):
     size = 64 * MiB
     digest = write_random(target.path("long.bam"), size, seed=203)
@@ -199,7 +199,7 @@ HOSTILE = ["-leading-dash.fq", "$(touch PWNED).fq", "back`tick`.fq", "quote's \"
 HOSTILE_BYTES = [b"latin1-\xe9t\xe9.fq"]  # not UTF-8: a name from an old Latin-1 system
 
 
-@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_property):
     base = target.path("odd")
     base.mkdir()
@@ -230,7 +230,7 @@ def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_propert
     record_property("how", "all copied intact")
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
 def test_server_restarted(target, tmp_path, ferry_home):
     digest = write_random(target.path("outage.bam"), 48 * MiB, seed=501)
     target.hand_over(target.root)
@@ -249,7 +249,7 @@ def test_server_restarted(target, tmp_path, ferry_home):
     assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
 def test_source_replaced(target, tmp_path, ferry_home):
     write_random(target.path("moving.bam"), 48 * MiB, seed=502)
     target.hand_over(target.root)
@@ -281,7 +281,7 @@ def test_permission_denied(target, tmp_path, ferry_home):
     assert not (tmp_path / "locked.bam").exists()
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd")
+@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
 def test_wrong_login(target, tmp_path, ferry_home):
     """A key (SSH) or a password (HTTP Basic, FTP) the server does not accept."""
     write_random(target.path("x.bam"), 1 * MiB, seed=505)
@@ -295,7 +295,7 @@ def test_wrong_login(target, tmp_path, ferry_home):
     assert time.monotonic() - began < 15  # not retried as if the network had failed
 
 
-@over("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd")
+@over("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_cancel_upload(target, tmp_path, ferry_home):
     """Cancel removes partial data on the server too (an upload's NAME.part was left there)."""
     from app.engine import Engine, JobState
@@ -309,8 +309,10 @@ def test_cancel_upload(target, tmp_path, ferry_home):
     ssh = {"identity": str(target.server.key), "known_hosts": str(target.server.known_hosts)} \
         if target.name in ("sftp", "scp", "sftp-only") else {}
     with Store() as store:
+        ca = target.server.ca_file if target.name == "ftps" else None
         request = resolve(str(local), target.url("cancelled.bam"), Overrides(limit_rate=4 * MiB, streams=2,
-                                                                              backend_options=ssh), store=store)
+                                                                              ca_file=ca, backend_options=ssh),
+                          store=store)
     if target.name == "gridftp":
         # globus-url-copy takes no rate cap, so an upload here ends before a Cancel can land: leave the staging
         # copy a cancelled upload leaves, and cancel it the way the engine does (the backend's discard)

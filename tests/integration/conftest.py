@@ -99,8 +99,8 @@ def proftpd(tmp_path_factory):
     try:
         proftpd_binary()
     except FileNotFoundError:
-        pytest.fail("ProFTPD is not installed; run tests/system-deps.sh as root (it unpacks proftpd-core).",
-                    pytrace=False)
+        pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
+                    "proftpd-core and proftpd-mod-crypto).", pytrace=False)
     _open_tmp_for_others(tmp_path_factory)
     root = tmp_path_factory.mktemp("proftpd")
     os.chmod(root, 0o755)
@@ -112,6 +112,44 @@ def proftpd(tmp_path_factory):
 @pytest.fixture(params=["vsftpd", "proftpd"])
 def ftp_server(request):
     """Each FTP server a researcher meets, in turn."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="session")
+def vsftpd_tls(tmp_path_factory):
+    """The stock vsftpd with explicit FTPS required (AUTH TLS, PROT P, TLS session reuse), its own CA."""
+    from tests.servers.ftp import Vsftpd
+
+    require("vsftpd")
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp("vsftpd-tls")
+    os.chmod(root, 0o755)
+    server = Vsftpd(root / "server", tls=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def proftpd_tls(tmp_path_factory):
+    """ProFTPD with mod_tls and TLSRequired on, its own CA."""
+    from tests.servers.ftp import Proftpd, proftpd_binary
+
+    try:
+        proftpd_binary()
+    except FileNotFoundError:
+        pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
+                    "proftpd-core and proftpd-mod-crypto).", pytrace=False)
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp("proftpd-tls")
+    os.chmod(root, 0o755)
+    server = Proftpd(root / "server", tls=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["vsftpd_tls", "proftpd_tls"])
+def ftps_server(request):
+    """Each FTP server with explicit FTPS required, in turn."""
     return request.getfixturevalue(request.param)
 
 

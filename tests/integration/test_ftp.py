@@ -247,3 +247,52 @@ def test_an_upload_cut_short_resumes_from_its_part(ftp_server, tmp_path, ferry_h
     assert out["resumed_from"] >= 12 * MiB - MiB and sha256_of(target / "long.bam") == digest
     assert "Resuming the upload" in proc.stderr
     assert not part.exists()
+
+
+def test_explicit_ftps_over_several_connections_verified_with_the_lab_ca(ftps_server, tmp_path, ferry_home):
+    """FTPS stood still: aioftp started TLS on a data connection before its RETR, the server only after it."""
+    digest = _anon(ftps_server, "secret.fastq", 40 * MiB, seed=91)
+    mark = len(ftps_server.commands())
+    proc = labferry("copy", ftps_server.url("secret.fastq"), f"{tmp_path}/", "--streams", "4",
+                    "--ca-file", ftps_server.ca_file, "--json", env_home=ferry_home, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = _last_json(proc)
+    assert out["backend"] == "ftp" and out["streams"] == 4
+    assert sha256_of(tmp_path / "secret.fastq") == digest == out["sha256"]
+    sent = ftps_server.commands()[mark:]
+    # every login protected, every data connection too (the server refuses plain ones: TLSRequired, force_*_ssl)
+    assert sum(c == "PROT P" for c in sent) >= 4 and sum(c.startswith("RETR secret") for c in sent) >= 4, sent
+    assert not [c for c in sent if c.upper().startswith(GRIDFTP_ONLY)], sent
+
+    # without the lab's CA: refused at once, in a sentence, nothing left behind
+    proc = labferry("copy", ftps_server.url("secret.fastq"), str(tmp_path / "no-ca"), env_home=ferry_home)
+    assert proc.returncode == 3, proc.stderr
+    assert "could not be verified" in proc.stderr and "--ca-file" in proc.stderr and "Retrying" not in proc.stderr
+    assert not list(tmp_path.glob("no-ca*"))
+
+    # plain ftp:// to a server that takes only encrypted logins: the sentence names the ftps:// address
+    proc = labferry("copy", ftps_server.url("secret.fastq", scheme="ftp"), str(tmp_path / "plain"),
+                    env_home=ferry_home)
+    assert proc.returncode == 3, proc.stderr
+    assert "accepts only encrypted logins" in proc.stderr and ftps_server.url("secret.fastq") in proc.stderr
+
+
+def test_ftps_uploads_a_folder_and_fetches_it_back_for_a_password_user(ftps_server, tmp_path, ferry_home):
+    tree = tmp_path / "tree"
+    digests = {}
+    for rel, size in (("a.fq", 4000), ("sub/b.fq", 5000), ("sub/big.bam", 20 * MiB)):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        digests[rel] = write_random(tree / rel, size, seed=92 + size)
+    target = ftps_server.user_root / "tls-inbox"
+    target.mkdir(exist_ok=True)
+    ftps_server.give(target)
+    ca = ("--ca-file", ftps_server.ca_file)
+    proc = labferry("copy", str(tree), ftps_server.url("tls-inbox/", user=True), *ca, env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digests(target / "tree") == digests
+    back = tmp_path / "back"
+    back.mkdir()
+    proc = labferry("copy", ftps_server.url("tls-inbox/tree/", user=True), f"{back}/", *ca, env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digests(back / "tree") == digests
+    assert ftps_server.password not in proc.stdout + proc.stderr

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .nginx import free_port, start_foreground, stop_process
+from .nginx import free_port, make_certificates, start_foreground, stop_process
 
 FTP_USER = "ferryftp"
 FTP_PASSWORD = "ferry-ftp-password"
@@ -41,7 +41,7 @@ PROFTPD_ROOT = Path(os.environ.get("LABFERRY_PROFTPD_ROOT", "/opt/labferry-tests
 class _FtpServer:
     name = "ftp"
 
-    def __init__(self, root: Path, *, max_per_ip: int = 0) -> None:
+    def __init__(self, root: Path, *, max_per_ip: int = 0, tls: bool = False) -> None:
         self.root = root
         self.anon = root / "anon"
         self.user_root = root / "user"
@@ -56,8 +56,17 @@ class _FtpServer:
         self.port = free_port()
         self.pasv = (free_port(), 0)
         self.proc: subprocess.Popen | None = None
+        #: explicit FTPS (AUTH TLS) required for every login and data connection, with a certificate for
+        #: 127.0.0.1 signed by the server's own CA (``ca_file``)
+        self.certs = make_certificates(root / "tls") if tls else None
 
-    def url(self, path: str = "", *, user: bool = False, scheme: str = "ftp") -> str:
+    @property
+    def ca_file(self) -> str:
+        assert self.certs, "this server was started without TLS"
+        return str(self.certs["ca"])
+
+    def url(self, path: str = "", *, user: bool = False, scheme: str | None = None) -> str:
+        scheme = scheme or ("ftps" if self.certs else "ftp")
         login = f"{self.user}:{self.password}@" if user else ""
         return f"{scheme}://{login}127.0.0.1:{self.port}/{path.lstrip('/')}"
 
@@ -137,14 +146,32 @@ xferlog_std_format=NO
 log_ftp_protocol=YES
 vsftpd_log_file={self.root}/vsftpd.log
 use_localtime=NO
+{self._tls()}"""
+
+    def _tls(self) -> str:
+        if not self.certs:
+            return ""
+        # every login and data connection protected, anonymous ones too; data connections must resume the
+        # control connection's TLS session (vsftpd's default, require_ssl_reuse)
+        return f"""ssl_enable=YES
+rsa_cert_file={self.certs['server']}
+rsa_private_key_file={self.certs['server_key']}
+allow_anon_ssl=YES
+force_anon_logins_ssl=YES
+force_anon_data_ssl=YES
+force_local_logins_ssl=YES
+force_local_data_ssl=YES
+require_ssl_reuse=YES
+ssl_ciphers=HIGH
 """
 
 
 def proftpd_binary() -> str:
-    """ProFTPD as installed, else as ``tests/system-deps.sh`` unpacked it (it conflicts with vsftpd)."""
-    for path in ("/usr/sbin/proftpd", PROFTPD_ROOT / "usr/sbin/proftpd"):
-        if os.access(path, os.X_OK):
-            return str(path)
+    """ProFTPD as installed, else as ``tests/system-deps.sh`` unpacked it (it conflicts with vsftpd); with
+    mod_tls beside it (Debian's proftpd-mod-crypto)."""
+    for root in (Path("/"), PROFTPD_ROOT):
+        if os.access(root / "usr/sbin/proftpd", os.X_OK) and (root / "usr/lib/proftpd/mod_tls.so").exists():
+            return str(root / "usr/sbin/proftpd")
     raise FileNotFoundError("proftpd")
 
 
@@ -221,7 +248,7 @@ LogFormat commands "%m %J"
 ExtendedLog {self.root}/commands.log ALL commands
 SystemLog {self.root}/proftpd.log
 TransferLog {self.root}/xferlog
-<Anonymous {self.anon}>
+{self._tls()}<Anonymous {self.anon}>
     User ftp
     Group nogroup
     UserAlias anonymous ftp
@@ -230,4 +257,18 @@ TransferLog {self.root}/xferlog
         DenyAll
     </Limit>
 </Anonymous>
+"""
+
+    def _tls(self) -> str:
+        if not self.certs:
+            return ""
+        # TLSRequired on: control and data, anonymous logins too; data connections must resume the control
+        # connection's TLS session (ProFTPD's default)
+        return f"""LoadModule mod_tls.c
+TLSEngine on
+TLSRequired on
+TLSProtocol TLSv1.2 TLSv1.3
+TLSRSACertificateFile {self.certs['server']}
+TLSRSACertificateKeyFile {self.certs['server_key']}
+TLSLog {self.root}/tls.log
 """
