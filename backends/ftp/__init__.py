@@ -87,7 +87,8 @@ class FtpBackend:
 
         async def connect() -> FtpControl:
             return await FtpControl(address, ca_file=options.ca_file, insecure=options.insecure,
-                                    stall_seconds=settings.stall_seconds).open()
+                                    stall_seconds=settings.stall_seconds,
+                                    connects_at_once=settings.max_handshakes).open()
         return connect
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:

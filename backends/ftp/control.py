@@ -12,6 +12,8 @@ import asyncio
 import calendar
 import ssl
 import time
+import weakref
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -19,12 +21,27 @@ import aioftp
 
 from ..core.errors import BadRequest, TransferError
 from .address import FtpAddress
+from .client import FtpClient
 from .faults import ftp_error, not_utf8
-from .tlsdata import FtpClient
 
-CONNECT_SECONDS = 30.0
+CONNECT_SECONDS = 30.0  # the TCP connection and the server's greeting
 #: how long a reply may take once a data connection was closed early (the end of a range)
 REPLY_AFTER_CLOSE = 15.0
+
+
+#: connections not yet greeted, per server and event loop, whichever job opened them (the GUI runs three jobs)
+_GREETING_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@asynccontextmanager
+async def greeting_slot(address: FtpAddress, size: int):
+    """Hold one of a server's connection slots until its greeting. vsftpd listens with a queue of 32: 64 streams
+    connecting at once overflowed it, and with SYN cookies on (Linux's default) the connections past it were
+    established on the client's side only, waiting for a greeting that never came (traced at 80 ms: 27 of 64)."""
+    per_loop = _GREETING_SLOTS.setdefault(asyncio.get_running_loop(), {})
+    slots = per_loop.setdefault((address.host, address.port), asyncio.Semaphore(max(1, size)))
+    async with slots:
+        yield
 
 
 @dataclass
@@ -72,12 +89,14 @@ def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
 
 class FtpControl:
     def __init__(self, address: FtpAddress, *, ca_file: str | None = None, insecure: bool = False,
-                 stall_seconds: float = 60.0) -> None:
+                 stall_seconds: float = 60.0, connects_at_once: int = 16) -> None:
         self.address = address
+        self.connects_at_once = connects_at_once
         self.ca_file, self.insecure = ca_file, insecure
         self.stall_seconds = stall_seconds
         self.client = self._new_client()
         self.features: set[str] = set()
+        self.feat_seconds: float | None = None
         self.home: str | None = None
         #: a command or transfer failed half-way: what the server says next may answer an earlier command,
         #: so this connection is not used again as it is (``reopen``)
@@ -97,14 +116,19 @@ class FtpControl:
         address = self.address
         step = "connect"
         try:
-            await self.client.connect(address.host, address.port)
+            async with greeting_slot(address, self.connects_at_once):
+                # aioftp bounds the TCP connect only; a greeting that never comes must not wait for the stall
+                # timeout. Once greeted, the server has accepted the connection: the slot is free again
+                await asyncio.wait_for(self.client.connect(address.host, address.port), CONNECT_SECONDS)
             if address.scheme == "ftps":
                 step = "tls"
                 await self.client.upgrade_to_tls(tls_context(self.ca_file, self.insecure))
             step = "login"
             await self.client.login(address.user, address.password)
             step = "feat"
+            asked = time.monotonic()
             self.features = await self._features()
+            self.feat_seconds = time.monotonic() - asked  # the server answers FEAT at once: the path's round trip
             self.client._passive_commands = ("epsv", "pasv") if "EPSV" in self.features else ("pasv",)
             if "UTF8" in self.features:
                 await self.client.command("OPTS UTF8 ON", ("2xx", "5xx"))
@@ -129,6 +153,18 @@ class FtpControl:
                 if word[0].upper() == "REST" and len(word) > 1:
                     found.add("REST " + word[1].strip().upper())
         return found
+
+    async def round_trip(self) -> float | None:
+        """The path's round trip as ``FEAT`` at login saw it, else as one ``NOOP`` sees it (the server answers
+        either at once); None if it fails."""
+        if self.feat_seconds is not None:
+            return self.feat_seconds
+        began = time.monotonic()
+        try:
+            await asyncio.wait_for(self.client.command("NOOP", "2xx"), CONNECT_SECONDS)
+        except (Exception, asyncio.TimeoutError):
+            return None
+        return time.monotonic() - began
 
     @property
     def can_resume(self) -> bool:

@@ -165,14 +165,14 @@ class ChunkMap:
         stream's rate passes seconds left). Leases with less than ``2 * min_split``
         left, or that ``worth`` (a caller's judgement) turns down, are not worth the
         extra request. ``keep`` gives the share of the rest the victim keeps (default half;
-        a slow victim should keep less than a fast thief takes).
+        a slow victim should keep less than a fast thief takes, a thief that starts late more).
         """
         candidates = [lease for lease in self._active.values()
                       if lease.remaining >= 2 * max(1, min_split) and (worth is None or worth(lease))]
         if not candidates:
             return None
         victim = max(candidates, key=rank or (lambda lease: lease.remaining))
-        share = min(0.5, max(0.0, keep(victim))) if keep else 0.5
+        share = min(0.9, max(0.0, keep(victim))) if keep else 0.5
         kept = max(min_split, int(victim.remaining * share))
         mid = self._round_up(victim.cursor + kept)
         if mid >= victim.end:  # alignment overshot a short lease: split exactly

@@ -57,6 +57,9 @@ class Fatal(Exception):
 class ParallelTransfer:
     #: the smallest lease worth its fixed cost (a request; for SSH uploads a new channel and shell)
     lease_floor = MIN_LEASE
+    #: the smallest piece a steal leaves either side (a steal costs the thief a request, and on FTP a new
+    #: data connection with its slow start)
+    steal_floor = MIN_LEASE // 2
     #: whether a stream asks for its next lease before the current one ends (``lease_ahead``): then a lease
     #: costs no idle round trip, and leases are sized by each stream's own rate (see ``_lease_size``)
     asks_ahead = False
@@ -258,6 +261,8 @@ class ParallelTransfer:
             except Exception as exc:
                 err = self.classify(exc)
                 failures += 1
+                if self.chunks.complete:
+                    return _GAVE_UP  # the other streams finished the file meanwhile
                 if not err.retryable or failures > STREAM_RETRIES:
                     if self._connected > 0:
                         return _GAVE_UP
@@ -343,7 +348,7 @@ class ParallelTransfer:
         if lease is None:
             lease = self.reclaim()
         if lease is None and self.steal and self.chunks.size_known:
-            lease = self.chunks.steal(MIN_LEASE // 2, rank=self._seconds_left, worth=self._worth_stealing,
+            lease = self.chunks.steal(self.steal_floor, rank=self._seconds_left, worth=self._worth_stealing,
                                      keep=self._victim_share)
         return lease
 

@@ -41,8 +41,11 @@ PROFTPD_ROOT = Path(os.environ.get("LABFERRY_PROFTPD_ROOT", "/opt/labferry-tests
 class _FtpServer:
     name = "ftp"
 
-    def __init__(self, root: Path, *, max_per_ip: int = 0, tls: bool = False) -> None:
+    def __init__(self, root: Path, *, max_per_ip: int = 0, tls: bool = False, listen: str = "127.0.0.1",
+                 argv_prefix: tuple[str, ...] = ()) -> None:
+        """``listen`` and ``argv_prefix``: the benchmarks run the server on an emulated host (``ip netns exec``)."""
         self.root = root
+        self.listen, self.argv_prefix = listen, argv_prefix
         self.anon = root / "anon"
         self.user_root = root / "user"
         self.max_per_ip = max_per_ip
@@ -68,7 +71,7 @@ class _FtpServer:
     def url(self, path: str = "", *, user: bool = False, scheme: str | None = None) -> str:
         scheme = scheme or ("ftps" if self.certs else "ftp")
         login = f"{self.user}:{self.password}@" if user else ""
-        return f"{scheme}://{login}127.0.0.1:{self.port}/{path.lstrip('/')}"
+        return f"{scheme}://{login}{self.listen}:{self.port}/{path.lstrip('/')}"
 
     def absolute(self, path: Path) -> str:
         """The absolute path the password user's login sees for ``path`` (vsftpd: the real one, no chroot)."""
@@ -88,7 +91,15 @@ class _FtpServer:
     def start(self):
         conf = self.root / f"{self.name}.conf"
         conf.write_text(self.config())
-        self.proc = start_foreground(self.argv(conf), self.port, self.name)
+        if not self.argv_prefix:
+            self.proc = start_foreground(self.argv(conf), self.port, self.name)
+            return self
+        # in another network namespace: its port cannot be polled from here
+        self.proc = subprocess.Popen([*self.argv_prefix, *self.argv(conf)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} did not start: {self.proc.stderr.read().decode()}")
         return self
 
     def stop(self) -> None:
@@ -123,7 +134,7 @@ class Vsftpd(_FtpServer):
         return f"""
 listen=YES
 listen_ipv6=NO
-listen_address=127.0.0.1
+listen_address={self.listen}
 listen_port={self.port}
 background=NO
 anonymous_enable=YES
@@ -136,7 +147,7 @@ write_enable=YES
 local_umask=022
 pam_service_name=vsftpd
 pasv_enable=YES
-pasv_address=127.0.0.1
+pasv_address={self.listen}
 max_clients=200
 max_per_ip={self.max_per_ip}
 seccomp_sandbox=NO
@@ -217,7 +228,7 @@ class Proftpd(_FtpServer):
 ServerType standalone
 ServerName "Ferry tests"
 DefaultServer on
-DefaultAddress 127.0.0.1
+DefaultAddress {self.listen}
 SocketBindTight on
 Port {self.port}
 UseIPv6 off

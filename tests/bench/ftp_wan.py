@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Ferry's native FTP client against aria2c -x16 and lftp pget -n 16, from a stock vsftpd on an emulated path.
+
+Needs root and ``../shared/tools/wanem``; vsftpd, aria2c and lftp. vsftpd (anonymous, as the public archives
+serve) runs on host b; host a fetches each file size with each tool in turn, rounds interleaved so that machine
+noise hits every tool alike. Figures are size / wall-clock time of the whole command (start-up, logins, the
+last byte written; Ferry's SHA-256 and checks included), and the share of the link's rate. Every copy's SHA-256
+is compared with the server's file. Ferry runs with ``--streams auto`` and a fresh data folder each time (cold:
+nothing learned from earlier runs).
+
+    sudo .venv/bin/python tests/bench/ftp_wan.py --rtt 80 --loss 3e-4 --rate 1000 --size 1G,4G \\
+        [--jitter 0] [--rounds 3] [--json] [--write docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.bench.https_wan import make_file  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, precompile, replace_section, warm_cache  # noqa: E402
+from tests.servers.ftp import Vsftpd  # noqa: E402
+
+TOOLS = ("ferry", "aria2c", "lftp")
+NET = 91
+
+
+def size_of(text: str) -> int:
+    units = {"K": 1024, "M": MiB, "G": 1024 * MiB}
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(16 * MiB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def command(tool: str, url: str, out: Path, home: Path) -> list[str]:
+    if tool == "ferry":
+        return [sys.executable, "-m", "app", "copy", url, str(out), "--streams", "auto", "--json", "-q",
+                "--overwrite"]
+    if tool == "aria2c":
+        return ["aria2c", "-x16", "-s16", "-k1M", "--summary-interval=0", "--console-log-level=warn",
+                "--allow-overwrite=true", "--file-allocation=none", "-d", str(out.parent), "-o", out.name, url]
+    return ["lftp", "-c", f"set xfer:clobber on; pget -n 16 {url} -o {out}"]
+
+
+def one_run(tool: str, url: str, out: Path, work: Path, size: int, expected: str, ns: list[str]) -> dict:
+    for old in out.parent.glob(out.name + "*"):
+        old.unlink()
+    home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
+    env = dict(os.environ, LABFERRY_HOME=str(home))
+    began = time.monotonic()
+    proc = subprocess.run([*ns, *command(tool, url, out, home)], capture_output=True, text=True, env=env,
+                          timeout=3600)
+    spent = time.monotonic() - began
+    row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2),
+           "mbps": round(size * 8 / spent / 1e6, 1)}
+    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
+    if tool == "ferry" and proc.returncode == 0:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        row["streams"] = result.get("streams")
+        row["own_mbps"] = result.get("throughput_mbps")
+    if proc.returncode != 0:
+        row["error"] = proc.stderr.strip()[-300:]
+    shutil.rmtree(home, ignore_errors=True)
+    return row
+
+
+def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
+    link = f"fw{NET}"
+    subprocess.run([str(WANEM), "down", link], capture_output=True)
+    subprocess.run([str(WANEM), "up", link, "--rtt", str(args.rtt), "--rate", str(args.rate), "--loss",
+                    str(args.loss), "--jitter", str(args.jitter), "--net", str(NET)], check=True,
+                   capture_output=True)
+    server = Vsftpd(work / "vsftpd", listen=f"198.18.{NET}.2", argv_prefix=tuple(on_host(link, "b")))
+    rows = []
+    try:
+        digests = {}
+        for size in sizes:
+            name = f"big-{size // MiB}M.bin"
+            make_file(work / "data" / name, size)
+            if not (server.anon / name).exists():
+                os.link(work / "data" / name, server.anon / name)
+            os.chmod(server.anon / name, 0o644)
+            digests[size] = sha256(work / "data" / name)
+        server.start()
+        ns = on_host(link, "a")
+        (work / "out").mkdir(exist_ok=True)
+        for r in range(args.rounds):
+            for size in sizes:
+                name = f"big-{size // MiB}M.bin"
+                order = TOOLS[r % len(TOOLS):] + TOOLS[:r % len(TOOLS)]  # who goes first changes every round
+                for tool in order:
+                    warm_cache(work / "data" / name)
+                    row = one_run(tool, server.url(name), work / "out" / name, work, size, digests[size], ns)
+                    row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
+                            "rate_mbps": args.rate, "jitter_ms": args.jitter,
+                            "link_share": round(row["mbps"] / args.rate, 3)}
+                    rows.append(row)
+                    if args.json:
+                        print(json.dumps(row), flush=True)
+                    else:
+                        print(f"  round {r + 1} {size // MiB:>5} MiB {tool:<7} {row['mbps']:7.0f} Mbit/s "
+                              f"({row['link_share']:.0%} of the link) sha256 {'ok' if row['sha256_ok'] else 'BAD'}"
+                              f"{'  streams ' + str(row.get('streams')) if tool == 'ferry' else ''}", flush=True)
+        for old in (work / "out").iterdir():
+            old.unlink()
+    finally:
+        server.stop()
+        subprocess.run([str(WANEM), "down", link], capture_output=True)
+    return rows
+
+
+def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command_line: str) -> str:
+    lines = [
+        "## Native FTP client (ftp://) on an emulated long fat network",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on this 2-core machine with `wanem` ({args.rtt} ms, loss "
+        f"{args.loss:g}, {args.rate} Mbit/s, jitter {args.jitter} ms, cubic on both hosts, untuned Linux buffers): "
+        "a stock vsftpd 3.0.3 serves anonymous downloads on host b, each tool fetches on host a; rounds "
+        "interleaved (the first tool changes every round), median of "
+        f"{args.rounds}. Mbit/s = size / wall-clock time of the whole command (start-up, logins, Ferry's SHA-256 and "
+        "size/date checks included); % = share of the link's rate. Every copy's SHA-256 was compared with the "
+        "server's file.",
+        "",
+        "| file | Ferry `--streams auto` | aria2c -x16 -s16 -k1M | lftp `pget -n 16` | Ferry / better peer | "
+        "Ferry streams | SHA-256 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    def med(size: int, tool: str) -> float:
+        values = [r["mbps"] for r in rows if r["size_mib"] == size // MiB and r["tool"] == tool and r["exit"] == 0]
+        return statistics.median(values) if values else float("nan")
+
+    for size in sizes:
+        ferry, aria, lftp = med(size, "ferry"), med(size, "aria2c"), med(size, "lftp")
+        share = lambda v: f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
+        streams = sorted({r.get("streams") for r in rows if r["size_mib"] == size // MiB and r["tool"] == "ferry"
+                          and r.get("streams")})
+        ok = all(r["sha256_ok"] for r in rows if r["size_mib"] == size // MiB)
+        runs = sum(1 for r in rows if r["size_mib"] == size // MiB)
+        lines.append(f"| {size // MiB} MiB | {share(ferry)} | {share(aria)} | {share(lftp)} | "
+                     f"{ferry / max(aria, lftp):.2f}× | {', '.join(map(str, streams))} | "
+                     f"{'all ' + str(runs) + ' matched' if ok else '**MISMATCH**'} |")
+    lines += ["", "Every round:", "", "| round | file | Ferry | aria2c | lftp |", "|---|---|---|---|---|"]
+    for r in range(1, args.rounds + 1):
+        for size in sizes:
+            cell = {row["tool"]: row for row in rows if row["round"] == r and row["size_mib"] == size // MiB}
+            lines.append(f"| {r} | {size // MiB} MiB | " + " | ".join(
+                f"{cell[t]['mbps']:.0f}" if t in cell and cell[t]["exit"] == 0 else "failed" for t in TOOLS) + " |")
+    lines += ["", "Reproduce:", "", "```", command_line, "```", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rtt", type=float, default=80)
+    parser.add_argument("--loss", type=float, default=3e-4)
+    parser.add_argument("--rate", type=int, default=1000, help="Mbit/s")
+    parser.add_argument("--jitter", type=float, default=0)
+    parser.add_argument("--size", default="1G,4G", help="comma-separated sizes: 1G,4G or MiB counts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--work", default="/tmp/ferry-bench-ftp")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not WANEM.exists():
+        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+        return 2
+    precompile()
+    work = Path(args.work)
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)
+    sizes = [size_of(s) for s in args.size.split(",")]
+    rows = bench(args, work, sizes)
+    text = render(rows, args, sizes, "sudo .venv/bin/python tests/bench/ftp_wan.py " + " ".join(sys.argv[1:]))
+    if not args.json:
+        print(text)
+    if args.write:
+        replace_section(args.write, "## Native FTP client", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
