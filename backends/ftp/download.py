@@ -30,7 +30,7 @@ from .faults import ServerFull, ftp_error
 MiB = 1024 * 1024
 START_STREAMS = 4
 MIN_BYTES_PER_STREAM = 4 * MiB  # a stream's range must outlast its data connection's slow start
-#: an FTP range costs its stream a new data connection: EPSV, REST, RETR and the TCP handshake (four round
+#: an FTP range costs its stream a new data connection: EPSV, the TCP handshake with REST and RETR (three round
 #: trips) and TCP's slow start from nothing, so a range lasts about this many round trips (HTTP's: 20)
 LEASE_RTTS = 100
 FIRST_LEASE_CAP = 32 * MiB
@@ -182,7 +182,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
             tuner = None
             rtt = await lead.round_trip()
             if opts.streams == "auto" and lead.can_resume:
-                # what this path taught before, else a guess from its round trip (32 streams at 50-80 ms)
+                # what this path taught before, else a guess from its round trip (64 streams at 80 ms)
                 guess = initial_streams(rtt, entry.size, opts.max_streams, MIN_BYTES_PER_STREAM) if rtt else None
                 start = min(opts.initial_streams or guess or START_STREAMS, opts.max_streams)
                 tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=rtt or 0.05)
@@ -198,7 +198,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 expected = await looking
                 # the SHA-256 reads what it has not followed yet while the server is asked whether the file changed
                 digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, entry.size),
-                                                    lead.entry(address.path))
+                                                    _look_again(lead, address.path))
             finally:
                 looking.cancel()
                 await asyncio.gather(looking, return_exceptions=True)
@@ -228,6 +228,16 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                   verified=verified, verify_method=method, peer_host=address.host, restarts=restarts,
                   rtt_ms=rtt * 1000 if rtt else None, bytes_fetched=fetched,
                   resumed_from=resumed if restarts == 0 else 0, notes=notes)
+
+
+async def _look_again(lead: FtpControl, path: str) -> Entry:
+    """The file as the server describes it now. The lead connection sat idle while the streams worked: a server
+    closes an idle login (vsftpd after 300 s, a fraction of a 300 GB copy), so a failed look logs in again."""
+    try:
+        return await lead.entry(path)
+    except TransferError:
+        await lead.reopen()
+        return await lead.entry(path)
 
 
 async def _published(address: FtpAddress, lead: FtpControl, given: Checksum | None,

@@ -42,9 +42,11 @@ class _FtpServer:
     name = "ftp"
 
     def __init__(self, root: Path, *, max_per_ip: int = 0, tls: bool = False, listen: str = "127.0.0.1",
-                 argv_prefix: tuple[str, ...] = ()) -> None:
-        """``listen`` and ``argv_prefix``: the benchmarks run the server on an emulated host (``ip netns exec``)."""
+                 argv_prefix: tuple[str, ...] = (), idle_seconds: int = 300) -> None:
+        """``listen`` and ``argv_prefix``: the benchmarks run the server on an emulated host (``ip netns exec``).
+        ``idle_seconds``: a control connection with no command for this long is closed (vsftpd only)."""
         self.root = root
+        self.idle_seconds = idle_seconds
         self.listen, self.argv_prefix = listen, argv_prefix
         self.anon = root / "anon"
         self.user_root = root / "user"
@@ -150,6 +152,7 @@ pasv_enable=YES
 pasv_address={self.listen}
 max_clients=200
 max_per_ip={self.max_per_ip}
+idle_session_timeout={self.idle_seconds}
 seccomp_sandbox=NO
 secure_chroot_dir=/var/run/vsftpd/empty
 xferlog_enable=YES
