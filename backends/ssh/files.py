@@ -42,8 +42,17 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                 run.hasher = hasher
                 await run.run()
                 moved, peak = run.moved, run.peak_streams
+            elif session.sftp_ssh is not None:  # an SFTP-only account: SFTP sessions over OpenSSH connections
+                from .sftpstreams import SftpDownload
+
+                run = SftpDownload(session.sftp_ssh, remote, chunks, part, sink=sink, limiter=limiter_for(options),
+                                   tuner=session.tuner(options, entry.size), streams=streams,
+                                   max_streams=options.max_streams, rtt_s=session.rtt_s)
+                run.hasher = hasher
+                await run.run()
+                moved, peak = run.moved, run.peak_streams
             else:
-                from .sftpdata import sftp_download  # paramiko: only for accounts without a shell
+                from .sftpdata import sftp_download  # paramiko: a password login, or no OpenSSH client here
 
                 moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4,
                                                   limiter_for(options))
@@ -151,6 +160,14 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
             finally:
                 run.close()
             moved, peak, verified_ranges = run.moved, run.peak_streams, run.ranges_unverified == 0
+        elif session.sftp_ssh is not None and size > 0:  # an SFTP-only account: SFTP sessions over OpenSSH
+            from .sftpstreams import SftpUpload
+
+            run = SftpUpload(session.sftp_ssh, str(local), part, chunks, record, sink=sink,
+                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
+                             max_streams=options.max_streams, rtt_s=session.rtt_s)
+            await run.run()
+            moved, peak = run.moved, run.peak_streams
         else:
             from .sftpdata import sftp_upload
 

@@ -189,8 +189,11 @@ class OpenSsh:
             argv += ["-o", "NoneEnabled=yes", "-o", "NoneSwitch=yes"]
         return argv
 
-    def channel_argv(self, socket_path: Path, command: str) -> list[str]:
-        return [*self.base_argv(), "-S", str(socket_path), "-o", "ControlMaster=no", self.target.alias, command]
+    def channel_argv(self, socket_path: Path, command: str, *, subsystem: bool = False) -> list[str]:
+        """A channel on the master at ``socket_path`` running ``command`` (with ``subsystem``: the server's
+        subsystem of that name, ``sftp``)."""
+        return [*self.base_argv(), "-S", str(socket_path), "-o", "ControlMaster=no", *(["-s"] if subsystem else []),
+                self.target.alias, command]
 
     async def _connect(self) -> Master:
         self._count += 1
@@ -285,11 +288,12 @@ class Master:
             await asyncio.shield(self.stop())
             raise
 
-    async def channel(self, command: str, *, stdin: bool = True,
-                      stdout=subprocess.PIPE) -> asyncio.subprocess.Process:
-        """Start one command as a new channel of this connection (``stdout``: a pipe, or a descriptor to use)."""
+    async def channel(self, command: str, *, stdin: bool = True, stdout=subprocess.PIPE,
+                      subsystem: bool = False) -> asyncio.subprocess.Process:
+        """Start one command (or the server's subsystem of that name) as a new channel of this connection
+        (``stdout``: a pipe, or a descriptor to use)."""
         return await asyncio.create_subprocess_exec(
-            *child_argv(self.ssh.channel_argv(self.socket, command)),
+            *child_argv(self.ssh.channel_argv(self.socket, command, subsystem=subsystem)),
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **child_kwargs(),
         )

@@ -148,6 +148,9 @@ class SshSession:
     ask: AskTrust | None = None
     metadata: lead.Metadata | None = None
     _control_task: asyncio.Future | None = None  # a control login started but not yet needed
+    #: an account that may run no commands, reached with a key or agent: OpenSSH connections whose channels go
+    #: to its SFTP subsystem (``sftpstreams.py``) carry a big file's data; None: paramiko's SFTP does
+    sftp_ssh: OpenSsh | None = None
 
     @classmethod
     async def open(cls, url: str, transfer_options: TransferOptions, ask: AskTrust | None = None, *,
@@ -203,9 +206,11 @@ class SshSession:
             rtt_task.cancel()
             raise
         try:
+            sftp_ssh = None
             if openssh is not None and not control.can_exec():  # answered in the login thread
-                await openssh.cleanup()
-                openssh = None
+                # its connections, logged in already, carry SFTP sessions instead (``sftpstreams.py``)
+                openssh.early_channel = None
+                sftp_ssh, openssh = openssh, None
             if openssh is None and target.scheme == "scp":
                 raise TransferError(
                     f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
@@ -217,7 +222,9 @@ class SshSession:
                 await openssh.cleanup()
             rtt_task.cancel()
             raise
-        return cls(target, options, control, openssh, await rtt_task, max(1, warm), None, ask)
+        session = cls(target, options, control, openssh, await rtt_task, max(1, warm), None, ask)
+        session.sftp_ssh = sftp_ssh
+        return session
 
     async def ensure_control(self) -> Control:
         """The paramiko control connection (a file download started without waiting for it)."""
@@ -286,6 +293,8 @@ class SshSession:
             self._control_task = None
         if self.metadata is not None:
             await self.metadata.close()
+        if self.sftp_ssh is not None:
+            await self.sftp_ssh.cleanup()
         if self.control is not None:
             await asyncio.to_thread(self.control.close)
         if self.openssh:

@@ -91,17 +91,54 @@ def test_scp_scheme_drives_the_openssh_client(sshd, remote_big, tmp_path, ferry_
     assert sha256_of(tmp_path / "x.bin") == remote_big.sha256
 
 
-def test_sftp_only_account_falls_back_to_paramiko(sshd_sftp_only, remote_big, tmp_path, ferry_home):
+def test_sftp_only_account_reads_over_several_sftp_sessions(sshd_sftp_only, tmp_path, ferry_home):
+    """ForceCommand internal-sftp: no dd, no sha256sum. With a key, the data still comes over OpenSSH connections,
+    each a session of the account's SFTP subsystem reading at offsets; paramiko is not involved."""
+    big = sshd_sftp_only.home / "sftponly-big.bin"
+    digest = write_random(big, 48 * MiB, seed=52)
+    sshd_sftp_only.give(big)
+    proc = labferry("copy", sshd_sftp_only.url(str(big)), str(tmp_path), *sshd_sftp_only.args(), "--streams", "4",
+                    "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(tmp_path / big.name) == digest
+    assert "paramiko" not in proc.stderr
+    out = result_of(proc)
+    assert out["streams"] == 4, out
+    assert out["bytes_fetched"] <= big.stat().st_size + 4 * 64 * 1024 * 64, out  # at most the reads in flight
+    assert out["verified"] is False and "no shell access" in out["verify_method"]
+
+
+def test_sftp_only_account_writes_over_several_sftp_sessions(sshd_sftp_only, tmp_path, ferry_home):
+    """An upload to an SFTP-only account: WRITEs at offsets over four SFTP sessions into NAME.part, renamed when
+    every write was confirmed; resent after nothing, byte-exact on the server."""
+    local = tmp_path / "sftponly-up.bin"
+    digest = write_random(local, 40 * MiB, seed=54)
+    target = sshd_sftp_only.home / "incoming-sftponly"
+    target.mkdir(exist_ok=True)
+    sshd_sftp_only.give(target)
+    proc = labferry("copy", str(local), sshd_sftp_only.url(str(target) + "/"), *sshd_sftp_only.args(), "--streams",
+                    "4", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "paramiko" not in proc.stderr
+    assert sha256_of(target / local.name) == digest
+    assert not (target / (local.name + ".part")).exists()
+    out = result_of(proc)
+    assert out["streams"] == 4, out
+
+
+def test_sftp_only_account_with_a_password_uses_paramiko(sshd_sftp_only, tmp_path, ferry_home):
+    """OpenSSH runs in batch mode and takes no password: such a login's data goes over paramiko's SFTP."""
+    from tests.servers.sshd import TEST_PASSWORD
+
     small = sshd_sftp_only.home / "small.bin"
-    digest = write_random(small, 12 * MiB, seed=52)
+    digest = write_random(small, 12 * MiB, seed=53)
     sshd_sftp_only.give(small)
-    proc = labferry("copy", sshd_sftp_only.url(str(small)), str(tmp_path), *sshd_sftp_only.args(), "--json",
+    url = sshd_sftp_only.url(str(small)).replace(f"{sshd_sftp_only.user}@", f"{sshd_sftp_only.user}:{TEST_PASSWORD}@")
+    proc = labferry("copy", url, str(tmp_path), "--known-hosts", str(sshd_sftp_only.known_hosts), "--json",
                     env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert sha256_of(tmp_path / "small.bin") == digest
     assert "paramiko" in proc.stderr
-    out = result_of(proc)
-    assert out["verified"] is False and "no shell access" in out["verify_method"]
 
 
 def test_download_resumes_after_sigkill(sshd, remote_big, tmp_path, ferry_home):

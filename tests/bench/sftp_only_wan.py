@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""An SFTP-only account at speed: Ferry against OpenSSH's ``sftp`` client, and against Ferry on a shell account.
+
+Needs root and ``../shared/tools/wanem``; sshd, ssh, sftp. Two stock sshd run on host b for the same test user
+and key: one forces ``internal-sftp`` (an SFTP-only account: no ``dd``, no ``sha256sum``), one gives the user a
+shell. Host a fetches each file size with each tool in turn, rounds interleaved: Ferry from the SFTP-only account
+(``--streams auto``), ``sftp`` from it (OpenSSH's client: one session, 64 requests of 32 KiB in flight), and
+Ferry from the shell account (its parallel ``dd`` path: the figure the SFTP-only one is held to). Figures are
+size / wall-clock time of the whole command, and the share of the link's rate; every copy's SHA-256 is compared
+with the server's file.
+
+    sudo .venv/bin/python tests/bench/sftp_only_wan.py --rtt 50 --loss 1e-4 --rate 1000 --size 1G,4G \\
+        [--jitter 0] [--rounds 3] [--json] [--write docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.bench.ftp_wan import sha256, size_of  # noqa: E402
+from tests.bench.https_wan import make_file  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, precompile, replace_section, warm_cache  # noqa: E402
+from tests.servers.sshd import Sshd  # noqa: E402
+
+TOOLS = ("ferry sftp-only", "sftp", "ferry shell")
+NET = 92
+
+
+def command(tool: str, servers: dict[str, Sshd], host: str, remote: str, out: Path) -> list[str]:
+    server = servers["shell" if tool == "ferry shell" else "sftp-only"]
+    if tool == "sftp":
+        return ["sftp", "-q", "-i", str(server.key), "-o", f"UserKnownHostsFile={server.known_hosts}",
+                "-o", "BatchMode=yes", "-P", str(server.port), f"{server.user}@{host}:{remote}", str(out)]
+    url = f"sftp://{server.user}@{host}:{server.port}{remote}"
+    return [sys.executable, "-m", "app", "copy", url, str(out), *server.args(), "--streams", "auto", "--json", "-q",
+            "--overwrite"]
+
+
+def one_run(tool: str, argv: list[str], out: Path, work: Path, size: int, expected: str) -> dict:
+    if out.exists():
+        out.unlink()
+    home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
+    began = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, LABFERRY_HOME=str(home)),
+                          timeout=3600)
+    spent = time.monotonic() - began
+    row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2), "mbps": round(size * 8 / spent / 1e6, 1)}
+    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
+    if tool.startswith("ferry") and proc.returncode == 0:
+        row["streams"] = json.loads(proc.stdout.strip().splitlines()[-1]).get("streams")
+    if proc.returncode != 0:
+        row["error"] = proc.stderr.strip()[-300:]
+    shutil.rmtree(home, ignore_errors=True)
+    return row
+
+
+def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
+    link = f"so{NET}"
+    subprocess.run([str(WANEM), "down", link], capture_output=True)
+    subprocess.run([str(WANEM), "up", link, "--rtt", str(args.rtt), "--rate", str(args.rate), "--loss",
+                    str(args.loss), "--jitter", str(args.jitter), "--net", str(NET)], check=True, capture_output=True)
+    host = f"198.18.{NET}.2"
+    prefix = tuple(on_host(link, "b"))
+    shell = Sshd(work / "sshd-shell", listen=host).start(argv_prefix=prefix)
+    only = Sshd(work / "sshd-sftp-only", listen=host, sftp_only=True, user=shell.user,
+                client_key=shell.key).start(argv_prefix=prefix)
+    servers = {"shell": shell, "sftp-only": only}
+    rows = []
+    try:
+        digests, remotes = {}, {}
+        for size in sizes:
+            name = f"big-{size // MiB}M.bin"
+            make_file(work / "data" / name, size)
+            for server in servers.values():
+                target = server.home / name
+                if not target.exists():
+                    os.link(work / "data" / name, target)
+                server.give(target)
+            digests[size], remotes[size] = sha256(work / "data" / name), name
+        ns = on_host(link, "a")
+        (work / "out").mkdir(exist_ok=True)
+        for r in range(args.rounds):
+            for size in sizes:
+                order = TOOLS[r % len(TOOLS):] + TOOLS[:r % len(TOOLS)]  # who goes first changes every round
+                for tool in order:
+                    if tool == "sftp" and r >= args.sftp_rounds:
+                        continue  # one sftp stream on a lossy path takes many minutes per file; its rate is steady
+                    server = servers["shell" if tool == "ferry shell" else "sftp-only"]
+                    remote = str(server.home / remotes[size])
+                    out = work / "out" / remotes[size]
+                    warm_cache(work / "data" / remotes[size])
+                    row = one_run(tool, [*ns, *command(tool, servers, host, remote, out)], out, work, size,
+                                  digests[size])
+                    row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
+                            "rate_mbps": args.rate, "jitter_ms": args.jitter,
+                            "link_share": round(row["mbps"] / args.rate, 3)}
+                    rows.append(row)
+                    if args.json:
+                        print(json.dumps(row), flush=True)
+                    else:
+                        print(f"  round {r + 1} {size // MiB:>5} MiB {tool:<16} {row['mbps']:7.0f} Mbit/s "
+                              f"({row['link_share']:.0%} of the link) sha256 {'ok' if row['sha256_ok'] else 'BAD'}"
+                              f"{'  streams ' + str(row.get('streams')) if 'streams' in row else ''}", flush=True)
+        shutil.rmtree(work / "out", ignore_errors=True)
+    finally:
+        only.stop()
+        shell.stop()
+        subprocess.run([str(WANEM), "down", link], capture_output=True)
+    return rows
+
+
+def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command_line: str) -> str:
+    lines = [
+        "## SFTP-only accounts on an emulated long fat network",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on this 2-core machine with `wanem` ({args.rtt} ms, loss {args.loss:g}, "
+        f"{args.rate} Mbit/s, jitter {args.jitter} ms, cubic, untuned buffers): two stock OpenSSH sshd on host b for "
+        "the same user and key, one forcing `internal-sftp` (an SFTP-only account), one with a shell; host a "
+        "fetches with each tool in turn, rounds interleaved, median of "
+        f"{args.rounds} (OpenSSH's `sftp`: {args.sftp_rounds} round{'s' if args.sftp_rounds != 1 else ''}, minutes "
+        "per file). Mbit/s = size / wall-clock time of the whole command; % = share of the link's rate. Every "
+        "copy's SHA-256 was compared with the server's file.",
+        "",
+        "| file | Ferry, SFTP-only | OpenSSH `sftp`, SFTP-only | Ferry, shell account | Ferry SFTP-only / sftp | "
+        "SFTP-only / shell | Ferry streams | SHA-256 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def med(size: int, tool: str) -> float:
+        values = [r["mbps"] for r in rows if r["size_mib"] == size // MiB and r["tool"] == tool and r["exit"] == 0]
+        return statistics.median(values) if values else float("nan")
+
+    for size in sizes:
+        only, sftp, shell = (med(size, t) for t in TOOLS)
+        streams = sorted({r["streams"] for r in rows if r["size_mib"] == size // MiB and r.get("streams")
+                          and r["tool"] == "ferry sftp-only"})
+        ok = all(r["sha256_ok"] for r in rows if r["size_mib"] == size // MiB)
+        runs = sum(1 for r in rows if r["size_mib"] == size // MiB)
+        share = lambda v: f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
+        lines.append(f"| {size // MiB} MiB | {share(only)} | {share(sftp)} | {share(shell)} | {only / sftp:.1f}× | "
+                     f"{only / shell:.0%} | {', '.join(map(str, streams))} | "
+                     f"{'all ' + str(runs) + ' matched' if ok else '**MISMATCH**'} |")
+    lines += ["", "Every round:", "", "| round | file | " + " | ".join(TOOLS) + " |", "|---|---|---|---|---|"]
+    for r in range(1, args.rounds + 1):
+        for size in sizes:
+            cell = {row["tool"]: row for row in rows if row["round"] == r and row["size_mib"] == size // MiB}
+            lines.append(f"| {r} | {size // MiB} MiB | " + " | ".join(
+                f"{cell[t]['mbps']:.0f}" if t in cell and cell[t]["exit"] == 0 else "failed" for t in TOOLS) + " |")
+    lines += ["", "Reproduce:", "", "```", command_line, "```", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rtt", type=float, default=50)
+    parser.add_argument("--loss", type=float, default=1e-4)
+    parser.add_argument("--rate", type=int, default=1000, help="Mbit/s")
+    parser.add_argument("--jitter", type=float, default=0)
+    parser.add_argument("--size", default="1G,4G", help="comma-separated sizes: 1G,4G or MiB counts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sftp-rounds", type=int, default=1, help="rounds that include OpenSSH's sftp (slow)")
+    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--work", default="/tmp/ferry-bench-sftp-only")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not WANEM.exists():
+        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+        return 2
+    precompile()
+    work = Path(args.work)
+    (work / "data").mkdir(parents=True, exist_ok=True)
+    os.chmod(work, 0o755)
+    sizes = [size_of(s) for s in args.size.split(",")]
+    rows = bench(args, work, sizes)
+    text = render(rows, args, sizes, "sudo .venv/bin/python tests/bench/sftp_only_wan.py " + " ".join(sys.argv[1:]))
+    if not args.json:
+        print(text)
+    if args.write:
+        replace_section(args.write, "## SFTP-only accounts", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
