@@ -35,19 +35,15 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
         try:
             chunks = ChunkMap(entry.size, done)
             streams = session.streams(options, entry.size)
-            if session.openssh is not None:
-                run = SshDownload(session.openssh, remote, chunks, part, sink=sink, limiter=limiter_for(options),
-                                  tuner=session.tuner(options, entry.size), streams=streams,
-                                  max_streams=options.max_streams, rtt_s=session.rtt_s)
-                run.hasher = hasher
-                await run.run()
-                moved, peak = run.moved, run.peak_streams
-            elif session.sftp_ssh is not None:  # an SFTP-only account: SFTP sessions over OpenSSH connections
-                from .sftpstreams import SftpDownload
-
-                run = SftpDownload(session.sftp_ssh, remote, chunks, part, sink=sink, limiter=limiter_for(options),
-                                   tuner=session.tuner(options, entry.size), streams=streams,
-                                   max_streams=options.max_streams, rtt_s=session.rtt_s)
+            fast = session.openssh or session.sftp_ssh
+            if fast is not None:
+                if session.openssh is not None:
+                    kind = SshDownload
+                else:  # an SFTP-only account: SFTP sessions over the OpenSSH connections
+                    from .sftpstreams import SftpDownload as kind
+                run = kind(fast, remote, chunks, part, sink=sink, limiter=limiter_for(options),
+                           tuner=session.tuner(options, entry.size), streams=streams,
+                           max_streams=options.max_streams, rtt_s=session.rtt_s)
                 run.hasher = hasher
                 await run.run()
                 moved, peak = run.moved, run.peak_streams

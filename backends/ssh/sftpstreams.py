@@ -42,13 +42,17 @@ class SftpDownload(ParallelTransfer):
         self.ssh, self.remote, self.part = ssh, remote, part
 
     async def open_stream(self) -> _Session:
+        return await self._open_session("file", lambda channel: channel.open_read(self.remote))
+
+    async def _open_session(self, what: str, open_handle) -> _Session:
+        """A logged-in connection, an SFTP session on it, and ``open_handle``'s handle on the remote file."""
         master = await self.ssh.open_master()
         try:
             channel = await self.sftp_channel(master)
-            return _Session(master, channel, await channel.open_read(self.remote))
+            return _Session(master, channel, await open_handle(channel))
         except OSError as exc:
             await self.close_master(master)
-            raise sftp_error(exc, "file", self.remote) from None
+            raise sftp_error(exc, what, self.remote) from None
         except BaseException:
             await self.close_master(master)
             raise
@@ -123,17 +127,9 @@ class SftpUpload(SftpDownload):
         self.ssh, self.local, self.remote = ssh, local, remote
 
     async def open_stream(self) -> _Session:
-        master = await self.ssh.open_master()
-        try:
-            channel = await self.sftp_channel(master)
-            handle = await channel.open_write(self.remote)
-        except OSError as exc:
-            await self.close_master(master)
-            raise sftp_error(exc, "write", self.remote) from None
-        except BaseException:
-            await self.close_master(master)
-            raise
-        return _Session(master, channel, handle, open(self.local, "rb"))  # noqa: SIM115 - closed with the stream
+        stream = await self._open_session("write", lambda channel: channel.open_write(self.remote))
+        stream.source = open(self.local, "rb")  # noqa: SIM115 - closed with the stream
+        return stream
 
     async def close_stream(self, stream: _Session) -> None:
         if stream is not None and stream.source is not None:

@@ -15,14 +15,9 @@ nothing learned from earlier runs).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,28 +25,27 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.bench.https_wan import make_file  # noqa: E402
-from tests.bench.report import WANEM, MiB, on_host, precompile, replace_section, warm_cache  # noqa: E402
+from tests.bench.report import (  # noqa: E402
+    MiB,
+    link_down,
+    link_up,
+    median_rate,
+    on_host,
+    path_arguments,
+    prepare_path,
+    replace_section,
+    rotated,
+    sha256,
+    timed_copy,
+    warm_cache,
+)
 from tests.servers.ftp import Vsftpd  # noqa: E402
 
 TOOLS = ("ferry", "aria2c", "lftp")
 NET = 91
 
 
-def size_of(text: str) -> int:
-    units = {"K": 1024, "M": MiB, "G": 1024 * MiB}
-    text = text.strip().upper().removesuffix("IB").removesuffix("B")
-    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(16 * MiB):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def command(tool: str, url: str, out: Path, home: Path) -> list[str]:
+def command(tool: str, url: str, out: Path) -> list[str]:
     if tool == "ferry":
         return [sys.executable, "-m", "app", "copy", url, str(out), "--streams", "auto", "--json", "-q",
                 "--overwrite"]
@@ -61,34 +55,9 @@ def command(tool: str, url: str, out: Path, home: Path) -> list[str]:
     return ["lftp", "-c", f"set xfer:clobber on; pget -n 16 {url} -o {out}"]
 
 
-def one_run(tool: str, url: str, out: Path, work: Path, size: int, expected: str, ns: list[str]) -> dict:
-    for old in out.parent.glob(out.name + "*"):
-        old.unlink()
-    home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
-    env = dict(os.environ, LABFERRY_HOME=str(home))
-    began = time.monotonic()
-    proc = subprocess.run([*ns, *command(tool, url, out, home)], capture_output=True, text=True, env=env,
-                          timeout=3600)
-    spent = time.monotonic() - began
-    row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2),
-           "mbps": round(size * 8 / spent / 1e6, 1)}
-    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
-    if tool == "ferry" and proc.returncode == 0:
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
-        row["streams"] = result.get("streams")
-        row["own_mbps"] = result.get("throughput_mbps")
-    if proc.returncode != 0:
-        row["error"] = proc.stderr.strip()[-300:]
-    shutil.rmtree(home, ignore_errors=True)
-    return row
-
-
 def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
     link = f"fw{NET}"
-    subprocess.run([str(WANEM), "down", link], capture_output=True)
-    subprocess.run([str(WANEM), "up", link, "--rtt", str(args.rtt), "--rate", str(args.rate), "--loss",
-                    str(args.loss), "--jitter", str(args.jitter), "--net", str(NET)], check=True,
-                   capture_output=True)
+    link_up(link, NET, args)
     server = Vsftpd(work / "vsftpd", listen=f"198.18.{NET}.2", argv_prefix=tuple(on_host(link, "b")))
     rows = []
     try:
@@ -106,10 +75,11 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
         for r in range(args.rounds):
             for size in sizes:
                 name = f"big-{size // MiB}M.bin"
-                order = TOOLS[r % len(TOOLS):] + TOOLS[:r % len(TOOLS)]  # who goes first changes every round
-                for tool in order:
+                for tool in rotated(TOOLS, r):
                     warm_cache(work / "data" / name)
-                    row = one_run(tool, server.url(name), work / "out" / name, work, size, digests[size], ns)
+                    out = work / "out" / name
+                    row = timed_copy(tool, [*ns, *command(tool, server.url(name), out)], out, work, size,
+                                     digests[size])
                     row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
                             "rate_mbps": args.rate, "jitter_ms": args.jitter,
                             "link_share": round(row["mbps"] / args.rate, 3)}
@@ -124,7 +94,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
             old.unlink()
     finally:
         server.stop()
-        subprocess.run([str(WANEM), "down", link], capture_output=True)
+        link_down(link)
     return rows
 
 
@@ -144,12 +114,8 @@ def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command
         "Ferry streams | SHA-256 |",
         "|---|---|---|---|---|---|---|",
     ]
-    def med(size: int, tool: str) -> float:
-        values = [r["mbps"] for r in rows if r["size_mib"] == size // MiB and r["tool"] == tool and r["exit"] == 0]
-        return statistics.median(values) if values else float("nan")
-
     for size in sizes:
-        ferry, aria, lftp = med(size, "ferry"), med(size, "aria2c"), med(size, "lftp")
+        ferry, aria, lftp = (median_rate(rows, size, tool) for tool in TOOLS)
         share = lambda v: f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
         streams = sorted({r.get("streams") for r in rows if r["size_mib"] == size // MiB and r["tool"] == "ferry"
                           and r.get("streams")})
@@ -169,31 +135,17 @@ def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rtt", type=float, default=80)
-    parser.add_argument("--loss", type=float, default=3e-4)
-    parser.add_argument("--rate", type=int, default=1000, help="Mbit/s")
-    parser.add_argument("--jitter", type=float, default=0)
-    parser.add_argument("--size", default="1G,4G", help="comma-separated sizes: 1G,4G or MiB counts")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help="one JSON line per run")
-    parser.add_argument("--write", metavar="MARKDOWN")
-    parser.add_argument("--work", default="/tmp/ferry-bench-ftp")
-    args = parser.parse_args()
-    if os.geteuid() != 0 or not WANEM.exists():
-        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+    args = path_arguments(__doc__, rtt=80, loss=3e-4, work="/tmp/ferry-bench-ftp").parse_args()
+    prepared = prepare_path(args)
+    if prepared is None:
         return 2
-    precompile()
-    work = Path(args.work)
-    (work / "data").mkdir(parents=True, exist_ok=True)
-    os.chmod(work, 0o755)
-    sizes = [size_of(s) for s in args.size.split(",")]
+    work, sizes = prepared
     rows = bench(args, work, sizes)
     text = render(rows, args, sizes, "sudo .venv/bin/python tests/bench/ftp_wan.py " + " ".join(sys.argv[1:]))
     if not args.json:
         print(text)
     if args.write:
-        replace_section(args.write, "## Native FTP client", text)
+        replace_section(args.write, "## Native FTP client (ftp://)", text)
     return 0
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,6 +67,39 @@ def prepare_wan(args: argparse.Namespace) -> tuple[Path, int] | None:
     """Root and wanem present? Then the work folder with the 1 GiB test file in data/; else None (said why)."""
     from tests.bench.https_wan import make_file
 
+    work = _work_folder(args)
+    if work is None:
+        return None
+    size = args.size_mib * MiB
+    make_file(work / "data" / "big.bin", size)
+    return work, size
+
+
+# -- benchmarks that take their path as arguments (ftp_wan.py, sftp_only_wan.py) ----------------------------------
+def path_arguments(doc: str, *, rtt: float, loss: float, work: str) -> argparse.ArgumentParser:
+    """The path (``--rtt --loss --rate --jitter``), the file sizes, the rounds and the outputs every such
+    benchmark takes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--rtt", type=float, default=rtt)
+    parser.add_argument("--loss", type=float, default=loss)
+    parser.add_argument("--rate", type=int, default=1000, help="Mbit/s")
+    parser.add_argument("--jitter", type=float, default=0)
+    parser.add_argument("--size", default="1G,4G", help="comma-separated sizes: 1G,4G or MiB counts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="one JSON line per run")
+    parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--work", default=work)
+    return parser
+
+
+def prepare_path(args: argparse.Namespace) -> tuple[Path, list[int]] | None:
+    """Root and wanem present? Then the work folder and the sizes asked for; else None (said why)."""
+    work = _work_folder(args)
+    return None if work is None else (work, [size_of(s) for s in args.size.split(",")])
+
+
+def _work_folder(args: argparse.Namespace) -> Path | None:
+    """Root and wanem present? Then ``--work`` with its data/ folder, Ferry byte-compiled; else None (said why)."""
     if os.geteuid() != 0 or not WANEM.exists():
         print("needs root and ../shared/tools/wanem", file=sys.stderr)
         return None
@@ -71,6 +107,67 @@ def prepare_wan(args: argparse.Namespace) -> tuple[Path, int] | None:
     work = Path(args.work)
     (work / "data").mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o755)
-    size = args.size_mib * MiB
-    make_file(work / "data" / "big.bin", size)
-    return work, size
+    return work
+
+
+def timed_copy(tool: str, argv: list[str], out: Path, work: Path, size: int, expected: str) -> dict:
+    """Run one tool's copy to ``out`` with a fresh Ferry data folder: its row (exit, seconds, Mbit/s, whether the
+    copy's SHA-256 is ``expected``; Ferry's streams and own rate from its JSON)."""
+    import json
+    import shutil
+    import tempfile
+    import time
+
+    for old in out.parent.glob(out.name + "*"):  # the copy and what a tool leaves beside it (aria2c's .aria2)
+        old.unlink()
+    home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
+    began = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, LABFERRY_HOME=str(home)),
+                          timeout=3600)
+    spent = time.monotonic() - began
+    row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2), "mbps": round(size * 8 / spent / 1e6, 1)}
+    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
+    if tool.startswith("ferry") and proc.returncode == 0:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        row["streams"], row["own_mbps"] = result.get("streams"), result.get("throughput_mbps")
+    if proc.returncode != 0:
+        row["error"] = proc.stderr.strip()[-300:]
+    shutil.rmtree(home, ignore_errors=True)
+    return row
+
+
+def link_up(link: str, net: int, args: argparse.Namespace) -> None:
+    """A fresh wanem link ``link`` on 198.18.``net``.0/24 with the path the arguments give."""
+    subprocess.run([str(WANEM), "down", link], capture_output=True)
+    subprocess.run([str(WANEM), "up", link, "--rtt", str(args.rtt), "--rate", str(args.rate), "--loss",
+                    str(args.loss), "--jitter", str(args.jitter), "--net", str(net)], check=True, capture_output=True)
+
+
+def link_down(link: str) -> None:
+    subprocess.run([str(WANEM), "down", link], capture_output=True)
+
+
+def rotated(tools: tuple[str, ...], round_index: int) -> tuple[str, ...]:
+    """The tools in this round's order: who goes first changes every round."""
+    shift = round_index % len(tools)
+    return tools[shift:] + tools[:shift]
+
+
+def median_rate(rows: list[dict], size: int, tool: str) -> float:
+    """The median Mbit/s of ``tool``'s successful runs on files of ``size`` bytes (nan: none)."""
+    values = [r["mbps"] for r in rows if r["size_mib"] == size // MiB and r["tool"] == tool and r["exit"] == 0]
+    return statistics.median(values) if values else float("nan")
+
+
+def size_of(text: str) -> int:
+    units = {"K": 1024, "M": MiB, "G": 1024 * MiB}
+    text = text.strip().upper().removesuffix("IB").removesuffix("B")
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(16 * MiB):
+            digest.update(block)
+    return digest.hexdigest()

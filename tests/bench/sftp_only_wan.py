@@ -9,7 +9,7 @@ Ferry from the shell account (its parallel ``dd`` path: the figure the SFTP-only
 size / wall-clock time of the whole command, and the share of the link's rate; every copy's SHA-256 is compared
 with the server's file.
 
-    sudo .venv/bin/python tests/bench/sftp_only_wan.py --rtt 50 --loss 1e-4 --rate 1000 --size 1G,4G \\
+    sudo .venv/bin/python tests/bench/sftp_only_wan.py --rtt 100 --loss 1e-3 --rate 1000 --size 1G,4G \\
         [--jitter 0] [--rounds 3] [--json] [--write docs/benchmarks.md]
 """
 
@@ -19,19 +19,28 @@ import argparse
 import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.ftp_wan import sha256, size_of  # noqa: E402
 from tests.bench.https_wan import make_file  # noqa: E402
-from tests.bench.report import WANEM, MiB, on_host, precompile, replace_section, warm_cache  # noqa: E402
+from tests.bench.report import (  # noqa: E402
+    MiB,
+    link_down,
+    link_up,
+    median_rate,
+    on_host,
+    path_arguments,
+    prepare_path,
+    replace_section,
+    rotated,
+    sha256,
+    timed_copy,
+    warm_cache,
+)
 from tests.servers.sshd import Sshd  # noqa: E402
 
 TOOLS = ("ferry sftp-only", "sftp", "ferry shell")
@@ -48,29 +57,9 @@ def command(tool: str, servers: dict[str, Sshd], host: str, remote: str, out: Pa
             "--overwrite"]
 
 
-def one_run(tool: str, argv: list[str], out: Path, work: Path, size: int, expected: str) -> dict:
-    if out.exists():
-        out.unlink()
-    home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
-    began = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, LABFERRY_HOME=str(home)),
-                          timeout=3600)
-    spent = time.monotonic() - began
-    row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2), "mbps": round(size * 8 / spent / 1e6, 1)}
-    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
-    if tool.startswith("ferry") and proc.returncode == 0:
-        row["streams"] = json.loads(proc.stdout.strip().splitlines()[-1]).get("streams")
-    if proc.returncode != 0:
-        row["error"] = proc.stderr.strip()[-300:]
-    shutil.rmtree(home, ignore_errors=True)
-    return row
-
-
 def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
     link = f"so{NET}"
-    subprocess.run([str(WANEM), "down", link], capture_output=True)
-    subprocess.run([str(WANEM), "up", link, "--rtt", str(args.rtt), "--rate", str(args.rate), "--loss",
-                    str(args.loss), "--jitter", str(args.jitter), "--net", str(NET)], check=True, capture_output=True)
+    link_up(link, NET, args)
     host = f"198.18.{NET}.2"
     prefix = tuple(on_host(link, "b"))
     shell = Sshd(work / "sshd-shell", listen=host).start(argv_prefix=prefix)
@@ -93,16 +82,15 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
         (work / "out").mkdir(exist_ok=True)
         for r in range(args.rounds):
             for size in sizes:
-                order = TOOLS[r % len(TOOLS):] + TOOLS[:r % len(TOOLS)]  # who goes first changes every round
-                for tool in order:
+                for tool in rotated(TOOLS, r):
                     if tool == "sftp" and r >= args.sftp_rounds:
                         continue  # one sftp stream on a lossy path takes many minutes per file; its rate is steady
                     server = servers["shell" if tool == "ferry shell" else "sftp-only"]
                     remote = str(server.home / remotes[size])
                     out = work / "out" / remotes[size]
                     warm_cache(work / "data" / remotes[size])
-                    row = one_run(tool, [*ns, *command(tool, servers, host, remote, out)], out, work, size,
-                                  digests[size])
+                    row = timed_copy(tool, [*ns, *command(tool, servers, host, remote, out)], out, work, size,
+                                     digests[size])
                     row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
                             "rate_mbps": args.rate, "jitter_ms": args.jitter,
                             "link_share": round(row["mbps"] / args.rate, 3)}
@@ -117,7 +105,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
     finally:
         only.stop()
         shell.stop()
-        subprocess.run([str(WANEM), "down", link], capture_output=True)
+        link_down(link)
     return rows
 
 
@@ -138,12 +126,8 @@ def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command
         "|---|---|---|---|---|---|---|---|",
     ]
 
-    def med(size: int, tool: str) -> float:
-        values = [r["mbps"] for r in rows if r["size_mib"] == size // MiB and r["tool"] == tool and r["exit"] == 0]
-        return statistics.median(values) if values else float("nan")
-
     for size in sizes:
-        only, sftp, shell = (med(size, t) for t in TOOLS)
+        only, sftp, shell = (median_rate(rows, size, tool) for tool in TOOLS)
         streams = sorted({r["streams"] for r in rows if r["size_mib"] == size // MiB and r.get("streams")
                           and r["tool"] == "ferry sftp-only"})
         ok = all(r["sha256_ok"] for r in rows if r["size_mib"] == size // MiB)
@@ -163,26 +147,13 @@ def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rtt", type=float, default=50)
-    parser.add_argument("--loss", type=float, default=1e-4)
-    parser.add_argument("--rate", type=int, default=1000, help="Mbit/s")
-    parser.add_argument("--jitter", type=float, default=0)
-    parser.add_argument("--size", default="1G,4G", help="comma-separated sizes: 1G,4G or MiB counts")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = path_arguments(__doc__, rtt=100, loss=1e-3, work="/tmp/ferry-bench-sftp-only")
     parser.add_argument("--sftp-rounds", type=int, default=1, help="rounds that include OpenSSH's sftp (slow)")
-    parser.add_argument("--json", action="store_true", help="one JSON line per run")
-    parser.add_argument("--write", metavar="MARKDOWN")
-    parser.add_argument("--work", default="/tmp/ferry-bench-sftp-only")
     args = parser.parse_args()
-    if os.geteuid() != 0 or not WANEM.exists():
-        print("needs root and ../shared/tools/wanem", file=sys.stderr)
+    prepared = prepare_path(args)
+    if prepared is None:
         return 2
-    precompile()
-    work = Path(args.work)
-    (work / "data").mkdir(parents=True, exist_ok=True)
-    os.chmod(work, 0o755)
-    sizes = [size_of(s) for s in args.size.split(",")]
+    work, sizes = prepared
     rows = bench(args, work, sizes)
     text = render(rows, args, sizes, "sudo .venv/bin/python tests/bench/sftp_only_wan.py " + " ".join(sys.argv[1:]))
     if not args.json:
