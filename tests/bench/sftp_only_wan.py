@@ -141,7 +141,8 @@ def render(rows: list[dict], args: argparse.Namespace, sizes: list[int], command
         for size in sizes:
             cell = {row["tool"]: row for row in rows if row["round"] == r and row["size_mib"] == size // MiB}
             lines.append(f"| {r} | {size // MiB} MiB | " + " | ".join(
-                f"{cell[t]['mbps']:.0f}" if t in cell and cell[t]["exit"] == 0 else "failed" for t in TOOLS) + " |")
+                "not run" if t not in cell else f"{cell[t]['mbps']:.0f}" if cell[t]["exit"] == 0 else "failed"
+                for t in TOOLS) + " |")
     lines += ["", "Reproduce:", "", "```", command_line, "```", ""]
     return "\n".join(lines)
 
