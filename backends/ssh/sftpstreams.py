@@ -11,6 +11,7 @@ confirmed every ``WRITE`` in it.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -42,17 +43,17 @@ class SftpDownload(ParallelTransfer):
         self.ssh, self.remote, self.part = ssh, remote, part
 
     async def open_stream(self) -> _Session:
-        return await self._open_session("file", lambda channel: channel.open_read(self.remote))
+        return await self._open_session(lambda channel: channel.open_read(self.remote))
 
-    async def _open_session(self, what: str, open_handle) -> _Session:
+    async def _open_session(self, open_handle) -> _Session:
         """A logged-in connection, an SFTP session on it, and ``open_handle``'s handle on the remote file."""
         master = await self.ssh.open_master()
         try:
             channel = await self.sftp_channel(master)
             return _Session(master, channel, await open_handle(channel))
-        except OSError as exc:
+        except OSError as exc:  # a status (no such file, no permission) is a sentence; a closed channel a retry
             await self.close_master(master)
-            raise sftp_error(exc, what, self.remote) from None
+            raise self.classify(exc) from None
         except BaseException:
             await self.close_master(master)
             raise
@@ -83,8 +84,8 @@ class SftpDownload(ParallelTransfer):
     def classify(self, exc: BaseException) -> TransferError:
         if isinstance(exc, TransferError):
             return exc
-        if isinstance(exc, OSError) and getattr(exc, "errno", None):
-            return sftp_error(exc, "file", self.remote)
+        if isinstance(exc, OSError) and getattr(exc, "errno", None):  # "There is no file …", "could not read …"
+            return sftp_error(exc, "file" if exc.errno == errno.ENOENT else "read", self.remote)
         return Transient(f"An SFTP stream to {self.ssh.target.host} failed ({exc}); Ferry will retry.")
 
     async def move(self, lease: Lease, stream: _Session) -> None:
@@ -127,7 +128,7 @@ class SftpUpload(SftpDownload):
         self.ssh, self.local, self.remote = ssh, local, remote
 
     async def open_stream(self) -> _Session:
-        stream = await self._open_session("write", lambda channel: channel.open_write(self.remote))
+        stream = await self._open_session(lambda channel: channel.open_write(self.remote))
         stream.source = open(self.local, "rb")  # noqa: SIM115 - closed with the stream
         return stream
 
