@@ -12,14 +12,13 @@ import asyncio
 import calendar
 import ssl
 import time
-import weakref
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import aioftp
 
 from ..core.errors import BadRequest, TransferError
+from ..streams.slots import server_slots
 from .address import FtpAddress
 from .client import FtpClient
 from .faults import ftp_error, not_utf8
@@ -27,21 +26,6 @@ from .faults import ftp_error, not_utf8
 CONNECT_SECONDS = 30.0  # the TCP connection and the server's greeting
 #: how long a reply may take once a data connection was closed early (the end of a range)
 REPLY_AFTER_CLOSE = 15.0
-
-
-#: connections not yet greeted, per server and event loop, whichever job opened them (the GUI runs three jobs)
-_GREETING_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-@asynccontextmanager
-async def greeting_slot(address: FtpAddress, size: int):
-    """Hold one of a server's connection slots until its greeting. vsftpd listens with a queue of 32: 64 streams
-    connecting at once overflowed it, and with SYN cookies on (Linux's default) the connections past it were
-    established on the client's side only, waiting for a greeting that never came (traced at 80 ms: 27 of 64)."""
-    per_loop = _GREETING_SLOTS.setdefault(asyncio.get_running_loop(), {})
-    slots = per_loop.setdefault((address.host, address.port), asyncio.Semaphore(max(1, size)))
-    async with slots:
-        yield
 
 
 @dataclass
@@ -96,6 +80,7 @@ class FtpControl:
         self.stall_seconds = stall_seconds
         self.client = self._new_client()
         self.features: set[str] = set()
+        #: how long FEAT took at login: the path's round trip (the server answers at once); None before a login
         self.feat_seconds: float | None = None
         self.home: str | None = None
         #: a command or transfer failed half-way: what the server says next may answer an earlier command,
@@ -116,9 +101,10 @@ class FtpControl:
         address = self.address
         step = "connect"
         try:
-            async with greeting_slot(address, self.connects_at_once):
-                # aioftp bounds the TCP connect only; a greeting that never comes must not wait for the stall
-                # timeout. Once greeted, the server has accepted the connection: the slot is free again
+            async with server_slots("ftp", address.host, address.port, self.connects_at_once):
+                # held until the greeting, once the server has accepted the connection (vsftpd queues only 32;
+                # traced at 80 ms: 27 of 64 streams opened at once never greeted). aioftp bounds the TCP connect
+                # only; a greeting that never comes must not wait for the stall timeout
                 await asyncio.wait_for(self.client.connect(address.host, address.port), CONNECT_SECONDS)
             if address.scheme == "ftps":
                 step = "tls"
@@ -128,7 +114,7 @@ class FtpControl:
             step = "feat"
             asked = time.monotonic()
             self.features = await self._features()
-            self.feat_seconds = time.monotonic() - asked  # the server answers FEAT at once: the path's round trip
+            self.feat_seconds = time.monotonic() - asked
             self.client._passive_commands = ("epsv", "pasv") if "EPSV" in self.features else ("pasv",)
             if "UTF8" in self.features:
                 await self.client.command("OPTS UTF8 ON", ("2xx", "5xx"))
@@ -153,18 +139,6 @@ class FtpControl:
                 if word[0].upper() == "REST" and len(word) > 1:
                     found.add("REST " + word[1].strip().upper())
         return found
-
-    async def round_trip(self) -> float | None:
-        """The path's round trip as ``FEAT`` at login saw it, else as one ``NOOP`` sees it (the server answers
-        either at once); None if it fails."""
-        if self.feat_seconds is not None:
-            return self.feat_seconds
-        began = time.monotonic()
-        try:
-            await asyncio.wait_for(self.client.command("NOOP", "2xx"), CONNECT_SECONDS)
-        except (Exception, asyncio.TimeoutError):
-            return None
-        return time.monotonic() - began
 
     @property
     def can_resume(self) -> bool:

@@ -180,7 +180,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 note(f"The FTP server gives no modification time for {source}, so an interrupted copy starts over.")
             hasher = FollowingHasher(part.part, algorithms_for(opts.checksum))
             tuner = None
-            rtt = await lead.round_trip()
+            rtt = lead.feat_seconds
             if opts.streams == "auto" and lead.can_resume:
                 # what this path taught before, else a guess from its round trip (64 streams at 80 ms)
                 guess = initial_streams(rtt, entry.size, opts.max_streams, MIN_BYTES_PER_STREAM) if rtt else None

@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from ..core.errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..core.errors import NoSpace as NoSpaceError
 from ..host.procs import child_argv, child_kwargs, other_process_alive
+from ..streams.slots import server_slots
 from .dialer import Dial, resolve_dial
 from .target import SshOptions, Target, known_hosts_path
 
@@ -124,16 +124,6 @@ def _remove_socket_folder(folder: Path) -> None:
         _MADE_HERE.discard(folder)
 
 
-#: sshd's MaxStartups counts every unauthenticated connection to the server, whichever job opened it: jobs side
-#: by side to one server (the GUI runs three) share that server's handshake slots, per event loop
-_SERVER_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _server_slots(target: Target, size: int) -> asyncio.Semaphore:
-    per_loop = _SERVER_SLOTS.setdefault(asyncio.get_running_loop(), {})
-    return per_loop.setdefault((target.host, target.port), asyncio.Semaphore(max(1, size)))
-
-
 @dataclass
 class OpenSsh:
     target: Target
@@ -198,7 +188,9 @@ class OpenSsh:
     async def _connect(self) -> Master:
         self._count += 1
         master = Master(self, self.workdir / f"m{self._count}")
-        async with self._handshakes, _server_slots(self.target, self.options.max_handshakes):
+        # sshd's MaxStartups counts every unauthenticated connection to it, whichever job opened it
+        async with self._handshakes, server_slots("ssh", self.target.host, self.target.port,
+                                                  self.options.max_handshakes):
             await master.start()
         if self.early_channel is not None:
             await master.start_early(*self.early_channel)

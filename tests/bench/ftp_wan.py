@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from backends.streams.hashing import hash_file  # noqa: E402
 from tests.bench.https_wan import make_file  # noqa: E402
 from tests.bench.report import (  # noqa: E402
     MiB,
@@ -35,7 +36,6 @@ from tests.bench.report import (  # noqa: E402
     prepare_path,
     replace_section,
     rotated,
-    sha256,
     timed_copy,
     warm_cache,
 )
@@ -68,7 +68,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
             if not (server.anon / name).exists():
                 os.link(work / "data" / name, server.anon / name)
             os.chmod(server.anon / name, 0o644)
-            digests[size] = sha256(work / "data" / name)
+            digests[size] = hash_file(work / "data" / name)["sha256"]
         server.start()
         ns = on_host(link, "a")
         (work / "out").mkdir(exist_ok=True)

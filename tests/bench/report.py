@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import subprocess
@@ -118,6 +117,8 @@ def timed_copy(tool: str, argv: list[str], out: Path, work: Path, size: int, exp
     import tempfile
     import time
 
+    from backends.streams.hashing import hash_file
+
     for old in out.parent.glob(out.name + "*"):  # the copy and what a tool leaves beside it (aria2c's .aria2)
         old.unlink()
     home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
@@ -126,7 +127,7 @@ def timed_copy(tool: str, argv: list[str], out: Path, work: Path, size: int, exp
                           timeout=3600)
     spent = time.monotonic() - began
     row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2), "mbps": round(size * 8 / spent / 1e6, 1)}
-    row["sha256_ok"] = proc.returncode == 0 and out.exists() and sha256(out) == expected
+    row["sha256_ok"] = proc.returncode == 0 and out.exists() and hash_file(out)["sha256"] == expected
     if tool.startswith("ferry") and proc.returncode == 0:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         row["streams"], row["own_mbps"] = result.get("streams"), result.get("throughput_mbps")
@@ -163,11 +164,3 @@ def size_of(text: str) -> int:
     units = {"K": 1024, "M": MiB, "G": 1024 * MiB}
     text = text.strip().upper().removesuffix("IB").removesuffix("B")
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(16 * MiB):
-            digest.update(block)
-    return digest.hexdigest()

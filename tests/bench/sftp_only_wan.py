@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from backends.streams.hashing import hash_file  # noqa: E402
 from tests.bench.https_wan import make_file  # noqa: E402
 from tests.bench.report import (  # noqa: E402
     MiB,
@@ -37,7 +38,6 @@ from tests.bench.report import (  # noqa: E402
     prepare_path,
     replace_section,
     rotated,
-    sha256,
     timed_copy,
     warm_cache,
 )
@@ -77,7 +77,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
                 if not target.exists():
                     os.link(work / "data" / name, target)
                 server.give(target)
-            digests[size], remotes[size] = sha256(work / "data" / name), name
+            digests[size], remotes[size] = hash_file(work / "data" / name)["sha256"], name
         ns = on_host(link, "a")
         (work / "out").mkdir(exist_ok=True)
         for r in range(args.rounds):

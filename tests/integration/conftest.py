@@ -8,6 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,37 +77,43 @@ def apache(tmp_path_factory):
     shutil.rmtree(root, ignore_errors=True)
 
 
+@contextmanager
+def ftp_server_started(tmp_path_factory, kind: str, folder: str, **settings):
+    """A vsftpd or ProFTPD (``kind``) in a fresh folder named ``folder``, stopped on leaving; ``settings`` go to
+    its class (``tls``, ``max_per_ip``, ``idle_seconds``). A missing server fails the suite."""
+    from tests.servers.ftp import Proftpd, Vsftpd, proftpd_binary
+
+    if kind == "vsftpd":
+        require("vsftpd")
+    else:
+        try:
+            proftpd_binary()
+        except FileNotFoundError:
+            pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
+                        "proftpd-core and proftpd-mod-crypto).", pytrace=False)
+    _open_tmp_for_others(tmp_path_factory)
+    root = tmp_path_factory.mktemp(folder)
+    os.chmod(root, 0o755)
+    server = (Vsftpd if kind == "vsftpd" else Proftpd)(root / "server", **settings).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def vsftpd(tmp_path_factory):
     """A stock vsftpd (Debian's package): anonymous area and a password user, protocol log on."""
-    from tests.servers.ftp import Vsftpd
-
-    require("vsftpd")
-    _open_tmp_for_others(tmp_path_factory)
-    root = tmp_path_factory.mktemp("vsftpd")
-    os.chmod(root, 0o755)
-    server = Vsftpd(root / "server").start()
-    yield server
-    server.stop()
+    with ftp_server_started(tmp_path_factory, "vsftpd", "vsftpd") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def proftpd(tmp_path_factory):
     """ProFTPD (Debian's build, unpacked by tests/system-deps.sh beside vsftpd): MLSD, HASH, anonymous area and a
     password user."""
-    from tests.servers.ftp import Proftpd, proftpd_binary
-
-    try:
-        proftpd_binary()
-    except FileNotFoundError:
-        pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
-                    "proftpd-core and proftpd-mod-crypto).", pytrace=False)
-    _open_tmp_for_others(tmp_path_factory)
-    root = tmp_path_factory.mktemp("proftpd")
-    os.chmod(root, 0o755)
-    server = Proftpd(root / "server").start()
-    yield server
-    server.stop()
+    with ftp_server_started(tmp_path_factory, "proftpd", "proftpd") as server:
+        yield server
 
 
 @pytest.fixture(params=["vsftpd", "proftpd"])
@@ -118,33 +125,15 @@ def ftp_server(request):
 @pytest.fixture(scope="session")
 def vsftpd_tls(tmp_path_factory):
     """The stock vsftpd with explicit FTPS required (AUTH TLS, PROT P, TLS session reuse), its own CA."""
-    from tests.servers.ftp import Vsftpd
-
-    require("vsftpd")
-    _open_tmp_for_others(tmp_path_factory)
-    root = tmp_path_factory.mktemp("vsftpd-tls")
-    os.chmod(root, 0o755)
-    server = Vsftpd(root / "server", tls=True).start()
-    yield server
-    server.stop()
+    with ftp_server_started(tmp_path_factory, "vsftpd", "vsftpd-tls", tls=True) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def proftpd_tls(tmp_path_factory):
     """ProFTPD with mod_tls and TLSRequired on, its own CA."""
-    from tests.servers.ftp import Proftpd, proftpd_binary
-
-    try:
-        proftpd_binary()
-    except FileNotFoundError:
-        pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
-                    "proftpd-core and proftpd-mod-crypto).", pytrace=False)
-    _open_tmp_for_others(tmp_path_factory)
-    root = tmp_path_factory.mktemp("proftpd-tls")
-    os.chmod(root, 0o755)
-    server = Proftpd(root / "server", tls=True).start()
-    yield server
-    server.stop()
+    with ftp_server_started(tmp_path_factory, "proftpd", "proftpd-tls", tls=True) as server:
+        yield server
 
 
 @pytest.fixture(params=["vsftpd_tls", "proftpd_tls"])
@@ -170,14 +159,8 @@ def lighttpd(tmp_path_factory):
 @pytest.fixture(scope="session")
 def vsftpd_limited(tmp_path_factory):
     """The same vsftpd with at most 3 connections per client address (a 421 past that)."""
-    from tests.servers.ftp import Vsftpd
-
-    require("vsftpd")
-    root = tmp_path_factory.mktemp("vsftpd-limited")
-    os.chmod(root, 0o755)
-    server = Vsftpd(root / "server", max_per_ip=3).start()
-    yield server
-    server.stop()
+    with ftp_server_started(tmp_path_factory, "vsftpd", "vsftpd-limited", max_per_ip=3) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import time
 
 from .conftest import (
     MiB,
+    ftp_server_started,
     kill_after_progress,
     labferry,
     popen_labferry,
@@ -115,12 +116,7 @@ def test_a_lead_connection_closed_for_idleness_during_a_long_copy_logs_in_again(
                                                                                  ferry_home):
     """vsftpd closes a login with no command for idle_session_timeout (300 s by default: a fraction of a 300 GB
     copy). The lead connection sits idle while the streams work; its last look at the file logs in again."""
-    from tests.servers.ftp import Vsftpd
-
-    root = tmp_path_factory.mktemp("vsftpd-idle")
-    os.chmod(root, 0o755)
-    server = Vsftpd(root / "server", idle_seconds=2).start()
-    try:
+    with ftp_server_started(tmp_path_factory, "vsftpd", "vsftpd-idle", idle_seconds=2) as server:
         digest = _anon(server, "slow.fastq", 24 * MiB, seed=67)
         proc = labferry("copy", server.url("slow.fastq"), str(tmp_path / "s"), "--streams", "2", "--limit-rate",
                         "6M", "--json", env_home=ferry_home)
@@ -128,8 +124,6 @@ def test_a_lead_connection_closed_for_idleness_during_a_long_copy_logs_in_again(
         out = _last_json(proc)
         assert sha256_of(tmp_path / "s") == digest
         assert out["retries"] == 0 and out["seconds"] > 3, out  # the copy outlasted the server's idle timeout
-    finally:
-        server.stop()
 
 
 def test_a_published_sidecar_is_compared(vsftpd, tmp_path, ferry_home):
