@@ -30,8 +30,8 @@ from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
-from ..streams.partfile import check_destination, human_size
-from . import files, folders, guc
+from ..streams.partfile import STATE_SUFFIX, check_destination, human_size
+from . import fetch, files, folders, guc
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
 from .options import GridftpOptions
@@ -94,6 +94,7 @@ class GridftpBackend:
         if _is_remote(request.source) and not _is_remote(request.dest):
             dest = Path(request.dest)
             part = dest.with_name(dest.name + ".part")
+            dest.with_name(part.name + STATE_SUFFIX).unlink(missing_ok=True)  # a resumed download's record
             if part.is_dir():
                 shutil.rmtree(part, ignore_errors=True)
             else:
@@ -191,7 +192,7 @@ class GridftpBackend:
             guessed = rtt is not None and not rtt_probe.done()
             plan = make_plan(request.options, rtt_s=rtt, size=None)
             try:
-                result = await files.download(remote, looked_up, dest, plan, request.options, sink)
+                result = await fetch.download(remote, looked_up, dest, plan, request.options, sink)
                 measured = await rtt_probe
                 if guessed and measured:
                     result.notes.append(f"Started before the round trip was known (over {SHORT_PATH_S * 1000:.0f} "

@@ -63,6 +63,7 @@ class Copy:
         self._announced.append(rel)
 
     def _on_bytes(self, current: int) -> None:
+        current += self.options.offset  # a resumed download counts from what was kept
         if self.sizes:
             # files announced before the last `cc` have finished; the newest ones are in flight
             finished = self._announced[:-max(1, self.options.concurrency)]

@@ -1,40 +1,32 @@
-"""One file over GridFTP: download, upload, or server to server (third party).
+"""One file over GridFTP to a server: upload, or server to server (third party); what downloads share.
 
 The bytes move with globus-url-copy; Ferry adds what an expert would do by hand around it:
 
-* **Nothing half-written under the final name.** A download lands in ``NAME.part`` and is
-  renamed when verified; an upload or third-party copy goes to ``NAME.part`` on the server
-  and is renamed there (``RNFR``/``RNTO``) when its checksum matched (``ftp://``; the
-  Globus tools cannot rename on ``gsiftp://``/``sshftp://``, so there the file is written in
-  place and checked with ``-verify-checksum``).
+* **Nothing half-written under the final name.** An upload or third-party copy goes to
+  ``NAME.part`` on the server and is renamed there (``RNFR``/``RNTO``) when its checksum
+  matched (``ftp://``; the Globus tools cannot rename on ``gsiftp://``/``sshftp://``, so
+  there the file is written in place and checked with ``-verify-checksum``). Downloads:
+  ``fetch``.
 * **Verification without a second pass.** The source file already exists on the server,
-  so its ``CKSM SHA256`` runs on a second control connection *while* the data moves, and
-  Ferry hashes the arriving file right behind the writes (``hashing.written_prefix``
-  finds how far parallel streams have filled it in). At the end only the tail is left.
+  so its ``CKSM SHA256`` runs on a second control connection *while* the data moves.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
-from ..core.errors import Corrupt, LocalError, NotFound, TransferError
+from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
-from ..streams.hashing import FollowingHasher, hash_file, written_prefix
-from ..streams.partfile import check_destination, os_error, room_for
+from ..streams.hashing import hash_file
 from . import guc
 from .control import Control, Entry, open_control
 from .copy import Copy
 from .options import GridftpOptions
 from .tuning import Plan
 from .urls import GridUrl, local_url
-
-#: how far behind the written prefix the follower stays (a page may still be being copied in)
-MARGIN = 1 << 20
-FOLLOW_EVERY = 0.25
 
 
 def part_path(dest: Path) -> Path:
@@ -71,7 +63,7 @@ def _check_given(got: str, options: TransferOptions) -> None:
                       f"({options.checksum.hexdigest[:12]}…). The source may have changed; check it.")
 
 
-def _compare(expected: str | None, got: str, what: str, options: TransferOptions) -> tuple[bool, str]:
+def compare(expected: str | None, got: str, what: str, options: TransferOptions) -> tuple[bool, str]:
     _check_given(got, options)
     if expected is None:
         given = options.checksum is not None and options.checksum.algorithm == "sha256"
@@ -88,105 +80,6 @@ class IsFolder(Exception):
     def __init__(self, entry: Entry) -> None:
         super().__init__(entry.rel)
         self.entry = entry
-
-
-async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan: Plan, options: TransferOptions,
-                   sink: Sink) -> Result:
-    """Start globus-url-copy at once and learn the file's size and date while it runs.
-
-    The control connection's login and ``MLST`` take four round trips; waiting for them
-    before starting would cost 0.2 s at 50 ms. ``looked_up`` resolves to the ``Entry``
-    (or None when there is nothing there); a folder raises ``IsFolder``.
-    """
-    began = time.monotonic()
-    check_destination(dest, options.overwrite)
-    part = part_path(dest)
-    try:
-        part.unlink(missing_ok=True)  # globus-url-copy cannot resume a local partial file: start clean
-    except OSError as exc:
-        raise os_error(exc, dest, "create") from exc
-    follower = Follower(part)
-    server_sum = asyncio.ensure_future(_server_sum(remote, remote.path, options))
-    copy = Copy(remote.text(), local_url(part), guc_options(plan, options), sink, None)
-    running = asyncio.ensure_future(copy.run())
-    try:
-        await asyncio.wait([running, looked_up], return_when=asyncio.FIRST_COMPLETED)
-        entry = await looked_up  # its answer explains a failed copy better than globus-url-copy's
-        if entry is None:
-            raise NotFound(f"There is no file or folder {remote.path} on {remote.where}. Check the path.")
-        if entry.is_dir:
-            raise IsFolder(entry)
-        room_for(dest, entry.size)  # globus-url-copy would fill the disk first, then say only "no space left"
-        copy.total = entry.size
-        await running
-        sink.stage("verifying")
-        size = os.stat(part).st_size
-        if size != entry.size:
-            raise Corrupt(f"The copy has {size} bytes but the server's file has {entry.size}. "
-                          "Ferry will not keep it; run the transfer again.")
-        digest = await follower.finish(size)
-        expected = await server_sum
-        if expected is None and options.verify:
-            expected = await _server_sum(remote, remote.path)  # its connection may have died with a restart
-        if expected is not None and expected != digest:
-            digest = (await asyncio.to_thread(hash_file, part))["sha256"]  # re-read before calling it damage
-        verified, method = _compare(expected, digest, "server", options)
-        if not options.verify:
-            verified, method = False, NOT_COMPARED
-        elif expected is None:
-            method += " (the server could not compute sha256)"
-        if entry.mtime:
-            os.utime(part, (entry.mtime, entry.mtime))
-        os.replace(part, dest)
-    except BaseException:
-        for task in (running, server_sum, looked_up):
-            task.cancel()
-        await asyncio.gather(running, return_exceptions=True)
-        follower.stop()
-        part.unlink(missing_ok=True)
-        raise
-    return Result(entry.size, time.monotonic() - began, plan.streams, digest, verified, method,
-                  peer_host=remote.host, bytes_fetched=entry.size)
-
-
-class Follower:
-    """Hashes the part file right behind globus-url-copy's writes, from the moment it appears.
-
-    Ferry must not create the file first: an existing destination makes globus-url-copy
-    0.3–0.4 s slower on a 1 GiB copy (measured at 50 ms, -p 8), so the follower waits for it.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.hasher: FollowingHasher | None = None
-        self.task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        fd = -1
-        try:
-            while True:
-                await asyncio.sleep(FOLLOW_EVERY)
-                if self.hasher is None:
-                    if not self.path.exists():
-                        continue
-                    self.hasher = FollowingHasher(self.path)
-                    fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-                self.hasher.advance(max(0, written_prefix(fd) - MARGIN))
-        finally:
-            if fd >= 0:
-                os.close(fd)
-
-    async def finish(self, size: int) -> str:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-        if self.hasher is None:
-            self.hasher = FollowingHasher(self.path)
-        return (await asyncio.to_thread(self.hasher.finish, size))["sha256"]
-
-    def stop(self) -> None:
-        self.task.cancel()
-        if self.hasher is not None:
-            self.hasher.stop()
 
 
 async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,

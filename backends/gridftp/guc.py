@@ -40,6 +40,7 @@ class Options:
     restart_interval: int = 2
     stall_timeout: int = 120
     seconds: float | None = None  # -t (probe)
+    offset: int = 0  # -off: the bytes before it are already here (a resumed download)
     extra: list[str] = field(default_factory=list)
 
 
@@ -53,6 +54,8 @@ def argv(opts: Options, source: str, dest: str, tool: str = TOOL) -> list[str]:
         args += ["-verify-checksum", "-checksum-alg", opts.verify]
     if opts.sync_level is not None:
         args += ["-sync", "-sync-level", str(opts.sync_level)]
+    if opts.offset:
+        args += ["-off", str(opts.offset)]
     if opts.seconds:
         args += ["-t", str(max(1, round(opts.seconds)))]
     else:

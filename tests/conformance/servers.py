@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -20,6 +22,8 @@ class Target:
     name = ""
     uploads = True
     folders = True
+    #: Ferry's --limit-rate slows its transfers from this server, so a case can act while one is under way
+    capped = True
 
     def __init__(self, server) -> None:
         self.server = server
@@ -76,9 +80,31 @@ class Target:
     def start_again(self) -> None:
         self.server.start()
 
+    def hold_when(self, part: Path, at: int, timeout: float = 60) -> None:
+        """A server Ferry cannot slow: freeze it (SIGSTOP to it and its sessions) once ``part`` holds ``at``
+        bytes, so a case acts while the transfer is under way; ``go_on`` thaws it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if part.stat().st_size >= at:
+                    break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.001)
+        signal_tree(self.server.proc.pid, signal.SIGSTOP)
+
+    def go_on(self) -> None:
+        if self.server.proc is not None:
+            signal_tree(self.server.proc.pid, signal.SIGCONT)
+
 
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid`` and every process below it (a server's forked sessions), found through /proc."""
+    signal_tree(pid, signal.SIGKILL)
+
+
+def signal_tree(pid: int, signum: int) -> None:
+    """Send ``signum`` to ``pid`` and every process below it, found through /proc."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -94,7 +120,7 @@ def kill_tree(pid: int) -> None:
         todo.extend(children.get(current, []))
     for victim in order:
         try:
-            os.kill(victim, 9)
+            os.kill(victim, signum)
         except ProcessLookupError:
             pass
 
@@ -161,6 +187,7 @@ class SftpOnly(Sftp):
 
 class Gridftp(Target):
     name = "gridftp"
+    capped = False  # globus-url-copy takes no rate cap: cases freeze the server instead (hold_when)
 
     def data_dir(self) -> Path:
         return self.server.data

@@ -48,17 +48,12 @@ NOT_APPLICABLE.update({
     ("upload_folder", "https"): "n/a: HTTPS downloads only",
     ("upload_file", "torrent"): f"n/a: {_UPLOADS}",
     ("upload_folder", "torrent"): f"n/a: {_UPLOADS}",
-    ("resume_after_kill", "gridftp"): "open: GridFTP starts again from zero after a restart (issue 24)",
     ("resume_after_kill", "torrent"): "tested apart: tests/integration/test_torrent.py (kill, resume from pieces)",
     ("missing_path", "torrent"): "n/a: a .torrent names its files; a missing .torrent is local bad input",
     ("refused_port", "torrent"): "tested apart: a peer that never answers stalls with a sentence (test_torrent.py)",
     ("unresolvable_host", "torrent"): "n/a: peers are named by address",
     ("hostile_names", "torrent"): "n/a: names come from the .torrent, checked by libtorrent",
     ("server_restarted", "torrent"): "tested apart: a seed that goes away and a second one (test_torrent.py)",
-    ("server_restarted", "gridftp"): "tested apart: test_gridftp.py kills the server 48 MiB into 768 MiB "
-                                     "(globus-url-copy takes no rate cap, so the suite's files end first)",
-    ("source_replaced", "gridftp"): "open: globus-url-copy takes no rate cap, so the suite cannot replace the "
-                                    "file mid-transfer yet",
     ("source_replaced", "torrent"): "n/a: every piece is checked against the torrent's own hashes",
     ("permission_denied", "torrent"): "n/a: a seed serves what it holds",
     ("wrong_login", "gridftp"): "n/a: the suite's GridFTP server is anonymous (FTP logins: the ftp column)",
@@ -145,15 +140,24 @@ def test_upload_folder(target, tmp_path, ferry_home):
     assert tree_digests(target.path("run43")) == digests
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_resume_after_kill(target, tmp_path, ferry_home):
-    size = 64 * MiB
+    size = 64 * MiB if target.capped else 384 * MiB
     digest = write_random(target.path("long.bam"), size, seed=203)
     target.hand_over(target.root)
     dest = tmp_path / "long.bam"
     args = ("copy", target.url("long.bam"), str(dest), *target.args(), "--streams", "2", "--json")
-    first = popen_labferry(*args, "--limit-rate", "16M", env_home=ferry_home)
-    recorded = kill_after_progress(first, dest.with_name("long.bam.part.ferry"), 16 * MiB)
+    record = dest.with_name("long.bam.part.ferry")
+    if target.capped:
+        first = popen_labferry(*args, "--limit-rate", "16M", env_home=ferry_home)
+        recorded = kill_after_progress(first, record, 16 * MiB)
+    else:
+        first = popen_labferry(*args, env_home=ferry_home)
+        target.hold_when(dest.with_name("long.bam.part"), 48 * MiB)
+        try:
+            recorded = kill_after_progress(first, record, 16 * MiB)
+        finally:
+            target.go_on()
     assert recorded >= 16 * MiB
     proc = labferry(*args, env_home=ferry_home, timeout=180)
     assert proc.returncode == 0, proc.stderr
@@ -161,6 +165,20 @@ def test_resume_after_kill(target, tmp_path, ferry_home):
     assert sha256_of(dest) == digest and out["resumed_from"] >= recorded
     # what the first run recorded is not fetched again (at most one lease per stream, here 2 × 16 MiB)
     assert out["bytes_fetched"] <= size - out["resumed_from"] + 2 * 16 * MiB, out
+    assert not record.exists()
+
+
+def under_way(target, args: tuple[str, ...], part: Path, home: Path) -> subprocess.Popen:
+    """Ferry running ``args``, mid-transfer: slowed to 8 MB/s by its own cap, or, from a server it cannot slow,
+    with that server frozen once 16 MiB arrived (the caller's ``target.go_on()`` thaws it)."""
+    if target.capped:
+        proc = popen_labferry(*args, "--limit-rate", "8M", env_home=home)
+        time.sleep(1.5)  # about 12 MiB in
+    else:
+        proc = popen_labferry(*args, env_home=home)
+        target.hold_when(part, 16 * MiB)
+    assert proc.poll() is None, proc.communicate()
+    return proc
 
 
 @over(*SERVERS)
@@ -230,16 +248,15 @@ def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_propert
     record_property("how", "all copied intact")
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_server_restarted(target, tmp_path, ferry_home):
-    digest = write_random(target.path("outage.bam"), 48 * MiB, seed=501)
+    size = 48 * MiB if target.capped else 384 * MiB
+    digest = write_random(target.path("outage.bam"), size, seed=501)
     target.hand_over(target.root)
     dest = tmp_path / "outage.bam"
-    proc = popen_labferry("copy", target.url("outage.bam"), str(dest), *target.args(), "--streams", "2",
-                          "--limit-rate", "8M", "--json", env_home=ferry_home)
+    args = ("copy", target.url("outage.bam"), str(dest), *target.args(), "--streams", "2", "--json")
+    proc = under_way(target, args, dest.with_name("outage.bam.part"), ferry_home)
     try:
-        time.sleep(1.5)  # about 12 MiB in
-        assert proc.poll() is None, proc.communicate()
         target.crash()
         time.sleep(5)
     finally:
@@ -249,19 +266,21 @@ def test_server_restarted(target, tmp_path, ferry_home):
     assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
 
 
-@over("https", "sftp", "scp", "sftp-only", "ftp", "proftpd", "ftps")
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_source_replaced(target, tmp_path, ferry_home):
-    write_random(target.path("moving.bam"), 48 * MiB, seed=502)
+    size = 48 * MiB if target.capped else 384 * MiB
+    write_random(target.path("moving.bam"), size, seed=502)
     target.hand_over(target.root)
     dest = tmp_path / "moving.bam"
-    proc = popen_labferry("copy", target.url("moving.bam"), str(dest), *target.args(), "--streams", "2",
-                          "--limit-rate", "8M", "--json", env_home=ferry_home)
-    time.sleep(1.5)
-    assert proc.poll() is None, proc.communicate()
-    fresh = target.path("moving.bam.new")
-    digest = write_random(fresh, 48 * MiB, seed=503)  # the pipeline wrote a new version: same name, same size
-    target.hand_over(target.root)
-    os.replace(fresh, target.path("moving.bam"))
+    args = ("copy", target.url("moving.bam"), str(dest), *target.args(), "--streams", "2", "--json")
+    proc = under_way(target, args, dest.with_name("moving.bam.part"), ferry_home)
+    try:
+        fresh = target.path("moving.bam.new")
+        digest = write_random(fresh, size, seed=503)  # the pipeline wrote a new version: same name, same size
+        target.hand_over(target.root)
+        os.replace(fresh, target.path("moving.bam"))
+    finally:
+        target.go_on()
     out, err = proc.communicate(timeout=180)
     if proc.returncode == 0:
         assert sha256_of(dest) == digest, "a file made of two versions was delivered with exit 0"

@@ -163,6 +163,39 @@ def test_restart_after_the_server_is_killed_mid_transfer(tmp_path_factory, tmp_p
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_a_resume_record_holds_only_for_the_same_server_file(gridftp, tmp_path, ferry_home):
+    """Stopped mid-way, then the server's file replaced by a new version of the same size: the next run
+    must not keep the earlier bytes (the record names the old file's time), and delivers the new one."""
+    import signal
+
+    from tests.conformance.servers import signal_tree
+    from tests.integration.conftest import kill_after_progress
+
+    source = gridftp.data / "versioned.bin"
+    write_random(source, 384 * MiB, seed=73)
+    gridftp.give(source)
+    dest = tmp_path / "versioned.bin"
+    first = popen_labferry("copy", gridftp.url(source), str(dest), "--streams", "2", "--json", env_home=ferry_home)
+    part, record = tmp_path / "versioned.bin.part", tmp_path / "versioned.bin.part.ferry"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (part.exists() and part.stat().st_size >= 48 * MiB):
+        time.sleep(0.001)
+    signal_tree(gridftp.proc.pid, signal.SIGSTOP)  # hold the data still while Ferry records what it hashed
+    try:
+        recorded = kill_after_progress(first, record, 16 * MiB)
+    finally:
+        signal_tree(gridftp.proc.pid, signal.SIGCONT)
+    assert recorded >= 16 * MiB and json.loads(record.read_text())["done"] == [[0, recorded]]
+    digest = write_random(source, 384 * MiB, seed=74)
+    os.utime(source, (time.time() + 5, time.time() + 5))
+    gridftp.give(source)
+    proc = labferry("copy", gridftp.url(source), str(dest), "--streams", "2", "--json", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["resumed_from"] == 0 and sha256_of(dest) == digest == out["sha256"]
+    assert not part.exists() and not record.exists()
+
+
 def test_bad_addresses_are_refused_in_words(tmp_path, ferry_home):
     for url, words in (("ftp:///no/host", ("names no server",)),
                        ("ftp://127.0.0.1:99999/x", ("not a valid address",)),
