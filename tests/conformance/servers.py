@@ -80,6 +80,11 @@ class Target:
     def start_again(self) -> None:
         self.server.start()
 
+    def cut_connections(self) -> int:
+        """Every connection the server holds dies at once while its listener stays: SIGKILL to every process
+        below the server's own (its forked sessions; nginx's workers, which its master starts again)."""
+        return signal_tree(self.server.proc.pid, signal.SIGKILL, below=True)
+
     def hold_when(self, part: Path, at: int, timeout: float = 60) -> None:
         """A server Ferry cannot slow: freeze it (SIGSTOP to it and its sessions) once ``part`` holds ``at``
         bytes, so a case acts while the transfer is under way; ``go_on`` thaws it."""
@@ -103,8 +108,22 @@ def kill_tree(pid: int) -> None:
     signal_tree(pid, signal.SIGKILL)
 
 
-def signal_tree(pid: int, signum: int) -> None:
-    """Send ``signum`` to ``pid`` and every process below it, found through /proc."""
+def signal_tree(pid: int, signum: int, *, below: bool = False) -> int:
+    """Send ``signum`` to ``pid`` (unless only those ``below`` it) and every process below it, found through
+    /proc; returns how many processes got it."""
+    order = tree(pid)
+    sent = 0
+    for victim in order[1:] if below else order:
+        try:
+            os.kill(victim, signum)
+            sent += 1
+        except ProcessLookupError:
+            pass
+    return sent
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every process below it, parents first."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -118,11 +137,7 @@ def signal_tree(pid: int, signum: int) -> None:
         current = todo.pop()
         order.append(current)
         todo.extend(children.get(current, []))
-    for victim in order:
-        try:
-            os.kill(victim, signum)
-        except ProcessLookupError:
-            pass
+    return order
 
 
 class Https(Target):

@@ -38,7 +38,8 @@ CASES.update({
     "source_replaced": "the source replaced on the server mid-transfer: fetched again, never spliced",
     "permission_denied": "no permission to read on the server: one sentence, exit 3",
     "wrong_login": "a key the server does not accept: one sentence, exit 3, no retries",
-    "connections_cut": "every connection cut mid-transfer (a fault-injecting proxy): retried, byte-exact",
+    "connections_cut": "every connection cut mid-transfer, twice (the server's session processes killed, its "
+                       "listener kept): retried, byte-exact",
     "disk_full": "the local disk is too small for the file: one sentence naming the folder, exit 5",
     "cancel_upload": "Cancel of an upload removes the partial file on the server (GridFTP: the staging copy)",
 })
@@ -58,6 +59,8 @@ NOT_APPLICABLE.update({
     ("permission_denied", "torrent"): "n/a: a seed serves what it holds",
     ("wrong_login", "gridftp"): "n/a: the suite's GridFTP server is anonymous (FTP logins: the ftp column)",
     ("wrong_login", "torrent"): "n/a: no logins; encryption is tested in test_torrent.py",
+    ("connections_cut", "torrent"): "n/a: a seed's connections live in its one process; a seed that goes away "
+                                    "and another one are tested in test_torrent.py",
     ("cancel_upload", "https"): "n/a: HTTPS downloads only",
     ("cancel_upload", "torrent"): f"n/a: {_UPLOADS}",
 })
@@ -261,6 +264,29 @@ def test_server_restarted(target, tmp_path, ferry_home):
         time.sleep(5)
     finally:
         target.start_again()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
+
+
+@over(*SERVERS)
+def test_connections_cut(target, tmp_path, ferry_home):
+    size = 48 * MiB if target.capped else 384 * MiB
+    digest = write_random(target.path("cut.bam"), size, seed=506)
+    target.hand_over(target.root)
+    dest = tmp_path / "cut.bam"
+    args = ("copy", target.url("cut.bam"), str(dest), *target.args(), "--streams", "2", "--json")
+    proc = under_way(target, args, dest.with_name("cut.bam.part"), ferry_home)
+    try:
+        assert target.cut_connections() > 0
+        if target.capped:  # a second later, whatever Ferry has connected again is cut too
+            time.sleep(1.0)
+            deadline = time.monotonic() + 30
+            while target.cut_connections() == 0:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.02)
+    finally:
+        target.go_on()
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err
     assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
