@@ -67,3 +67,33 @@ def other_process_alive(pid: int | None) -> bool:
     except PermissionError:
         return True  # someone else's
     return True
+
+
+async def reap(proc) -> bytes:
+    """Kill an asyncio subprocess (if it still runs) and wait until it has ended *and* its pipes have closed;
+    returns what was left on its stderr (the last 64 KiB), which may say why it failed.
+
+    ``Process.wait`` returns only once every pipe reported its end, and a pipe whose reader was paused (its
+    buffer full of output nobody reads any more: a cancelled stream's answers) never looks again, so a bare
+    ``kill(); await wait()`` can wait forever. Whatever is left on stdout is read and dropped here."""
+    import asyncio
+
+    if proc.returncode is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+    async def drain(stream) -> bytes:
+        kept = b""
+        if stream is not None:
+            try:
+                while data := await stream.read(1 << 16):
+                    kept = (kept + data)[-(1 << 16):]
+            except (OSError, RuntimeError, ValueError):
+                pass  # closed, or read elsewhere: nothing of ours to drop
+        return kept
+
+    _, err = await asyncio.gather(drain(proc.stdout), drain(proc.stderr))
+    await proc.wait()
+    return err

@@ -25,6 +25,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..host.procs import reap
+
 #: the dialer: connect, set the options, pass the socket to ssh on stdout (a socket pair), exit. Its errors
 #: read like ssh's own, so ``openssh.ssh_error`` words them the same way.
 DIAL_CODE = """\
@@ -95,8 +97,7 @@ async def resolve_dial(argv: list[str], alias: str, timeout: float) -> Dial:
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), 10)
     except asyncio.TimeoutError:  # a ``Match exec`` that hangs, say: ssh connects as it would alone
-        proc.kill()
-        await proc.wait()
+        await reap(proc)
         return Dial()
     if proc.returncode != 0:
         return Dial()  # ssh itself will say what is wrong with the configuration

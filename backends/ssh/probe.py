@@ -14,6 +14,7 @@ import asyncio
 from ..core.base import ProbeResult, TransferOptions
 from ..core.errors import TransferError
 from ..host.netprobe import sweep_down
+from ..host.procs import reap
 from . import scripts
 from .openssh import Master, ssh_error
 
@@ -56,11 +57,10 @@ class SshStreams:
 
     async def stop(self, count: int) -> None:
         dropped, self.streams = self.streams[len(self.streams) - count:], self.streams[:len(self.streams) - count]
-        for _, proc, task in dropped:
+        for _, _, task in dropped:
             task.cancel()
-            if proc.returncode is None:
-                proc.kill()
-        await asyncio.gather(*(t for _, _, t in dropped), *(p.wait() for _, p, _ in dropped), return_exceptions=True)
+        await asyncio.gather(*(t for _, _, t in dropped), return_exceptions=True)
+        await asyncio.gather(*(reap(p) for _, p, _ in dropped), return_exceptions=True)
         await asyncio.gather(*(m.stop() for m, _, _ in dropped), return_exceptions=True)
 
 

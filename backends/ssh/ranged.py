@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..core.errors import RemoteChanged, TransferError, Transient
 from ..host.netprobe import connect_time
 from ..host.pipes import PipeSource
+from ..host.procs import reap
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
 from ..streams.partfile import PartFile, os_error
@@ -234,9 +235,7 @@ class SshDownload(_SshStreams):
         proc = stream.proc
         err = b""
         if proc is not None:
-            proc.kill()
-            err = await proc.stderr.read()
-            await proc.wait()
+            err = await reap(proc)
         stream.proc = None
         text = "\n".join(ln for ln in err.decode("utf-8", "replace").splitlines() if not _dd_noise(ln))
         if text:
@@ -290,9 +289,7 @@ class SshUpload(_SshStreams):
             answer = await proc.stdout.read()
             await _finish(proc, self.ssh, "writing the file")
         except BaseException:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+            await reap(proc)
             raise
         remote = answer.split()[0].decode("ascii", "replace") if answer.split() else ""
         whole_blocks = lease.end - start == count * BLOCK or lease.end == self.chunks.size
