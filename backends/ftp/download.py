@@ -185,7 +185,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 # what this path taught before, else a guess from its round trip (64 streams at 80 ms)
                 guess = initial_streams(rtt, entry.size, opts.max_streams, MIN_BYTES_PER_STREAM) if rtt else None
                 start = min(opts.initial_streams or guess or START_STREAMS, opts.max_streams)
-                tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=rtt or 0.05)
+                tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=rtt or 0.05, ceiling=opts.rate_cap)
             streams = 1 if not lead.can_resume else (tuner.streams if tuner else int(opts.streams))
             run = FtpStreams(address, connect, ChunkMap(entry.size, done), part=part, sink=sink,
                              limiter=limiter_for(opts), tuner=tuner, streams=streams, max_streams=opts.max_streams,

@@ -116,7 +116,8 @@ class Download:
         if opts.streams != "auto":
             return None
         start = opts.initial_streams or START_STREAMS
-        return StreamTuner(min(start, opts.max_streams), maximum=opts.max_streams, rtt_s=self.rtt_s or 0.05)
+        return StreamTuner(min(start, opts.max_streams), maximum=opts.max_streams, rtt_s=self.rtt_s or 0.05,
+                           ceiling=opts.rate_cap)
 
     async def _ranged(self, hint: list[Interval]) -> None:
         opts = self.options

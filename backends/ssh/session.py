@@ -280,7 +280,8 @@ class SshSession:
         # in; the tuner doubles while streams still pay (at 50 ms a handful fill 1 Gbit/s, at 100 ms and 0.1 %
         # loss dozens are needed)
         start = min(_auto_streams(self.rtt_s, size, options, self.options), self.prewarmed)
-        return StreamTuner(start, maximum=options.max_streams, rtt_s=self.rtt_s or 0.05, first_step_rtts=16)
+        return StreamTuner(start, maximum=options.max_streams, rtt_s=self.rtt_s or 0.05, first_step_rtts=16,
+                           ceiling=options.rate_cap)
 
     def streams(self, options: TransferOptions, size: int) -> int:
         if options.streams == "auto":

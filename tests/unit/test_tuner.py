@@ -328,3 +328,34 @@ def test_a_lan_never_reopens():
     run_changing(tuner, per_stream=_after(3.0, 400e6, 100e6), link=lambda t: 1.25e9, base_rtt=0.0005,
                  queue_rtt=0.0005)
     assert tuner.reopens == 0
+
+
+def test_a_capped_transfer_starts_with_one_stream_per_50_mbits_of_its_cap():
+    # a 200 Mbit/s cap: 4 streams, whatever the round trip would have asked for
+    tuner = StreamTuner(start=16, maximum=64, rtt_s=0.05, ceiling=200e6 / 8)
+    assert tuner.streams == 4 and tuner.start_for_rtt(0.1) == 4
+    assert StreamTuner(start=16, maximum=64, rtt_s=0.05, ceiling=1e6).streams == 1
+    assert StreamTuner(start=16, maximum=64, rtt_s=0.05).streams == 16  # no cap: as before
+
+
+def test_a_capped_transfer_stops_doubling_at_its_cap():
+    # each stream could move 64 Mbit/s, but the cap is 200 Mbit/s: 4 streams are enough
+    cap = 200e6 / 8
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05, ceiling=cap)
+    assert run_path(tuner, per_stream=8e6, link=cap) == 4 and tuner.settled
+
+
+def test_a_capped_transfer_below_its_cap_still_adds_streams():
+    # a lossy path: each stream moves 10 Mbit/s, so 4 streams reach a fifth of a 200 Mbit/s cap
+    cap = 200e6 / 8
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.1, ceiling=cap)
+    assert run_path(tuner, per_stream=1.25e6, link=cap) >= 16
+
+
+def test_a_capped_count_is_not_reopened_when_other_jobs_take_their_share():
+    # alone at its cap, then two other jobs pay the same global cap: its rate falls to a third
+    cap = 200e6 / 8
+    tuner = StreamTuner(start=4, maximum=64, rtt_s=0.05, ceiling=cap)
+    final = run_changing(tuner, per_stream=_after(5.0, cap / 4, cap / 12), link=lambda t: 125e6, base_rtt=0.05,
+                         queue_rtt=0.05, seconds=30)
+    assert final == 4 and tuner.reopens == 0
