@@ -39,7 +39,7 @@ def main() -> int:
     make_file(server.data / "cohort.bam", 512 * 1024 * 1024)
     with Store() as store:
         SiteBook(store).save(Site("genome-center", "sftp", "dtn.genome.example.org", 22, "jdoe", "/data/shared",
-                                  "auto", "~/.ssh/id_ed25519"))
+                                  "auto", "~/.ssh/id_ed25519", {"known_hosts": "~/.ssh/known_hosts_genome"}))
         SiteBook(store).save(Site("collab-lab", "https", "data.collab.example.edu", None, None, "/releases"))
     app, engine, window = build([])
     window.resize(1280, 780)

@@ -7,7 +7,7 @@ import argparse
 import typing
 from typing import Literal
 
-from backends.core.options import declared
+from backends.core.options import declared, plain_type
 
 
 def add_option_flags(group, spec: type) -> None:
@@ -19,7 +19,7 @@ def add_option_flags(group, spec: type) -> None:
         kw: dict = {"dest": _dest(flag), "help": f.metadata.get("help")}
         if f.metadata.get("metavar"):
             kw["metavar"] = f.metadata["metavar"]
-        base = _base(kind)
+        base = plain_type(kind)
         if base is bool:
             kw["action"] = "store_true"
             kw["default"] = None
@@ -48,10 +48,3 @@ def options_from_flags(args: argparse.Namespace, spec: type) -> dict:
 
 def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
-
-
-def _base(kind):
-    if typing.get_origin(kind) in (typing.Union, __import__("types").UnionType):
-        inner = [a for a in typing.get_args(kind) if a is not type(None)]
-        return inner[0] if len(inner) == 1 else kind
-    return kind

@@ -11,16 +11,20 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMessageBox,
     QPushButton,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
+from app.requests import checked_site_options, site_option_spec
 from app.sites import PROTOCOLS, Site
+from app.ui.option_fields import OptionFields
 from app.units import parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import TransferError
@@ -152,6 +156,11 @@ class SiteDialog(QDialog):
         self.secret.setPlaceholderText("password or key passphrase (kept in the OS keyring)")
         self.remember = QCheckBox("Remember it in the OS keyring", self)
         self.remember.setChecked(True)
+        self.options = OptionFields(self)  # the protocol's own options, from its backend's declarations
+        self.options_box = QGroupBox(self)
+        QVBoxLayout(self.options_box).addWidget(self.options)
+        self._saved_options = dict(site.options) if site else {}
+        self.protocol.currentTextChanged.connect(self._protocol_changed)
         if site:
             self.protocol.setCurrentText(site.protocol)
             self.port.setValue(site.port or 0)
@@ -166,6 +175,8 @@ class SiteDialog(QDialog):
         form.addRow("Key file", _with_browse(self.key, False, self))
         form.addRow("Secret", self.secret)
         form.addRow("", self.remember)
+        form.addRow(self.options_box)
+        self._protocol_changed(self.protocol.currentText())
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
         self.test_button = buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
         self.test_button.clicked.connect(self._run_test)
@@ -176,12 +187,19 @@ class SiteDialog(QDialog):
         self.status.setWordWrap(True)
         form.addRow(self.status)
 
+    def _protocol_changed(self, protocol: str) -> None:
+        backend, spec = site_option_spec(protocol)
+        self.options_box.setTitle(f"{protocol} options (the {backend} backend's)")
+        self.options.show_for(protocol, spec, self._saved_options)
+
     def site(self) -> Site:
+        protocol = self.protocol.currentText()
         return Site(
-            name=self.name.text().strip(), protocol=self.protocol.currentText(), host=self.host.text().strip(),
+            name=self.name.text().strip(), protocol=protocol, host=self.host.text().strip(),
             port=self.port.value() or None, user=self.user.text().strip() or None,
             remote_folder=self.folder.text().strip(), streams=self.streams.currentText().strip() or "auto",
             key_file=self.key.text().strip() or None,
+            options=checked_site_options(protocol, self.options.values()),
         ).validate()
 
     def secret_to_keep(self) -> str | None:

@@ -57,6 +57,14 @@ def check_backend_options(backend, values: dict, *, strict: bool = True) -> dict
     return checked
 
 
+def plain_type(kind: Any) -> Any:
+    """``X | None`` as ``X`` (what a flag or a form field takes); any other type as it is."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(kind) if a is not type(None)]
+        return inner[0] if len(inner) == 1 else kind
+    return kind
+
+
 def read_options(spec: type, values: dict | None):
     """The typed settings for a backend (the values were checked at the front door; defaults fill the rest)."""
     names = {f.name for f in fields(spec)}
