@@ -128,3 +128,17 @@ class Unavailable(TransferError):
 
     kind = "unavailable"
     exit_status = 2
+
+
+def certificate_error(host: str | None, text: str) -> TlsError:
+    """A server certificate that failed verification, in one sentence that says what to do: the wrong name, out
+    of its dates, or from an authority this computer does not trust (``text``: OpenSSL's verify message)."""
+    low = text.lower()
+    if "hostname" in low or "ip address mismatch" in low or "doesn't match" in low:
+        return TlsError(f"The TLS certificate of {host} is not valid for that name ({text}). Check the address; "
+                        "if the server really is the one you expect, ask its owner to fix the certificate.")
+    if "expired" in low or "not yet valid" in low:
+        return TlsError(f"The TLS certificate of {host} is out of its validity dates ({text}). Ask the server's "
+                        "owner to renew it, and check that this computer's clock is right.")
+    return TlsError(f"The TLS certificate of {host} could not be verified ({text}). If it comes from your lab's own "
+                    "certificate authority, pass --ca-file with that CA; use --insecure only on a network you trust.")

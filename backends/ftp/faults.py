@@ -17,6 +17,7 @@ from ..core.errors import (
     TransferError,
     Transient,
     Unreachable,
+    certificate_error,
 )
 from .address import FtpAddress
 
@@ -74,9 +75,7 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
         return TransferError(f"The FTP server at {where} answered {said} when asked to {_verb(step)} "
                              f"{path or shown}.")
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return TlsError(f"The TLS certificate of {address.host} could not be verified ({exc.verify_message}). If it "
-                        "comes from your lab's own certificate authority, pass --ca-file with that CA; use "
-                        "--insecure only on a network you trust.")
+        return certificate_error(address.host, exc.verify_message)
     if isinstance(exc, ssl.SSLError):
         return TlsError(f"The TLS handshake with the FTP server at {where} failed ({exc}).")
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):

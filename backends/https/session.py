@@ -25,6 +25,7 @@ from ..core.errors import (
     TransferError,
     Transient,
     Unreachable,
+    certificate_error,
 )
 from ..core.urls import redact
 from .options import STALL_SECONDS
@@ -126,18 +127,8 @@ def status_error(status: int, url: str, reason: str = "", *, login_sent: bool = 
 
 
 def _tls_error(exc: BaseException, url: str) -> TlsError:
-    host = urlsplit(url).hostname
     cert_exc = getattr(exc, "certificate_error", None) or exc
-    text = str(getattr(cert_exc, "verify_message", "") or cert_exc)
-    if "hostname" in text.lower() or "ip address mismatch" in text.lower() or "doesn't match" in text.lower():
-        return TlsError(
-            f"The TLS certificate of {host} is not valid for that name ({text}). Check the address; "
-            "if the server really is the one you expect, ask its owner to fix the certificate."
-        )
-    return TlsError(
-        f"The TLS certificate of {host} could not be verified ({text}). If it comes from your lab's own "
-        "certificate authority, pass --ca-file with that CA; use --insecure only on a network you trust."
-    )
+    return certificate_error(urlsplit(url).hostname, str(getattr(cert_exc, "verify_message", "") or cert_exc))
 
 
 def map_error(exc: BaseException, url: str, *, started: bool = False) -> TransferError:

@@ -66,6 +66,13 @@ def test_tls_certificate_for_another_name_is_refused(nginx, big_file, tmp_path, 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_expired_certificate_is_refused_in_words(nginx, big_file, tmp_path, ferry_home):
+    url = f"https://127.0.0.1:{nginx.expired_port}/big.bin"
+    proc = labferry("copy", url, str(tmp_path), "--ca-file", nginx.ca_file, env_home=ferry_home)
+    assert_clean_failure(proc, 3, words=("certificate", "expired", "renew"))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_untrusted_certificate_is_refused_and_ca_file_is_suggested(nginx, big_file, tmp_path, ferry_home):
     proc = labferry("copy", nginx.url("big.bin"), str(tmp_path), env_home=ferry_home)
     assert_clean_failure(proc, 3, words=("certificate", "--ca-file"))

@@ -11,6 +11,7 @@ prefix. Locations:
 * ``/forbidden/`` always 403
 * ``/login/``     the same files behind a Basic login (``LOGIN_USER`` / ``LOGIN_PASSWORD``)
 * ``wrong_port``  the same data behind a certificate for another name
+* ``expired_port``  the same data behind a certificate that expired yesterday
 """
 
 from __future__ import annotations
@@ -83,8 +84,32 @@ def make_certificates(folder: Path, names: tuple[str, ...] = ("DNS:localhost", "
         (folder / f"{stem}.ext").write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n")
         _openssl("x509", "-req", "-in", f"{stem}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                  "-days", "2", "-out", f"{stem}.pem", "-extfile", f"{stem}.ext", cwd=folder)
-    return {name: folder / f"{name}.pem" for name in ("ca", "server", "wrong")} | {
-        "server_key": folder / "server.key", "wrong_key": folder / "wrong.key"}
+    _expired_certificate(folder, names)
+    return {name: folder / f"{name}.pem" for name in ("ca", "server", "wrong", "expired")} | {
+        "server_key": folder / "server.key", "wrong_key": folder / "wrong.key", "expired_key": folder / "server.key"}
+
+
+def _expired_certificate(folder: Path, names: tuple[str, ...]) -> None:
+    """``expired.pem``: the server's key and names, signed by the CA, valid from three days ago until yesterday
+    (openssl 3.0's ``x509`` cannot date a certificate in the past)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
+    ca_key = serialization.load_pem_private_key((folder / "ca.key").read_bytes(), None)
+    ca = x509.load_pem_x509_certificate((folder / "ca.pem").read_bytes())
+    key = serialization.load_pem_private_key((folder / "server.key").read_bytes(), None)
+    alt = [x509.IPAddress(ipaddress.ip_address(n[3:])) if n.startswith("IP:") else x509.DNSName(n[4:]) for n in names]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "expired")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=3)).not_valid_after(now - datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    (folder / "expired.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
 class Nginx:
@@ -95,6 +120,7 @@ class Nginx:
         self.data.mkdir(parents=True, exist_ok=True)
         self.certs = certs or make_certificates(prefix / "tls")
         self.port, self.http_port, self.wrong_port = free_port(), free_port(), free_port()
+        self.expired_port = free_port()
         self.access_log = prefix / "access.log"
         self.proc: subprocess.Popen | None = None
 
@@ -139,6 +165,9 @@ http {{
     server {{ listen {self.listen}:{self.http_port}; {locations} }}
     server {{ listen {self.listen}:{self.wrong_port} ssl;
              ssl_certificate {self.certs['wrong']}; ssl_certificate_key {self.certs['wrong_key']};
+             root {d}; }}
+    server {{ listen {self.listen}:{self.expired_port} ssl;
+             ssl_certificate {self.certs['expired']}; ssl_certificate_key {self.certs['expired_key']};
              root {d}; }}
 }}
 """
