@@ -71,8 +71,11 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
             fetched += copied.entry.size - offset
             if not resume.replaced(copied.entry, copied.after):
                 break
-            notes.append(f"{remote.path} changed on the server during the copy; Ferry fetched it again.")
             _forget(record)
+            if copied.after is None or copied.after.is_dir:
+                raise NotFound(f"{remote.path} on {remote.where} was removed (or replaced by a folder) during the "
+                               "copy, so Ferry kept nothing of it. Check the path.")
+            notes.append(f"{remote.path} changed on the server during the copy; Ferry fetched it again.")
             entry, offset, resumed_from = copied.after, 0, 0
         else:
             _forget(record)
