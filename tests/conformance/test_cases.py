@@ -8,6 +8,7 @@ import re
 import subprocess
 import time
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -171,17 +172,38 @@ def test_resume_after_kill(target, tmp_path, ferry_home):
     assert not record.exists()
 
 
-def under_way(target, args: tuple[str, ...], part: Path, home: Path) -> subprocess.Popen:
-    """Ferry running ``args``, mid-transfer: slowed to 8 MB/s by its own cap, or, from a server it cannot slow,
-    with that server frozen once 16 MiB arrived (the caller's ``target.go_on()`` thaws it)."""
+@dataclass
+class UnderWay:
+    """A copy started by ``under_way``: its process, where it lands, and the SHA-256 it must end with."""
+
+    proc: subprocess.Popen
+    dest: Path
+    digest: str
+    size: int
+
+    def ends_byte_exact(self) -> None:
+        out, err = self.proc.communicate(timeout=180)
+        assert self.proc.returncode == 0, err
+        assert sha256_of(self.dest) == self.digest == json.loads(out.strip().splitlines()[-1])["sha256"]
+
+
+def under_way(target, name: str, seed: int, tmp_path: Path, home: Path) -> UnderWay:
+    """``name`` on the server and Ferry copying it, mid-transfer: slowed to 8 MB/s by its own cap (48 MiB), or,
+    from a server it cannot slow (384 MiB), with that server frozen once 16 MiB arrived (the caller's
+    ``target.go_on()`` thaws it)."""
+    size = 48 * MiB if target.capped else 384 * MiB
+    digest = write_random(target.path(name), size, seed=seed)
+    target.hand_over(target.root)
+    dest = tmp_path / name
+    args = ("copy", target.url(name), str(dest), *target.args(), "--streams", "2", "--json")
     if target.capped:
         proc = popen_labferry(*args, "--limit-rate", "8M", env_home=home)
         time.sleep(1.5)  # about 12 MiB in
     else:
         proc = popen_labferry(*args, env_home=home)
-        target.hold_when(part, 16 * MiB)
+        target.hold_when(dest.with_name(name + ".part"), 16 * MiB)
     assert proc.poll() is None, proc.communicate()
-    return proc
+    return UnderWay(proc, dest, digest, size)
 
 
 @over(*SERVERS)
@@ -253,65 +275,46 @@ def test_hostile_names(target, tmp_path, ferry_home, monkeypatch, record_propert
 
 @over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_server_restarted(target, tmp_path, ferry_home):
-    size = 48 * MiB if target.capped else 384 * MiB
-    digest = write_random(target.path("outage.bam"), size, seed=501)
-    target.hand_over(target.root)
-    dest = tmp_path / "outage.bam"
-    args = ("copy", target.url("outage.bam"), str(dest), *target.args(), "--streams", "2", "--json")
-    proc = under_way(target, args, dest.with_name("outage.bam.part"), ferry_home)
+    copying = under_way(target, "outage.bam", 501, tmp_path, ferry_home)
     try:
         target.crash()
         time.sleep(5)
     finally:
         target.start_again()
-    out, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
-    assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
+    copying.ends_byte_exact()
 
 
 @over(*SERVERS)
 def test_connections_cut(target, tmp_path, ferry_home):
-    size = 48 * MiB if target.capped else 384 * MiB
-    digest = write_random(target.path("cut.bam"), size, seed=506)
-    target.hand_over(target.root)
-    dest = tmp_path / "cut.bam"
-    args = ("copy", target.url("cut.bam"), str(dest), *target.args(), "--streams", "2", "--json")
-    proc = under_way(target, args, dest.with_name("cut.bam.part"), ferry_home)
+    copying = under_way(target, "cut.bam", 506, tmp_path, ferry_home)
     try:
         assert target.cut_connections() > 0
         if target.capped:  # a second later, whatever Ferry has connected again is cut too
             time.sleep(1.0)
             deadline = time.monotonic() + 30
             while target.cut_connections() == 0:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                assert copying.proc.poll() is None and time.monotonic() < deadline, copying.proc.communicate()
                 time.sleep(0.02)
     finally:
         target.go_on()
-    out, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0, err
-    assert sha256_of(dest) == digest == json.loads(out.strip().splitlines()[-1])["sha256"]
+    copying.ends_byte_exact()
 
 
 @over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
 def test_source_replaced(target, tmp_path, ferry_home):
-    size = 48 * MiB if target.capped else 384 * MiB
-    write_random(target.path("moving.bam"), size, seed=502)
-    target.hand_over(target.root)
-    dest = tmp_path / "moving.bam"
-    args = ("copy", target.url("moving.bam"), str(dest), *target.args(), "--streams", "2", "--json")
-    proc = under_way(target, args, dest.with_name("moving.bam.part"), ferry_home)
+    copying = under_way(target, "moving.bam", 502, tmp_path, ferry_home)
     try:
         fresh = target.path("moving.bam.new")
-        digest = write_random(fresh, size, seed=503)  # the pipeline wrote a new version: same name, same size
+        digest = write_random(fresh, copying.size, seed=503)  # the pipeline wrote a new version: same name and size
         target.hand_over(target.root)
         os.replace(fresh, target.path("moving.bam"))
     finally:
         target.go_on()
-    out, err = proc.communicate(timeout=180)
-    if proc.returncode == 0:
-        assert sha256_of(dest) == digest, "a file made of two versions was delivered with exit 0"
+    out, err = copying.proc.communicate(timeout=180)
+    if copying.proc.returncode == 0:
+        assert sha256_of(copying.dest) == digest, "a file made of two versions was delivered with exit 0"
     else:  # refused rather than spliced: then in one sentence, and nothing under the final name
-        assert not dest.exists(), err
+        assert not copying.dest.exists(), err
         assert "Traceback" not in err and "changed" in err.lower(), err
 
 
