@@ -23,15 +23,17 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "copy",
         help="copy a file or folder: download (https://, http://, sftp://, scp://, ftp://, gsiftp://, sshftp://, "
-             "a .torrent or magnet: link), upload (to sftp://, scp://, ftp://, gsiftp://) or server to server "
+             "a .torrent or magnet: link, every file of an ENA/SRA accession), upload (to sftp://, scp://, ftp://, "
+             "gsiftp://) or server to server "
              "(GridFTP)",
         description="Copy SRC to DEST. Either side may be site:NAME/path (a saved site profile). Run the same "
                     "command again to resume an interrupted copy.",
     )
     p.add_argument("source", metavar="SRC",
                    help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/, "
-                        "gsiftp://dtn/data/run1.tar), a .torrent file or magnet: link, site:NAME/path, or a local "
-                        "path to upload")
+                        "gsiftp://dtn/data/run1.tar), a .torrent file or magnet: link, ena:ACCESSION (a run, "
+                        "sample, study or project: every file, MD5-checked, with a samplesheet), site:NAME/path, or a "
+                        "local path to upload")
     p.add_argument("dest", metavar="DEST",
                    help="a local file or folder, or an sftp://, scp://, ftp://, gsiftp:// address or site:NAME/path "
                         "to upload to")
@@ -56,6 +58,9 @@ def add_parser(sub) -> None:
     from backends.https.options import HttpsOptions
 
     add_option_flags(p.add_argument_group("HTTP(S)"), HttpsOptions)
+    from .accession import add_arguments as add_accession_arguments
+
+    add_accession_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(handler=run)
@@ -124,9 +129,15 @@ class ProgressLine:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.accessions.ids import is_accession
     from app.cli import EXIT_STATUSES
     from app.requests import resolve
     from app.store import Store
+
+    if is_accession(args.source):
+        from .accession import run as fetch_accession
+
+        return fetch_accession(args, overrides_from(args))
 
     with Store() as store:
         request = resolve(args.source, args.dest, overrides_from(args), store=store,

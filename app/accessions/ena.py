@@ -1,0 +1,135 @@
+"""ENA's Portal API: what an accession holds, as the archive reports it.
+
+``GET {portal}/filereport?accession=ACC&result=read_run&fields=…&format=tsv`` answers one row per run with its
+files (``fastq_ftp``: ``ftp.sra.ebi.ac.uk/vol1/…``, several joined by ``;``), their MD5s and byte counts, and
+the accessions and titles around it; ``204 No Content`` when nothing public matches. A report path is fetched
+from ``$LABFERRY_ENA_FILES`` (default ``https://ftp.sra.ebi.ac.uk``) plus the path after the host, over HTTPS.
+The portal is asked with a few retries: it answers 5xx and resets now and then.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import posixpath
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+
+from backends.core.errors import NotFound, Transient, Unreachable
+
+from .ids import Accession
+
+PORTAL = "https://www.ebi.ac.uk/ena/portal/api"
+FILES = "https://ftp.sra.ebi.ac.uk"
+#: the report's columns Ferry asks for: the files of each kind, and what a samplesheet and its reader need
+FIELDS = ("run_accession", "experiment_accession", "sample_accession", "secondary_sample_accession",
+          "study_accession", "secondary_study_accession", "submission_accession", "tax_id", "scientific_name",
+          "instrument_platform", "instrument_model", "library_layout", "library_strategy", "library_source",
+          "library_selection", "library_name", "read_count", "base_count", "sample_title", "experiment_title",
+          "study_title", "fastq_ftp", "fastq_md5", "fastq_bytes", "submitted_ftp", "submitted_md5",
+          "submitted_bytes", "sra_ftp", "sra_md5", "sra_bytes")
+KINDS = ("fastq", "submitted", "sra")
+TRIES = 4
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    run: str
+    name: str  # ENA's file name: RUN_1.fastq.gz, RUN_2.fastq.gz, RUN.fastq.gz
+    url: str
+    md5: str
+    size: int
+    read: int | None  # 1 or 2 for paired reads, None for a single file
+
+
+@dataclass
+class Plan:
+    accession: Accession
+    kind: str
+    rows: list[dict] = field(default_factory=list)  # the whole report, for metadata.tsv
+    files: list[RemoteFile] = field(default_factory=list)
+    without_files: list[str] = field(default_factory=list)  # runs that have no file of this kind
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def endpoints() -> tuple[str, str]:
+    return (os.environ.get("LABFERRY_ENA_PORTAL", PORTAL).rstrip("/"),
+            os.environ.get("LABFERRY_ENA_FILES", FILES).rstrip("/"))
+
+
+def report(accession: Accession, *, ca_file: str | None = None, sleep=time.sleep) -> list[dict]:
+    """The portal's rows for ``accession`` (an empty list when it answered 204: nothing public matches)."""
+    portal, _ = endpoints()
+    query = urllib.parse.urlencode({"accession": accession.text, "result": "read_run", "fields": ",".join(FIELDS),
+                                    "format": "tsv", "limit": 0})
+    url = f"{portal}/filereport?{query}"
+    context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
+    last: Exception | None = None
+    for attempt in range(TRIES):
+        try:
+            with urllib.request.urlopen(url, timeout=60, context=context) as answer:
+                if answer.status == 204:
+                    return []
+                return parse_tsv(answer.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500 and exc.code not in (408, 429):
+                raise NotFound(f"ENA's portal refused the query for {accession.text} (HTTP {exc.code}). Check the "
+                               "accession.") from None
+            last = exc
+        except (urllib.error.URLError, OSError) as exc:
+            last = exc
+        if attempt < TRIES - 1:
+            sleep(2 ** attempt)
+    reason = getattr(last, "reason", None) or last
+    if isinstance(last, urllib.error.HTTPError):
+        raise Transient(f"ENA's portal at {portal} kept failing (HTTP {last.code}) after {TRIES} tries. Try again "
+                        "later.")
+    raise Unreachable(f"ENA's portal at {portal} could not be reached ({reason}) after {TRIES} tries. Check the "
+                      "network, or set LABFERRY_ENA_PORTAL to a mirror.")
+
+
+def parse_tsv(text: str) -> list[dict]:
+    return [dict(row) for row in csv.DictReader(io.StringIO(text), delimiter="\t")]
+
+
+def plan(accession: Accession, rows: list[dict], kind: str = "fastq") -> Plan:
+    """The files of ``kind`` the rows list, each with its URL under ``LABFERRY_ENA_FILES``, MD5 and size."""
+    _, files_base = endpoints()
+    made = Plan(accession, kind, rows)
+    for row in rows:
+        run = row.get("run_accession", "")
+        paths = [p for p in (row.get(f"{kind}_ftp") or "").split(";") if p]
+        md5s = (row.get(f"{kind}_md5") or "").split(";")
+        sizes = (row.get(f"{kind}_bytes") or "").split(";")
+        if not paths:
+            made.without_files.append(run)
+            continue
+        paired = len(paths) > 1
+        for i, path in enumerate(paths):
+            name = posixpath.basename(path)
+            made.files.append(RemoteFile(
+                run=run, name=name, url=files_url(files_base, path), md5=md5s[i] if i < len(md5s) else "",
+                size=int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0,
+                read=_read_number(name, run) if paired else None))
+    return made
+
+
+def files_url(base: str, path: str) -> str:
+    """``ftp.sra.ebi.ac.uk/vol1/fastq/…`` (as the report gives it, host first) under ``base``."""
+    parsed = urllib.parse.urlsplit(path if "://" in path else f"//{path}")
+    return base + urllib.parse.quote(parsed.path)
+
+
+def _read_number(name: str, run: str) -> int | None:
+    for read in (1, 2):
+        if name.startswith(f"{run}_{read}."):
+            return read
+    return None

@@ -1,0 +1,137 @@
+"""``labferry copy ena:ACCESSION DEST/``: a stand-in ENA portal (tests/servers/ena_portal.py), the files on the
+real nginx with TLS, every file checked against the published MD5, a samplesheet nf-core reads."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+
+import pytest
+
+from .conftest import MiB, labferry
+from .test_https_errors import assert_clean_failure
+
+
+def _data(seed: int, size: int) -> bytes:
+    import random
+
+    return random.Random(seed).randbytes(size)
+
+
+@pytest.fixture(scope="module")
+def portal(nginx):
+    from tests.servers.ena_portal import Portal
+
+    server = Portal(nginx.data).start()
+    common = dict(sample="SAMEA0000001", study="ERP000001", project="PRJEB1111")
+    server.add_run("ERR0000001", experiment="ERX0000001", layout="PAIRED", **common,
+                   fastq=[("ERR0000001_1.fastq.gz", _data(1, 24 * MiB)), ("ERR0000001_2.fastq.gz", _data(2, 24 * MiB))])
+    server.add_run("ERR0000002", experiment="ERX0000002", layout="SINGLE", **common,
+                   fastq=[("ERR0000002.fastq.gz", _data(3, 2 * MiB))])
+    server.add_run("ERR0000003", experiment="ERX0000003", layout="SINGLE", **common, fastq=[],
+                   submitted=[("sample3.bam", _data(4, 1 * MiB))])
+    damaged = dict(sample="SAMEA0000002", study="ERP000002", project="PRJEB2222")
+    server.add_run("ERR0000004", experiment="ERX0000004", layout="PAIRED", **damaged,
+                   fastq=[("ERR0000004_1.fastq.gz", _data(5, 1 * MiB)), ("ERR0000004_2.fastq.gz", _data(6, 1 * MiB))],
+                   wrong_md5="ERR0000004_2.fastq.gz")
+    server.add_run("ERR0000005", experiment="ERX0000005", layout="SINGLE", **damaged,
+                   fastq=[("ERR0000005.fastq.gz", _data(7, 1 * MiB))])
+    yield server
+    server.stop()
+
+
+def fetch(portal, nginx, *args: str, home, **env_extra):
+    env = dict(os.environ, LABFERRY_ENA_PORTAL=portal.url, LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}",
+               **env_extra)
+    return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
+
+
+def md5_of(path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def test_a_project_arrives_verified_with_a_samplesheet_and_the_report(portal, nginx, tmp_path, ferry_home):
+    dest = tmp_path / "study"
+    proc = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    names = sorted(p.name for p in dest.iterdir())
+    assert names == ["ERR0000001_1.fastq.gz", "ERR0000001_2.fastq.gz", "ERR0000002.fastq.gz", "metadata.tsv",
+                     "samplesheet.csv"]
+    for row in portal.runs[:2]:
+        for path, md5 in zip(row["fastq_ftp"].split(";"), row["fastq_md5"].split(";"), strict=True):
+            assert md5_of(dest / path.rsplit("/", 1)[1]) == md5
+    assert out["runs_without_files"] == ["ERR0000003"]
+    assert "ERR0000003" in proc.stderr and "--files submitted" in proc.stderr  # named, never skipped silently
+    with open(dest / "samplesheet.csv") as sheet:
+        assert sheet.readline().startswith('"sample","fastq_1","fastq_2","run_accession","experiment_accession"')
+    with open(dest / "samplesheet.csv") as sheet:
+        rows = {r["run_accession"]: r for r in csv.DictReader(sheet)}
+    assert set(rows) == {"ERR0000001", "ERR0000002"}
+    paired, single = rows["ERR0000001"], rows["ERR0000002"]
+    assert paired["sample"] == "ERX0000001" and paired["single_end"] == "false"
+    assert paired["fastq_1"] == str(dest / "ERR0000001_1.fastq.gz") and paired["fastq_2"].endswith("_2.fastq.gz")
+    assert paired["md5_1"] == md5_of(dest / "ERR0000001_1.fastq.gz")
+    assert single["single_end"] == "true" and single["fastq_2"] == "" and single["md5_2"] == ""
+    with open(dest / "metadata.tsv") as meta:
+        report = list(csv.DictReader(meta, delimiter="\t"))
+    assert [r["run_accession"] for r in report] == ["ERR0000001", "ERR0000002", "ERR0000003"]
+    assert report[0]["scientific_name"] == "Homo sapiens"
+
+    # the same command again: what is here and verified is not fetched again
+    log_before = nginx.access_log.read_text().count("ERR0000001_1.fastq.gz")
+    again = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--json", home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    states = {f["name"]: f["state"] for f in json.loads(again.stdout.strip().splitlines()[-1])["files"]}
+    assert set(states.values()) == {"kept"}
+    assert nginx.access_log.read_text().count("ERR0000001_1.fastq.gz") == log_before
+
+
+def test_a_file_that_does_not_match_its_md5_fails_alone(portal, nginx, tmp_path, ferry_home):
+    dest = tmp_path / "damaged"
+    proc = fetch(portal, nginx, "PRJEB2222", f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode != 0
+    assert re.search(r"ERR0000004: ERR0000004_2\.fastq\.gz: .*md5", proc.stderr, re.I), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (dest / "ERR0000004_2.fastq.gz").exists()  # nothing under the final name
+    assert (dest / "ERR0000004_1.fastq.gz").exists() and (dest / "ERR0000005.fastq.gz").exists()
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    states = {f["name"]: f["state"] for f in out["files"]}
+    assert states == {"ERR0000004_1.fastq.gz": "fetched", "ERR0000004_2.fastq.gz": "failed",
+                      "ERR0000005.fastq.gz": "fetched"}
+    with open(dest / "samplesheet.csv") as sheet:
+        assert [r["run_accession"] for r in csv.DictReader(sheet)] == ["ERR0000005"]  # an incomplete run is left out
+
+
+def test_one_run_by_its_bare_accession(portal, nginx, tmp_path, ferry_home, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    proc = fetch(portal, nginx, "ERR0000002", "got/", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert md5_of(tmp_path / "got" / "ERR0000002.fastq.gz") == portal.runs[1]["fastq_md5"]
+
+
+def test_nothing_public_is_one_sentence(portal, nginx, tmp_path, ferry_home):
+    proc = fetch(portal, nginx, "ena:ERR9999999", f"{tmp_path}/x/", "-q", home=ferry_home)
+    assert_clean_failure(proc, 3, words=("nothing public", "ERR9999999"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_malformed_accession_is_bad_input_and_writes_nothing(portal, nginx, tmp_path, ferry_home):
+    for word in ("ena:SRR12", "ena:hello", "GSE12345"):
+        proc = fetch(portal, nginx, word, f"{tmp_path}/x/", home=ferry_home)
+        assert_clean_failure(proc, 2)
+    assert not (tmp_path / "x").exists() and portal.queries.count("SRR12") == 0
+
+
+def test_a_portal_that_fails_is_asked_again_then_named(portal, nginx, tmp_path, ferry_home):
+    portal.fail_first["ERR0000005"] = 2  # two 503s, then the answer
+    proc = fetch(portal, nginx, "ena:ERR0000005", f"{tmp_path}/ok/", "-q", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    from tests.servers.nginx import free_port
+
+    down = labferry("copy", "ena:ERR0000005", f"{tmp_path}/no/", "-q", env_home=ferry_home, timeout=120,
+                    env=dict(os.environ, LABFERRY_ENA_PORTAL=f"http://127.0.0.1:{free_port()}/api"))
+    assert_clean_failure(down, 4, words=("ENA's portal", "could not be reached"))

@@ -1,0 +1,120 @@
+"""A stand-in for ENA's Portal API (a public service the tests must not reach), with the files on a real nginx.
+
+It answers ``/filereport?accession=…&result=read_run&fields=…&format=tsv|json`` as ENA documents it: one row
+per run with the fields asked for, in that order (TSV with a header line, or a JSON list of objects), ``204 No
+Content`` when nothing matches, and for an accession of a study, project, sample or experiment every run that
+belongs to it. ``fail_first[ACC] = N`` makes the first N queries for ACC answer 503, as the portal does now
+and then. The files themselves are written under ``nginx.data/vol1/…``, where the report's
+``ftp.sra.ebi.ac.uk/vol1/…`` paths lead once ``LABFERRY_ENA_FILES`` names the nginx.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+HOST = "ftp.sra.ebi.ac.uk"
+
+
+class Portal:
+    def __init__(self, files_root: Path) -> None:
+        self.files_root = files_root
+        self.runs: list[dict] = []
+        self.fail_first: dict[str, int] = {}
+        self.queries: list[str] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/ena/portal/api"
+
+    def start(self) -> Portal:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def add_run(self, run: str, *, experiment: str, sample: str, study: str, project: str, layout: str,
+                fastq: list[tuple[str, bytes]], submitted: list[tuple[str, bytes]] = (), wrong_md5: str | None = None,
+                title: str = "") -> None:
+        """A run and its files (name, content), written where nginx serves them; ``wrong_md5``: the name of
+        a file whose published MD5 is not its content's (a damaged archive copy, or a stale report)."""
+        row = {"run_accession": run, "experiment_accession": experiment, "sample_accession": sample,
+               "secondary_sample_accession": sample.replace("SAMEA", "ERS"), "study_accession": project,
+               "secondary_study_accession": study, "submission_accession": "ERA0000001", "tax_id": "9606",
+               "scientific_name": "Homo sapiens", "instrument_platform": "ILLUMINA",
+               "instrument_model": "Illumina NovaSeq 6000", "library_layout": layout, "library_strategy": "WGS",
+               "library_source": "GENOMIC", "library_selection": "RANDOM", "library_name": f"lib-{run}",
+               "read_count": "1000", "base_count": "150000", "sample_title": title or f"sample of {run}",
+               "experiment_title": f"experiment of {run}", "study_title": "A stand-in study"}
+        for kind, files in (("fastq", fastq), ("submitted", submitted)):
+            paths, md5s, sizes = [], [], []
+            for name, data in files:
+                rel = f"vol1/{kind}/{run[:6]}/{run}/{name}"
+                target = self.files_root / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                paths.append(f"{HOST}/{rel}")
+                md5 = hashlib.md5(data).hexdigest()
+                md5s.append("0" * 32 if name == wrong_md5 else md5)
+                sizes.append(str(len(data)))
+            row |= {f"{kind}_ftp": ";".join(paths), f"{kind}_md5": ";".join(md5s), f"{kind}_bytes": ";".join(sizes)}
+        row |= {"sra_ftp": "", "sra_md5": "", "sra_bytes": ""}
+        self.runs.append(row)
+        if os.geteuid() == 0:
+            for folder in self.files_root.rglob("*"):
+                os.chmod(folder, 0o755 if folder.is_dir() else 0o644)
+
+    def matching(self, accession: str) -> list[dict]:
+        keys = ("run_accession", "experiment_accession", "sample_accession", "secondary_sample_accession",
+                "study_accession", "secondary_study_accession")
+        return [r for r in self.runs if accession in (r.get(k) for k in keys)]
+
+    def _handler(self):
+        portal = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                if not parts.path.endswith("/filereport") or query.get("result") != "read_run":
+                    return self._send(400, b"unsupported query", "text/plain")
+                accession = query.get("accession", "")
+                portal.queries.append(accession)
+                if portal.fail_first.get(accession, 0) > 0:
+                    portal.fail_first[accession] -= 1
+                    return self._send(503, b"Service Unavailable", "text/plain")
+                rows = portal.matching(accession)
+                if not rows:
+                    return self._send(204, b"", "text/plain")
+                fields = [f for f in query.get("fields", "run_accession").split(",") if f]
+                if "run_accession" not in fields:
+                    fields.insert(0, "run_accession")
+                if query.get("format") == "json":
+                    body = json.dumps([{f: r.get(f, "") for f in fields} for r in rows]).encode()
+                    return self._send(200, body, "application/json")
+                lines = ["\t".join(fields)] + ["\t".join(r.get(f, "") for f in fields) for r in rows]
+                return self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain")
+
+            def _send(self, status: int, body: bytes, kind: str) -> None:
+                self.send_response(status)
+                if status != 204:
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if status != 204:
+                    self.wfile.write(body)
+
+        return Handler

@@ -1,0 +1,47 @@
+"""Accessions and ENA's report, without the network: which kind each accession is, and the plan a report gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.accessions import ena, ids
+from backends.core.errors import BadRequest
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("SRR1234567", "run"), ("ena:ERR000001", "run"), ("DRR123456", "run"), ("SRX1234567", "experiment"),
+    ("ERS123456", "sample"), ("SAMN01234567", "sample"), ("SAMEA1234567", "sample"), ("SAMD00012345", "sample"),
+    ("SRP123456", "study"), ("ERP000001", "study"), ("PRJNA625551", "project"), ("PRJEB37513", "project"),
+    ("PRJDB1234", "project"),
+])
+def test_each_kind_of_accession(text, kind):
+    assert ids.parse(text).kind == kind
+
+
+@pytest.mark.parametrize("text", ["SRR12", "srr1234567", "ena:", "PRJXX1", "ena:hello world", "GSE147507"])
+def test_what_is_not_an_accession_is_refused_in_words(text):
+    with pytest.raises(BadRequest) as caught:
+        ids.parse(text)
+    assert caught.value.exit_status == 2
+
+
+def test_a_bare_word_is_an_accession_only_when_no_such_path_exists(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert ids.is_accession("SRR1234567") and ids.is_accession("ena:anything")
+    (tmp_path / "SRR1234567").write_text("a local file of that name: an upload, as before")
+    assert not ids.is_accession("SRR1234567")
+    assert not ids.is_accession("data/run1.bam") and not ids.is_accession("https://host/x")
+
+
+def test_the_plan_takes_urls_md5s_and_sizes_from_the_report(monkeypatch):
+    monkeypatch.setenv("LABFERRY_ENA_FILES", "https://mirror.example.org/ena/")
+    rows = ena.parse_tsv(
+        "run_accession\tfastq_ftp\tfastq_md5\tfastq_bytes\n"
+        "SRR1\tftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1.fastq.gz;ftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1_1.fastq.gz;"
+        "ftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1_2.fastq.gz\taa;bb;cc\t10;20;30\n"
+        "SRR2\t\t\t\n")
+    plan = ena.plan(ids.parse("SRP123456"), rows)
+    assert [(f.name, f.read, f.md5, f.size) for f in plan.files] == [
+        ("SRR1.fastq.gz", None, "aa", 10), ("SRR1_1.fastq.gz", 1, "bb", 20), ("SRR1_2.fastq.gz", 2, "cc", 30)]
+    assert plan.files[1].url == "https://mirror.example.org/ena/vol1/fastq/SRR1/SRR1_1.fastq.gz"
+    assert plan.without_files == ["SRR2"] and plan.total_bytes == 60
