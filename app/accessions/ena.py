@@ -49,15 +49,48 @@ class RemoteFile:
 
 @dataclass
 class Plan:
-    accession: Accession
-    kind: str
+    label: str  # the accession, or the list it came from
+    kind: str  # fastq | submitted | sra
     rows: list[dict] = field(default_factory=list)  # the whole report, for metadata.tsv
     files: list[RemoteFile] = field(default_factory=list)
     without_files: list[str] = field(default_factory=list)  # runs that have no file of this kind
+    nothing_for: list[str] = field(default_factory=list)  # accessions ENA has nothing public for (204)
 
     @property
     def total_bytes(self) -> int:
         return sum(f.size for f in self.files)
+
+    @property
+    def runs(self) -> int:
+        return len({r.get("run_accession") for r in self.rows})
+
+    def add(self, rows: list[dict]) -> None:
+        """A report's rows and their files of this plan's kind (a run two accessions share, once)."""
+        _, files_base = endpoints()
+        known = {r.get("run_accession") for r in self.rows}
+        for row in rows:
+            run = row.get("run_accession", "")
+            if run in known:
+                continue
+            known.add(run)
+            self.rows.append(row)
+            paths = [p for p in (row.get(f"{self.kind}_ftp") or "").split(";") if p]
+            md5s = (row.get(f"{self.kind}_md5") or "").split(";")
+            sizes = (row.get(f"{self.kind}_bytes") or "").split(";")
+            if not paths:
+                self.without_files.append(run)
+                continue
+            for i, path in enumerate(paths):
+                name = posixpath.basename(path)
+                self.files.append(RemoteFile(
+                    run=run, name=name, url=files_url(files_base, path), md5=md5s[i] if i < len(md5s) else "",
+                    size=int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0,
+                    read=_read_number(name, run) if len(paths) > 1 else None))
+
+    def add_url(self, url: str) -> None:
+        """A plain address from a list: fetched as it is, checked by size and what the server publishes."""
+        self.files.append(RemoteFile(run="", name=posixpath.basename(urllib.parse.urlsplit(url).path), url=url,
+                                     md5="", size=0, read=None))
 
 
 def endpoints() -> tuple[str, str]:
@@ -102,23 +135,8 @@ def parse_tsv(text: str) -> list[dict]:
 
 def plan(accession: Accession, rows: list[dict], kind: str = "fastq") -> Plan:
     """The files of ``kind`` the rows list, each with its URL under ``LABFERRY_ENA_FILES``, MD5 and size."""
-    _, files_base = endpoints()
-    made = Plan(accession, kind, rows)
-    for row in rows:
-        run = row.get("run_accession", "")
-        paths = [p for p in (row.get(f"{kind}_ftp") or "").split(";") if p]
-        md5s = (row.get(f"{kind}_md5") or "").split(";")
-        sizes = (row.get(f"{kind}_bytes") or "").split(";")
-        if not paths:
-            made.without_files.append(run)
-            continue
-        paired = len(paths) > 1
-        for i, path in enumerate(paths):
-            name = posixpath.basename(path)
-            made.files.append(RemoteFile(
-                run=run, name=name, url=files_url(files_base, path), md5=md5s[i] if i < len(md5s) else "",
-                size=int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0,
-                read=_read_number(name, run) if paired else None))
+    made = Plan(accession.text, kind)
+    made.add(rows)
     return made
 
 

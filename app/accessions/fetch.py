@@ -21,9 +21,11 @@ from backends.streams.partfile import room_for
 
 from .ena import Plan, RemoteFile
 
-#: files fetched at once, and the streams they share (per file: budget // jobs)
+#: the streams every file fetched at once shares; large files go four at a time (each budget // 4 streams),
+#: a study of small files as many at a time as there are streams (one each: a small file is one request)
 JOBS = 4
 BUDGET = 16
+SMALL = 64 << 20
 
 
 @dataclass
@@ -60,8 +62,17 @@ def already_here(f: RemoteFile, folder: Path) -> bool:
     return not f.md5 or hash_file(path, ("md5",))["md5"] == f.md5.lower()
 
 
+def lanes(todo: list[RemoteFile], budget: int) -> tuple[int, int]:
+    """(files at once, streams each) within ``budget`` streams: small files one stream each, many at once."""
+    budget = max(1, budget)
+    if todo and all(0 < f.size <= SMALL for f in todo):
+        return budget, 1
+    jobs = min(JOBS, budget)
+    return jobs, max(1, budget // jobs)
+
+
 def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults | None = None, store=None,
-          jobs: int = JOBS, budget: int = BUDGET, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
+          budget: int = BUDGET, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
     outcome = Outcome()
     folder.mkdir(parents=True, exist_ok=True)
     todo = []
@@ -69,7 +80,8 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
         (outcome.kept if already_here(f, folder) else todo).append(f)
     room_for(folder / ".space", sum(f.size for f in todo), already=_partial_bytes(todo, folder))
     began = time.monotonic()
-    per_file = replace(overrides, max_streams=max(1, budget // max(1, jobs)))
+    jobs, streams = lanes(todo, budget)
+    per_file = replace(overrides, max_streams=streams, streams=1 if streams == 1 else overrides.streams)
     engine = Engine(run_queue=False, max_jobs=jobs).start()
     try:
         ids = {}

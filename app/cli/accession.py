@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from app.accessions import ena, ids
-from app.accessions.fetch import BUDGET, JOBS, Outcome, Progress, fetch
+from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.sheets import write_metadata, write_samplesheet
 from app.requests import Defaults
 from app.units import format_bytes, format_duration, format_rate
@@ -19,46 +19,82 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("public data (SRC is ena:ACCESSION or a bare accession such as SRR1234567)")
     group.add_argument("--files", choices=ena.KINDS, default="fastq",
                        help="which files of each run: fastq (default), submitted (as the authors sent them) or sra")
+    group.add_argument("-i", "--input", metavar="FILE",
+                       help="a list: one accession or address per line, # comments (then give only DEST)")
     group.add_argument("--host-connections", type=int, default=BUDGET, metavar="N",
-                       help=f"streams shared by the files fetched at once (default {BUDGET}, {JOBS} files at once)")
+                       help=f"streams the files fetched at once share (default {BUDGET}: four large files at a time, "
+                            "or as many small ones as streams)")
 
 
 def run(args: argparse.Namespace, overrides) -> int:
     from app.cli import EXIT_STATUSES
     from app.store import Store
 
-    accession = ids.parse(args.source)
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
-    rows = ena.report(accession, ca_file=overrides.ca_file)
-    if not rows:
-        raise NotFound(f"ENA has nothing public for {accession.text} (it may not be public yet, be suppressed, or "
-                       f"have a typo). Check https://www.ebi.ac.uk/ena/browser/view/{accession.text}.")
-    plan = ena.plan(accession, rows, args.files)
-    runs = len({r.get('run_accession') for r in rows})
-    _say(args, f"labferry: {ids.PREFIX}{accession.text} ({accession.kind}): {_count(runs, 'run')}, "
-               f"{_count(len(plan.files), args.files + ' file')}, {format_bytes(plan.total_bytes)} → {folder}")
+    plan = _plan(args, overrides.ca_file)
+    _say(args, f"labferry: {plan.label}: {_count(plan.runs, 'run')}, {_count(len(plan.files), args.files + ' file')}, "
+               f"{format_bytes(plan.total_bytes)} → {folder}")
     if plan.without_files:
         _say(args, f"labferry: no {args.files} files in ENA for {', '.join(plan.without_files)}; try --files "
                    f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
+    for missing in plan.nothing_for:
+        _say(args, f"labferry: ENA has nothing public for {missing} (not public yet, suppressed, or a typo).",
+             always=True)
     with Store() as store:
         defaults = Defaults.from_settings(store.settings.all())
-    jobs = max(1, min(JOBS, args.host_connections))
     live = not args.quiet and sys.stderr.isatty()
-    outcome = fetch(plan, folder, overrides, defaults=defaults, jobs=jobs, budget=args.host_connections,
-                    on_progress=_progress_line(accession.text) if live else None)
+    outcome = fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
+                    on_progress=_progress_line(plan.label) if live else None)
     if live:
         sys.stderr.write("\r\033[K")
     write_metadata(plan, folder)
     sheet_rows = write_samplesheet(plan, folder, outcome.verified_names) if args.files == "fastq" else 0
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
-    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 0
-    _summary(args, accession, plan, outcome, sheet_rows, folder)
+    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for else 0
+    _summary(plan, outcome, sheet_rows, folder)
     if args.json:
-        print(json.dumps(_as_json(accession, plan, outcome, folder, status)))
+        print(json.dumps(_as_json(plan, outcome, folder, status)))
     return status
+
+
+def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
+    """Every accession (and plain address) asked for, checked before the portal is asked anything."""
+    if args.input:
+        sources, label = read_list(Path(args.input)), Path(args.input).name
+    else:
+        sources, label = [args.source], args.source
+    parsed = [s if "://" in s else ids.parse(s) for s in sources]  # a malformed line: exit 2, nothing asked
+    plan = ena.Plan(label, args.files)
+    for source in parsed:
+        if isinstance(source, str):
+            plan.add_url(source)
+            continue
+        rows = ena.report(source, ca_file=ca_file)
+        if not rows:
+            plan.nothing_for.append(source.text)
+        plan.add(rows)
+    if not plan.files and not plan.without_files:
+        one = plan.nothing_for[0] if len(plan.nothing_for) == 1 else None
+        raise NotFound(f"ENA has nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
+                       "yet, be suppressed, or have a typo)." + (f" Check https://www.ebi.ac.uk/ena/browser/view/{one}."
+                                                                  if one else ""))
+    return plan
+
+
+def read_list(path: Path) -> list[str]:
+    """``-i FILE``: one accession or address per line; blank lines and ``#`` comments are skipped."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BadRequest(f"Cannot read the list {path}: {exc.strerror}. Check the file name.") from None
+    found = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    found = [line for line in found if line]
+    if not found:
+        raise BadRequest(f"The list {path} names no accession or address (one per line; # starts a comment).")
+    return found
 
 
 def _say(args, text: str, always: bool = False) -> None:
@@ -80,12 +116,12 @@ def _progress_line(name: str):
     return show
 
 
-def _summary(args, accession, plan, outcome: Outcome, sheet_rows: int, folder: Path) -> None:
+def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path) -> None:
     rate = format_rate(outcome.bytes_moved / outcome.seconds) if outcome.seconds > 0 else "-"
     kept = f", {len(outcome.kept)} already here and verified" if outcome.kept else ""
     failed = f", {len(outcome.failed)} failed" if outcome.failed else ""
     fetched = _count(len(outcome.done), "file")
-    print(f"labferry: {accession.text}: {fetched} fetched ({format_bytes(outcome.bytes_moved)} in "
+    print(f"labferry: {plan.label}: {fetched} fetched ({format_bytes(outcome.bytes_moved)} in "
           f"{format_duration(outcome.seconds)}, {rate}){kept}{failed}; every file checked against ENA's MD5 and size. "
           f"{folder / 'samplesheet.csv'} lists {_count(sheet_rows, 'run')}; metadata.tsv has the "
           "whole report.", file=sys.stderr)
@@ -93,12 +129,12 @@ def _summary(args, accession, plan, outcome: Outcome, sheet_rows: int, folder: P
         print("labferry: run the same command again to fetch what failed; verified files are kept.", file=sys.stderr)
 
 
-def _as_json(accession, plan, outcome: Outcome, folder: Path, status: int) -> dict:
+def _as_json(plan, outcome: Outcome, folder: Path, status: int) -> dict:
     failed = {f.name: sentence for f, sentence, _ in outcome.failed}
     state = {f.name: "fetched" for f in outcome.done} | {f.name: "kept" for f in outcome.kept} | \
         {name: "failed" for name in failed}
     return {
-        "ok": status == 0, "accession": accession.text, "kind": accession.kind, "files_kind": plan.kind,
+        "ok": status == 0, "accession": plan.label, "files_kind": plan.kind, "nothing_for": plan.nothing_for,
         "dest": str(folder), "bytes": plan.total_bytes, "bytes_fetched": outcome.bytes_moved,
         "seconds": round(outcome.seconds, 3), "runs_without_files": plan.without_files,
         "files": [{"run": f.run, "name": f.name, "bytes": f.size, "md5": f.md5, "state": state.get(f.name, "failed"),

@@ -17,6 +17,7 @@ from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Defaults, Overrides, parse_streams
 from app.units import format_bytes, format_duration, format_rate, parse_rate
 from backends.core.checksums import parse_checksum
+from backends.core.errors import BadRequest
 
 
 def add_parser(sub) -> None:
@@ -29,12 +30,12 @@ def add_parser(sub) -> None:
         description="Copy SRC to DEST. Either side may be site:NAME/path (a saved site profile). Run the same "
                     "command again to resume an interrupted copy.",
     )
-    p.add_argument("source", metavar="SRC",
+    p.add_argument("source", metavar="SRC", nargs="?",
                    help="a URL (https://data.example.org/run1.bam, sftp://user@host/data/run1/, "
                         "gsiftp://dtn/data/run1.tar), a .torrent file or magnet: link, ena:ACCESSION (a run, "
                         "sample, study or project: every file, MD5-checked, with a samplesheet), site:NAME/path, or a "
                         "local path to upload")
-    p.add_argument("dest", metavar="DEST",
+    p.add_argument("dest", metavar="DEST", nargs="?",
                    help="a local file or folder, or an sftp://, scp://, ftp://, gsiftp:// address or site:NAME/path "
                         "to upload to")
     p.add_argument("--streams", default=None, metavar="N|auto",
@@ -134,7 +135,13 @@ def run(args: argparse.Namespace) -> int:
     from app.requests import resolve
     from app.store import Store
 
-    if is_accession(args.source):
+    if args.input:
+        if args.source is None or args.dest is not None:
+            raise BadRequest("With -i LIST, give only the destination folder: labferry copy -i LIST DEST/.")
+        args.source, args.dest = None, args.source  # the one word given is DEST
+    elif args.source is None or args.dest is None:
+        raise BadRequest("Give what to copy and where: labferry copy SRC DEST (or -i LIST DEST/).")
+    if args.input or is_accession(args.source):
         from .accession import run as fetch_accession
 
         return fetch_accession(args, overrides_from(args))

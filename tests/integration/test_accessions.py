@@ -135,3 +135,26 @@ def test_a_portal_that_fails_is_asked_again_then_named(portal, nginx, tmp_path, 
     down = labferry("copy", "ena:ERR0000005", f"{tmp_path}/no/", "-q", env_home=ferry_home, timeout=120,
                     env=dict(os.environ, LABFERRY_ENA_PORTAL=f"http://127.0.0.1:{free_port()}/api"))
     assert_clean_failure(down, 4, words=("ENA's portal", "could not be reached"))
+
+
+def test_a_list_of_accessions_and_addresses(portal, nginx, tmp_path, ferry_home):
+    """``-i FILE``, as aria2c and kingfisher users write them: comments, blank lines, an address among accessions,
+    and one accession ENA has nothing for (named; the rest arrive; the exit status says not everything did)."""
+    listing = tmp_path / "wanted.txt"
+    listing.write_text("# the runs for figure 2\nERR0000002\n\nena:ERR0000005   # the control\n"
+                       f"https://127.0.0.1:{nginx.port}/plain.bin\nERR9999999\n")
+    (nginx.data / "plain.bin").write_bytes(b"x" * 1000)
+    dest = tmp_path / "listed"
+    proc = fetch(portal, nginx, "-i", str(listing), f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode == 3, proc.stderr
+    assert "nothing public for ERR9999999" in proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {f["name"]: f["state"] for f in out["files"]} == {
+        "ERR0000002.fastq.gz": "fetched", "ERR0000005.fastq.gz": "fetched", "plain.bin": "fetched"}
+    with open(dest / "samplesheet.csv") as sheet:
+        assert sorted(r["run_accession"] for r in csv.DictReader(sheet)) == ["ERR0000002", "ERR0000005"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("ERR0000002\nnot-an-accession\n")
+    proc = fetch(portal, nginx, "-i", str(bad), f"{tmp_path}/none/", home=ferry_home)
+    assert_clean_failure(proc, 2, words=("not-an-accession",))
+    assert not (tmp_path / "none").exists()

@@ -45,3 +45,14 @@ def test_the_plan_takes_urls_md5s_and_sizes_from_the_report(monkeypatch):
         ("SRR1.fastq.gz", None, "aa", 10), ("SRR1_1.fastq.gz", 1, "bb", 20), ("SRR1_2.fastq.gz", 2, "cc", 30)]
     assert plan.files[1].url == "https://mirror.example.org/ena/vol1/fastq/SRR1/SRR1_1.fastq.gz"
     assert plan.without_files == ["SRR2"] and plan.total_bytes == 60
+
+
+def test_small_files_go_many_at_once_and_large_ones_four_at_a_time():
+    from app.accessions.fetch import lanes
+
+    def files(*sizes):
+        return [ena.RemoteFile("R", f"f{i}", "u", "", size, None) for i, size in enumerate(sizes)]
+
+    assert lanes(files(*[4 << 20] * 40), 16) == (16, 1)
+    assert lanes(files(4 << 20, 2 << 30), 16) == (4, 4)
+    assert lanes(files(2 << 30), 2) == (2, 1)
