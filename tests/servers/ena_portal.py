@@ -22,18 +22,18 @@ HOST = "ftp.sra.ebi.ac.uk"
 
 
 class Portal:
-    def __init__(self, files_root: Path) -> None:
-        self.files_root = files_root
+    def __init__(self, files_root: Path, listen: str = "127.0.0.1", port: int = 0) -> None:
+        self.files_root, self.listen = files_root, listen
         self.runs: list[dict] = []
         self.fail_first: dict[str, int] = {}
         self.queries: list[str] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = ThreadingHTTPServer((listen, port), self._handler())
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/ena/portal/api"
+        return f"http://{self.listen}:{self.port}/ena/portal/api"
 
     def start(self) -> Portal:
         self.thread.start()
@@ -118,3 +118,25 @@ class Portal:
                     self.wfile.write(body)
 
         return Handler
+
+
+def report_row(run: str, files: list[tuple[str, Path]], **fields: str) -> dict:
+    """A run's report row for files already where nginx serves them (``rel`` path, local path), for benchmarks."""
+    paths = [f"{HOST}/{rel}" for rel, _ in files]
+    md5s = []
+    for _, local in files:
+        digest = hashlib.md5()
+        with open(local, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+        md5s.append(digest.hexdigest())
+    return {"run_accession": run, **fields, "fastq_ftp": ";".join(paths), "fastq_md5": ";".join(md5s),
+            "fastq_bytes": ";".join(str(local.stat().st_size) for _, local in files)}
+
+
+if __name__ == "__main__":  # python -m tests.servers.ena_portal ROWS.json HOST PORT: serve rows (benchmarks)
+    import sys
+
+    served = Portal(Path("."), listen=sys.argv[2], port=int(sys.argv[3]))
+    served.runs = json.loads(Path(sys.argv[1]).read_text())
+    served.server.serve_forever()
