@@ -17,7 +17,7 @@ from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.core.base import Lister, TransferOptions, TransferRequest
+from backends.core.base import Closer, Lister, TransferOptions, TransferRequest
 from backends.core.errors import AuthError, LocalError, TransferError, Unavailable
 from backends.core.registry import Registry
 from backends.core.registry import registry as default_registry
@@ -125,6 +125,12 @@ class Engine:
         self._closing = True  # jobs stopped here go back to "queued": nothing may start them again now
         for job_id in list(self._tasks):
             await self._stop(job_id, JobState.QUEUED)
+        for backend in self.registry.loaded():
+            if isinstance(backend, Closer):
+                try:
+                    await backend.aclose()  # what a backend kept warm for this loop's jobs (HTTPS sessions)
+                except Exception:
+                    log.warning("backend %s did not close cleanly", backend.name, exc_info=True)
 
     def _call(self, coro, timeout: float | None = 60):
         if not self._loop:

@@ -259,6 +259,14 @@ class Seeder(Protocol):
 
 
 @runtime_checkable
+class Closer(Protocol):
+    """Keeps something alive between jobs of one event loop (HTTPS's warm connections) and lets it go when the
+    engine stops: ``aclose`` runs on that loop."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
 class StreamRatesSink(Protocol):
     """A sink that also shows each live stream's rate (the window's details pane)."""
 

@@ -60,6 +60,10 @@ class Registry:
             except Exception as exc:  # a broken plug-in must not take the app down
                 log.warning("backend %s could not be loaded: %s", ep.name, exc)
 
+    def loaded(self) -> list[Backend]:
+        """The backends already loaded (without scanning for more)."""
+        return list(self._backends.values())
+
     def all(self) -> list[Backend]:
         self._load(everything=True)
         return list(self._backends.values())

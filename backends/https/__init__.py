@@ -55,8 +55,15 @@ async def _session(url: str, options: TransferOptions):
 
     url, login = split_login(url)
     settings = read_options(HttpsOptions, options.backend_options)
-    async with open_session(options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
-                            login=Login(url, *login) if login else None) as session:
+    timeouts = HttpTimeouts(stall=settings.stall_seconds)
+    if login:  # a login stays in its job's own session
+        async with open_session(options.ca_file, options.insecure, timeouts, login=Login(url, *login)) as session:
+            yield url, session
+        return
+    from .pool import pool_here
+
+    key = (options.ca_file, bool(options.insecure), settings.stall_seconds)
+    async with pool_here().borrow(key, lambda: open_session(options.ca_file, options.insecure, timeouts)) as session:
         yield url, session
 
 
@@ -68,6 +75,12 @@ class HttpsBackend:
 
     def available(self) -> Availability:
         return Availability(True)
+
+    async def aclose(self) -> None:
+        """The sessions this loop's jobs shared (``pool.py``) close with the engine."""
+        from .pool import close_here
+
+        await close_here()
 
     def check(self, request: TransferRequest) -> None:
         from .address import validate_url
