@@ -82,6 +82,8 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
     began = time.monotonic()
     jobs, streams = lanes(todo, budget)
     per_file = replace(overrides, max_streams=streams, streams=1 if streams == 1 else overrides.streams)
+    if streams == 1:  # small files: the next one goes on a connection the last one warmed (backends/https/pool.py)
+        per_file = replace(per_file, backend_options=per_file.backend_options | {"share_connections": True})
     engine = Engine(run_queue=False, max_jobs=jobs).start()
     try:
         ids = {}

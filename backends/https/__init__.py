@@ -56,8 +56,9 @@ async def _session(url: str, options: TransferOptions):
     url, login = split_login(url)
     settings = read_options(HttpsOptions, options.backend_options)
     timeouts = HttpTimeouts(stall=settings.stall_seconds)
-    if login:  # a login stays in its job's own session
-        async with open_session(options.ca_file, options.insecure, timeouts, login=Login(url, *login)) as session:
+    if login or not settings.share_connections:  # a login stays in its job's own session
+        async with open_session(options.ca_file, options.insecure, timeouts,
+                                login=Login(url, *login) if login else None) as session:
             yield url, session
         return
     from .pool import pool_here

@@ -17,3 +17,6 @@ class HttpsOptions:
                             flag="--web-page")
     stall_seconds: float = option(STALL_SECONDS, "a stream that gets no data for this long is a fault, retried "
                                                  "(default 60)", flag="--stall-timeout", metavar="SECONDS")
+    share_connections: bool = option(False, "reuse warm connections with the other jobs of this process: for many "
+                                            "small files from one server (an accession's small runs); large files "
+                                            "do better on fresh ones")

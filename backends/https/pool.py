@@ -1,10 +1,13 @@
-"""HTTP sessions shared by the jobs of one event loop, so the next file reuses warm connections.
+"""HTTP sessions shared by the jobs of one event loop, so the next small file reuses warm connections.
 
 A study of forty 4 MiB runs fetched as forty jobs, each with a session of its own, paid forty TCP and TLS
 handshakes and forty slow starts: 350 Mbit/s at 50 ms / 1e-3, where aria2c, keeping its connections to the
-host, reached 620. With one session per (CA, TLS checks, stall time) shared by the jobs, the same study ran at
-550 (tests/bench/archive_wan.py). A session with a login in it is never shared: its credentials stay with its
-job. An unused session closes after ``IDLE_SECONDS``; the engine closes the rest when it stops (``aclose``).
+host, reached 540-620. With one session per (CA, TLS checks, stall time) shared by the jobs, the same study ran
+at 450-550 (tests/bench/archive_wan.py). Only jobs that ask for it share (``share_connections``, which an
+accession's small-file lane sets): four 64-256 MiB files at once went from ~790 to ~670 Mbit/s on shared
+sessions, whose reused connections carry the cwnd that loss left them instead of a fresh slow start. A
+session with a login in it is never shared: its credentials stay with its job. An unused session closes after
+``IDLE_SECONDS``; the engine closes the rest when it stops (``aclose``).
 """
 
 from __future__ import annotations
