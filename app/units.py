@@ -28,6 +28,11 @@ def parse_rate(text: str) -> int:
     return int(value)
 
 
+def counted(n: int, word: str) -> str:
+    """"1 stream", "8 streams", "0 runs": a count and its noun, in the plural unless it is one."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def format_bytes(n: float | None) -> str:
     if n is None:
         return "?"

@@ -133,13 +133,6 @@ def parse_tsv(text: str) -> list[dict]:
     return [dict(row) for row in csv.DictReader(io.StringIO(text), delimiter="\t")]
 
 
-def plan(accession: Accession, rows: list[dict], kind: str = "fastq") -> Plan:
-    """The files of ``kind`` the rows list, each with its URL under ``LABFERRY_ENA_FILES``, MD5 and size."""
-    made = Plan(accession.text, kind)
-    made.add(rows)
-    return made
-
-
 def files_url(base: str, path: str) -> str:
     """``ftp.sra.ebi.ac.uk/vol1/fastq/…`` (as the report gives it, host first) under ``base``."""
     parsed = urllib.parse.urlsplit(path if "://" in path else f"//{path}")

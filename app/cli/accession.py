@@ -11,7 +11,7 @@ from app.accessions import ena, ids
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.sheets import write_metadata, write_samplesheet
 from app.requests import Defaults
-from app.units import format_bytes, format_duration, format_rate
+from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest, NotFound
 
 
@@ -34,8 +34,9 @@ def run(args: argparse.Namespace, overrides) -> int:
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     plan = _plan(args, overrides.ca_file)
-    _say(args, f"labferry: {plan.label}: {_count(plan.runs, 'run')}, {_count(len(plan.files), args.files + ' file')}, "
-               f"{format_bytes(plan.total_bytes)} → {folder}")
+    files = counted(len(plan.files), f"{args.files} file")
+    _say(args, f"labferry: {plan.label}: {counted(plan.runs, 'run')}, {files}, {format_bytes(plan.total_bytes)} → "
+               f"{folder}")
     if plan.without_files:
         _say(args, f"labferry: no {args.files} files in ENA for {', '.join(plan.without_files)}; try --files "
                    f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
@@ -102,10 +103,6 @@ def _say(args, text: str, always: bool = False) -> None:
         print(text, file=sys.stderr)
 
 
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
-
-
 def _progress_line(name: str):
     def show(p: Progress) -> None:
         left = (p.bytes_total - p.bytes_done) / p.rate if p.rate > 0 else None
@@ -120,10 +117,10 @@ def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path) -> None:
     rate = format_rate(outcome.bytes_moved / outcome.seconds) if outcome.seconds > 0 else "-"
     kept = f", {len(outcome.kept)} already here and verified" if outcome.kept else ""
     failed = f", {len(outcome.failed)} failed" if outcome.failed else ""
-    fetched = _count(len(outcome.done), "file")
+    fetched = counted(len(outcome.done), "file")
     print(f"labferry: {plan.label}: {fetched} fetched ({format_bytes(outcome.bytes_moved)} in "
           f"{format_duration(outcome.seconds)}, {rate}){kept}{failed}; every file checked against ENA's MD5 and size. "
-          f"{folder / 'samplesheet.csv'} lists {_count(sheet_rows, 'run')}; metadata.tsv has the "
+          f"{folder / 'samplesheet.csv'} lists {counted(sheet_rows, 'run')}; metadata.tsv has the "
           "whole report.", file=sys.stderr)
     if outcome.failed:
         print("labferry: run the same command again to fetch what failed; verified files are kept.", file=sys.stderr)

@@ -15,7 +15,7 @@ from app.cli.flags import add_option_flags, options_from_flags
 from app.engine import Engine, JobState
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Defaults, Overrides, parse_streams
-from app.units import format_bytes, format_duration, format_rate, parse_rate
+from app.units import counted, format_bytes, format_duration, format_rate, parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import BadRequest
 
@@ -236,7 +236,7 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
     if view.state == JobState.DONE:
         print(
             f"labferry: {view.dest}: {format_bytes(result['bytes'])} in {format_duration(result['seconds'])}"
-            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {_streams(result['streams'])});"
+            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {counted(result['streams'], 'stream')});"
             f" sha256 {result['sha256']}; verified: {result['verify_method']}.",
             file=sys.stderr,
         )
@@ -247,10 +247,6 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
     if as_json:
         print(json.dumps(_json_result(view, status)))
     return status
-
-
-def _streams(count: int) -> str:
-    return f"{count} stream" if count == 1 else f"{count} streams"
 
 
 def _json_result(view, status: int) -> dict:

@@ -22,6 +22,7 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 
+from app.units import counted
 from backends.host.hosttcp import Advice, HostTcp, advise
 
 #: the knee: the fewest streams reaching this share of the best swept rate
@@ -170,7 +171,7 @@ class Analysis:
 
 def streams_phrase(n: int) -> str:
     """"1 stream", "8 streams": the words every preflight message uses."""
-    return f"{n} stream" + ("s" if n != 1 else "")
+    return counted(n, "stream")
 
 
 def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | None = None) -> tuple[int, str]:

@@ -14,7 +14,6 @@ while it moved: a server session that restarted on the new file would splice two
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -49,17 +48,13 @@ class Record:
     def trusted(self, entry: Entry) -> int:
         """The prefix to keep when the server's file is the one recorded; 0 (and the record dropped) if not."""
         wanted = identity_of(self.source, entry)
-        done = self._file.peek(self.source)
-        try:
-            record = json.loads(self.path.read_text())  # its size and time, as PartFile wrote them
-        except (OSError, ValueError):
-            record = {}
+        done = self._file.recorded(wanted) if wanted.validated else []
         prefix = done[0][1] if len(done) == 1 and done[0][0] == 0 else 0
         try:
             on_disk = self.part.stat().st_size
         except OSError:
             on_disk = 0
-        if not (wanted.validated and wanted.matches(record)) or prefix > on_disk or prefix > entry.size:
+        if not prefix or prefix > on_disk or prefix > entry.size:
             self.drop()
             return 0
         self._file.identity = wanted

@@ -223,7 +223,9 @@ class PartFile:
         raise LocalError(f"{self.part} keeps disappearing while Ferry opens it. Check what else writes to "
                          f"{self.dest.parent}, then run the transfer again.")
 
-    def _trusted_ranges(self, identity: Identity, proven_later: bool = False) -> list[Interval]:
+    def recorded(self, identity: Identity, proven_later: bool = False) -> list[Interval]:
+        """The ranges the record holds when it was written for this very source (same size and validators;
+        without validators, only by this run unless ``proven_later``); [] otherwise. The part file is not read."""
         try:
             record = json.loads(self.state.read_text())
         except (OSError, ValueError):
@@ -232,9 +234,12 @@ class PartFile:
             return []
         if not identity.validated and record.get("run") != RUN and not proven_later:
             return []  # another run's bytes from a server that cannot say whether its file changed
+        return [(int(s), int(e)) for s, e in record.get("done", [])]
+
+    def _trusted_ranges(self, identity: Identity, proven_later: bool = False) -> list[Interval]:
         if identity.size is None or os.fstat(self.fd).st_size != identity.size:
             return []
-        return [(int(s), int(e)) for s, e in record.get("done", [])]
+        return self.recorded(identity, proven_later)
 
     def _truncate(self) -> None:
         try:

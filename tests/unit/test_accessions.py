@@ -40,7 +40,8 @@ def test_the_plan_takes_urls_md5s_and_sizes_from_the_report(monkeypatch):
         "SRR1\tftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1.fastq.gz;ftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1_1.fastq.gz;"
         "ftp.sra.ebi.ac.uk/vol1/fastq/SRR1/SRR1_2.fastq.gz\taa;bb;cc\t10;20;30\n"
         "SRR2\t\t\t\n")
-    plan = ena.plan(ids.parse("SRP123456"), rows)
+    plan = ena.Plan("SRP123456", "fastq")
+    plan.add(rows)
     assert [(f.name, f.read, f.md5, f.size) for f in plan.files] == [
         ("SRR1.fastq.gz", None, "aa", 10), ("SRR1_1.fastq.gz", 1, "bb", 20), ("SRR1_2.fastq.gz", 2, "cc", 30)]
     assert plan.files[1].url == "https://mirror.example.org/ena/vol1/fastq/SRR1/SRR1_1.fastq.gz"
