@@ -53,6 +53,8 @@ class JobView:
     notes: tuple[str, ...] = ()
     result: dict | None = None  # the backend's Result as a dict, once done
     stream_rates: tuple[float, ...] = ()  # bytes/s of each live stream
+    #: a list job's files: name → (state, the error's sentence, its kind); see ``FileStatesSink``
+    files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -83,6 +85,7 @@ class Job:
     notes: list[str] = field(default_factory=list)
     result: dict | None = None
     stream_rates: tuple[float, ...] = ()
+    files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
     def view(self) -> JobView:
         return JobView(
@@ -90,7 +93,8 @@ class Job:
             bytes_total=self.bytes_total, bytes_done=self.bytes_done, rate=self.rate, eta=self.eta,
             streams=self.streams, attempts=self.attempts, error=self.error, error_kind=self.error_kind,
             notes=tuple(self.notes[-50:]), result=self.result, stream_rates=self.stream_rates,
+            files=dict(self.files),
         )
 
     def copy(self) -> Job:
-        return replace(self, notes=list(self.notes))
+        return replace(self, notes=list(self.notes), files=dict(self.files))

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.core.base import Checksum, TransferOptions
+from backends.core.base import Checksum, ListedFile, TransferOptions
 from backends.core.errors import BadRequest
 from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
@@ -119,6 +119,28 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
+
+
+def resolve_list(label: str, files: list[ListedFile], folder: str | os.PathLike,
+                 overrides: Overrides | None = None, *, store=None, defaults: Defaults | None = None,
+                 registry: Registry | None = None) -> Request:
+    """Build the one request for a list of files into ``folder`` (an accession's: ``label`` names it in the
+    queue and the history): the same merge as ``resolve``; the backend is the one every address shares."""
+    if not files:
+        raise BadRequest(f"{label} names no file to fetch.")
+    overrides = overrides or Overrides()
+    registry = registry or default_registry
+    backends = {registry.for_route(f.address, str(folder), overrides.backend).name for f in files}
+    if len(backends) > 1:
+        raise BadRequest(f"{label} mixes addresses of several protocols ({', '.join(sorted(backends))}); give one "
+                         "list per protocol.")
+    backend = registry.get(backends.pop())
+    options = _merge(overrides, defaults or Defaults(), None)
+    options = replace(options, files=tuple(files),
+                      backend_options=check_backend_options(backend, options.backend_options))
+    if store is not None and options.streams == "auto" and not options.initial_streams:
+        options = replace(options, initial_streams=_advised_streams(store, files[0].address, "", backend.name))
+    return Request(label, str(Path(folder).expanduser().absolute()), options, backend.name)
 
 
 def site_options(site, overrides: Overrides | None = None) -> TransferOptions:

@@ -13,19 +13,17 @@ import csv
 import io
 import os
 import posixpath
-import ssl
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 
-from backends.core.errors import NotFound, Transient, Unreachable
-
 from .ids import Accession
+from .services import ask
 
 PORTAL = "https://www.ebi.ac.uk/ena/portal/api"
 FILES = "https://ftp.sra.ebi.ac.uk"
+FTP_FILES = "ftp://ftp.sra.ebi.ac.uk"
+ROUTES = ("https", "ftp")
 #: the report's columns Ferry asks for: the files of each kind, and what a samplesheet and its reader need
 FIELDS = ("run_accession", "experiment_accession", "sample_accession", "secondary_sample_accession",
           "study_accession", "secondary_study_accession", "submission_accession", "tax_id", "scientific_name",
@@ -34,7 +32,6 @@ FIELDS = ("run_accession", "experiment_accession", "sample_accession", "secondar
           "study_title", "fastq_ftp", "fastq_md5", "fastq_bytes", "submitted_ftp", "submitted_md5",
           "submitted_bytes", "sra_ftp", "sra_md5", "sra_bytes")
 KINDS = ("fastq", "submitted", "sra")
-TRIES = 4
 
 
 @dataclass(frozen=True)
@@ -45,16 +42,21 @@ class RemoteFile:
     md5: str
     size: int
     read: int | None  # 1 or 2 for paired reads, None for a single file
+    other_url: str = ""  # the same file by the other route (ftp:// for https://, and the other way round)
 
 
 @dataclass
 class Plan:
     label: str  # the accession, or the list it came from
     kind: str  # fastq | submitted | sra
+    route: str = "https"  # which of ROUTES is tried first; the other when it fails for a file
     rows: list[dict] = field(default_factory=list)  # the whole report, for metadata.tsv
     files: list[RemoteFile] = field(default_factory=list)
     without_files: list[str] = field(default_factory=list)  # runs that have no file of this kind
     nothing_for: list[str] = field(default_factory=list)  # accessions ENA has nothing public for (204)
+    #: GEO accessions and what they were asked as in ENA (GSE1 → SRP1); a GEO accession linking no reads, to []
+    geo: dict[str, list[str]] = field(default_factory=dict)
+    subseries: dict[str, list[str]] = field(default_factory=dict)  # a GEO SuperSeries without reads: its series
 
     @property
     def total_bytes(self) -> int:
@@ -66,7 +68,7 @@ class Plan:
 
     def add(self, rows: list[dict]) -> None:
         """A report's rows and their files of this plan's kind (a run two accessions share, once)."""
-        _, files_base = endpoints()
+        bases = route_bases(self.route)
         known = {r.get("run_accession") for r in self.rows}
         for row in rows:
             run = row.get("run_accession", "")
@@ -83,9 +85,9 @@ class Plan:
             for i, path in enumerate(paths):
                 name = posixpath.basename(path)
                 self.files.append(RemoteFile(
-                    run=run, name=name, url=files_url(files_base, path), md5=md5s[i] if i < len(md5s) else "",
+                    run=run, name=name, url=files_url(bases[0], path), md5=md5s[i] if i < len(md5s) else "",
                     size=int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0,
-                    read=_read_number(name, run) if len(paths) > 1 else None))
+                    read=_read_number(name, run) if len(paths) > 1 else None, other_url=files_url(bases[1], path)))
 
     def add_url(self, url: str) -> None:
         """A plain address from a list: fetched as it is, checked by size and what the server publishes."""
@@ -93,40 +95,26 @@ class Plan:
                                      md5="", size=0, read=None))
 
 
-def endpoints() -> tuple[str, str]:
-    return (os.environ.get("LABFERRY_ENA_PORTAL", PORTAL).rstrip("/"),
-            os.environ.get("LABFERRY_ENA_FILES", FILES).rstrip("/"))
+def portal_base() -> str:
+    return os.environ.get("LABFERRY_ENA_PORTAL", PORTAL).rstrip("/")
+
+
+def route_bases(first: str) -> tuple[str, str]:
+    """The files' two routes, ``first`` (https or ftp) first: ``LABFERRY_ENA_FILES`` for HTTPS and
+    ``LABFERRY_ENA_FTP`` for FTP (ENA serves the same tree both ways)."""
+    https = os.environ.get("LABFERRY_ENA_FILES", FILES).rstrip("/")
+    ftp = os.environ.get("LABFERRY_ENA_FTP", FTP_FILES).rstrip("/")
+    return (https, ftp) if first == "https" else (ftp, https)
 
 
 def report(accession: Accession, *, ca_file: str | None = None, sleep=time.sleep) -> list[dict]:
     """The portal's rows for ``accession`` (an empty list when it answered 204: nothing public matches)."""
-    portal, _ = endpoints()
+    portal = portal_base()
     query = urllib.parse.urlencode({"accession": accession.text, "result": "read_run", "fields": ",".join(FIELDS),
                                     "format": "tsv", "limit": 0})
-    url = f"{portal}/filereport?{query}"
-    context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
-    last: Exception | None = None
-    for attempt in range(TRIES):
-        try:
-            with urllib.request.urlopen(url, timeout=60, context=context) as answer:
-                if answer.status == 204:
-                    return []
-                return parse_tsv(answer.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            if exc.code < 500 and exc.code not in (408, 429):
-                raise NotFound(f"ENA's portal refused the query for {accession.text} (HTTP {exc.code}). Check the "
-                               "accession.") from None
-            last = exc
-        except (urllib.error.URLError, OSError) as exc:
-            last = exc
-        if attempt < TRIES - 1:
-            sleep(2 ** attempt)
-    reason = getattr(last, "reason", None) or last
-    if isinstance(last, urllib.error.HTTPError):
-        raise Transient(f"ENA's portal at {portal} kept failing (HTTP {last.code}) after {TRIES} tries. Try again "
-                        "later.")
-    raise Unreachable(f"ENA's portal at {portal} could not be reached ({reason}) after {TRIES} tries. Check the "
-                      "network, or set LABFERRY_ENA_PORTAL to a mirror.")
+    body = ask(f"{portal}/filereport?{query}", "ENA's portal", accession.text, "LABFERRY_ENA_PORTAL",
+               ca_file=ca_file, sleep=sleep)
+    return parse_tsv(body.decode("utf-8")) if body else []
 
 
 def parse_tsv(text: str) -> list[dict]:

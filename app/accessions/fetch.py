@@ -1,9 +1,11 @@
-"""The files of a plan through the engine: a few at once under one budget of streams, each checked by its MD5.
+"""The files of a plan through the engine as one job: one queue row, one history entry, one session.
 
-Each file is one request from the front door (an HTTPS download with its published MD5 as the checksum, which
-the backend computes while the data arrives beside SHA-256), so resume, retries, the rate cap and the history
-work as for any copy. A file already in the folder under its final name with the published size and MD5 is
-not fetched again; a mismatch leaves nothing under the final name (the backend's rule) and fails that file only.
+The plan's files go through the front door as one list request (``app.requests.resolve_list``) that the HTTPS
+backend fetches as a ``ListFetcher``: small files many at a time over reused connections, large ones split
+and a few at once, all within one budget of connections to the host (``--host-connections``), each checked
+against its published MD5 and size while it arrives. A file already here and verified is not fetched again; a
+mismatch leaves nothing under the final name and fails that file only; resume, retries, the rate cap and the
+history work as for any copy.
 """
 
 from __future__ import annotations
@@ -14,18 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.engine import Engine, JobState
-from app.requests import Defaults, Overrides, resolve
-from backends.core.base import Checksum
-from backends.streams.hashing import hash_file
+from app.requests import Defaults, Overrides, resolve_list
+from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT, Checksum, ListedFile
 from backends.streams.partfile import room_for
 
 from .ena import Plan, RemoteFile
 
-#: the streams every file fetched at once shares; large files go four at a time (each budget // 4 streams),
-#: a study of small files as many at a time as there are streams (one each: a small file is one request)
-JOBS = 4
+#: connections to the files' host that the study's files share (``--host-connections``)
 BUDGET = 16
-SMALL = 64 << 20
 
 
 @dataclass
@@ -35,6 +33,7 @@ class Outcome:
     failed: list[tuple[RemoteFile, str, str]] = field(default_factory=list)  # (file, sentence, error kind)
     bytes_moved: int = 0
     seconds: float = 0.0
+    job_id: int | None = None
 
     @property
     def verified_names(self) -> set[str]:
@@ -50,70 +49,87 @@ class Progress:
     rate: float  # bytes/s over the whole run
 
 
-def already_here(f: RemoteFile, folder: Path) -> bool:
-    """The final name holds the published bytes: the same size, and the same MD5 (read again: a file of that
-    name may come from elsewhere)."""
-    path = folder / f.name
-    try:
-        if not path.is_file() or path.stat().st_size != f.size:
-            return False
-    except OSError:
-        return False
-    return not f.md5 or hash_file(path, ("md5",))["md5"] == f.md5.lower()
+def listed(files: list[RemoteFile], *, other_route: bool = False) -> list[ListedFile]:
+    """The files as the list job takes them: address (or the other route's), name, the report's size and MD5."""
+    return [ListedFile(f.other_url if other_route else f.url, f.name, f.size or None,
+                       Checksum("md5", f.md5.lower(), "ENA's report") if f.md5 else None, f.run)
+            for f in files]
 
 
-def lanes(todo: list[RemoteFile], budget: int) -> tuple[int, int]:
-    """(files at once, streams each) within ``budget`` streams: small files one stream each, many at once."""
-    budget = max(1, budget)
-    if todo and all(0 < f.size <= SMALL for f in todo):
-        return budget, 1
-    jobs = min(JOBS, budget)
-    return jobs, max(1, budget // jobs)
+#: what may go better by the other route: the server or the path, not the bytes or this computer
+OTHER_ROUTE_FOR = ("not-found", "unreachable", "transient", "remote-changed", "tls", "permission-denied",
+                   "web-page", "unavailable", "error")
 
 
 def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults | None = None, store=None,
-          budget: int = BUDGET, on_progress: Callable[[Progress], None] | None = None) -> Outcome:
+          budget: int = BUDGET, on_progress: Callable[[Progress], None] | None = None,
+          on_switch: Callable[[int, str], None] | None = None) -> Outcome:
+    """The plan's files as one job; the files that failed for a reason the other route may not have (a 550 on
+    one mirror, an FTP reset, a proxy refusing HTTPS) are tried once more by it, as a second job."""
     outcome = Outcome()
     folder.mkdir(parents=True, exist_ok=True)
-    todo = []
-    for f in plan.files:
-        (outcome.kept if already_here(f, folder) else todo).append(f)
-    room_for(folder / ".space", sum(f.size for f in todo), already=_partial_bytes(todo, folder))
+    missing = [f for f in plan.files if not _same_size_here(f, folder)]
+    room_for(folder / ".space", sum(f.size for f in missing), already=_partial_bytes(missing, folder))
     began = time.monotonic()
-    jobs, streams = lanes(todo, budget)
-    per_file = replace(overrides, max_streams=streams, streams=1 if streams == 1 else overrides.streams)
-    if streams == 1:  # small files: the next one goes on a connection the last one warmed (backends/https/pool.py)
-        per_file = replace(per_file, backend_options=per_file.backend_options | {"share_connections": True})
-    engine = Engine(run_queue=False, max_jobs=jobs).start()
-    try:
-        ids = {}
-        for f in todo:
-            request = resolve(f.url, str(folder / f.name),
-                              replace(per_file, checksum=Checksum("md5", f.md5.lower(), "ENA") if f.md5 else None),
-                              defaults=defaults, store=store)
-            ids[request.submit_to(engine).id] = f
-        pending = dict(ids)
-        kept_bytes = sum(f.size for f in outcome.kept)
-        while pending:
-            time.sleep(0.25)
-            views = {job_id: engine.job(job_id) for job_id in ids}
-            for job_id in list(pending):
-                view = views[job_id]
-                if view.state == JobState.DONE:
-                    outcome.done.append(pending.pop(job_id))
-                elif view.state.terminal or view.state == JobState.PAUSED:
-                    f = pending.pop(job_id)
-                    outcome.failed.append((f, f"{f.run}: {f.name}: {view.error or 'did not finish.'}",
-                                           view.error_kind or ""))
-            if on_progress:
-                moved = sum(v.bytes_done for v in views.values())
-                on_progress(Progress(len(outcome.done) + len(outcome.kept), len(plan.files), moved + kept_bytes,
-                                     plan.total_bytes, moved / max(1e-3, time.monotonic() - began)))
-        outcome.bytes_moved = sum(f.size for f in outcome.done)
-    finally:
-        engine.close()
+    overrides = replace(overrides, max_streams=budget)
+    _run(plan.label, listed(plan.files), plan, folder, overrides, defaults, store, outcome, on_progress, began)
+    again = [f for f, _, kind in outcome.failed if kind in OTHER_ROUTE_FOR and f.other_url]
+    if again:
+        other = "ftp" if plan.route == "https" else "https"
+        if on_switch:
+            on_switch(len(again), other)
+        outcome.failed = [entry for entry in outcome.failed if entry[0] not in again]
+        _run(f"{plan.label} ({other})", listed(again, other_route=True), plan, folder, overrides, defaults, store,
+             outcome, on_progress, began)
+    outcome.bytes_moved = sum(f.size for f in outcome.done)
     outcome.seconds = time.monotonic() - began
     return outcome
+
+
+def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, overrides: Overrides, defaults, store,
+         outcome: Outcome, on_progress, began: float) -> None:
+    """One list job to its end; its files' fates added to ``outcome``."""
+    request = resolve_list(label, files, folder, overrides, defaults=defaults, store=store)
+    names = {f.name for f in files}
+    engine = Engine(run_queue=False, max_jobs=1).start()
+    try:
+        job_id = outcome.job_id = request.submit_to(engine).id
+        while True:
+            try:
+                view = engine.wait(job_id, timeout=0.25)
+            except TimeoutError:
+                view = engine.job(job_id)
+            ended = view.state.terminal or view.state == JobState.PAUSED
+            if on_progress and not ended:
+                here = sum(f.size for f in plan.files if view.files.get(f.name, ("",))[0] == FILE_KEPT)
+                before = sum(f.size for f in outcome.done)
+                done = len(outcome.done) + len(outcome.kept) + sum(
+                    1 for state, *_ in view.files.values() if state in (FILE_DONE, FILE_KEPT))
+                on_progress(Progress(done, len(plan.files), before + view.bytes_done + here, plan.total_bytes,
+                                     (before + view.bytes_done) / max(1e-3, time.monotonic() - began)))
+            if ended:
+                break
+    finally:
+        engine.close()
+    for f in plan.files:
+        if f.name not in names:
+            continue
+        state, error, kind = view.files.get(f.name, (None, None, None))
+        if state == FILE_DONE or (state is None and view.state == JobState.DONE):
+            outcome.done.append(f)
+        elif state == FILE_KEPT:
+            outcome.kept.append(f)
+        else:
+            why = error or view.error or "did not finish."
+            kind = (kind if state == FILE_FAILED else None) or view.error_kind or ""
+            outcome.failed.append((f, f"{f.run + ': ' if f.run else ''}{f.name}: {why}", kind))
+
+
+def _same_size_here(f: RemoteFile, folder: Path) -> bool:
+    try:
+        return (folder / f.name).stat().st_size == f.size
+    except OSError:
+        return False
 
 
 def _partial_bytes(todo: list[RemoteFile], folder: Path) -> int:

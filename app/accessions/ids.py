@@ -20,8 +20,8 @@ KINDS: tuple[tuple[str, re.Pattern], ...] = (
     ("study", re.compile(r"[SED]RP\d{6,}")),
     ("project", re.compile(r"PRJ[NED][A-Z]\d+")),
 )
-#: GEO series and samples map to SRA runs through NCBI's E-utilities, which this version does not ask yet
-GEO = re.compile(r"GS[EM]\d+")
+#: GEO series and samples: mapped to the SRA study or experiment they link through NCBI's E-utilities (geo.py)
+GEO = (("geo-series", re.compile(r"GSE\d+")), ("geo-sample", re.compile(r"GSM\d+")))
 #: what looks like an accession at all: letters then digits (a typo in one is still said to be one)
 LOOKS_LIKE = re.compile(r"[A-Z]{3,6}\d{3,}")
 
@@ -29,22 +29,19 @@ LOOKS_LIKE = re.compile(r"[A-Z]{3,6}\d{3,}")
 @dataclass(frozen=True)
 class Accession:
     text: str
-    kind: str  # run | experiment | sample | study | project
+    kind: str  # run | experiment | sample | study | project | geo-series | geo-sample
 
 
 def parse(text: str) -> Accession:
     """``ena:ACC`` or a bare accession, checked; anything else is bad input (a sentence, exit 2)."""
     word = text[len(PREFIX):] if text.startswith(PREFIX) else text
     word = word.strip()
-    for kind, pattern in KINDS:
+    for kind, pattern in (*KINDS, *GEO):
         if pattern.fullmatch(word):
             return Accession(word, kind)
-    if GEO.fullmatch(word):
-        raise BadRequest(f"{word} is a GEO accession; Ferry fetches from ENA, so give the SRA study (SRP…), project "
-                         "(PRJNA…) or runs (SRR…) that GEO lists for it.")
     raise BadRequest(f"'{word}' is not an accession Ferry knows. Give a run (SRR/ERR/DRR…), experiment (SRX…), "
-                     "sample (SRS…, SAMN…, SAMEA…), study (SRP/ERP/DRP…) or project (PRJNA/PRJEB/PRJDB…), such as "
-                     "ena:PRJEB12345.")
+                     "sample (SRS…, SAMN…, SAMEA…), study (SRP/ERP/DRP…), project (PRJNA/PRJEB/PRJDB…) or GEO "
+                     "series or sample (GSE…, GSM…), such as ena:PRJEB12345.")
 
 
 def is_accession(source: str) -> bool:
@@ -54,5 +51,4 @@ def is_accession(source: str) -> bool:
         return True
     if "/" in source or "\\" in source or ":" in source or Path(source).exists():
         return False
-    return any(p.fullmatch(source) for _, p in KINDS) or bool(GEO.fullmatch(source)) or \
-        bool(LOOKS_LIKE.fullmatch(source))
+    return any(p.fullmatch(source) for _, p in (*KINDS, *GEO)) or bool(LOOKS_LIKE.fullmatch(source))

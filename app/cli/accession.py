@@ -7,18 +7,23 @@ import json
 import sys
 from pathlib import Path
 
-from app.accessions import ena, ids
+from app.accessions import ena, geo, ids
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.sheets import write_metadata, write_samplesheet
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest, NotFound
 
+CLEAR = "\r\033[K"  # back to the start of the progress line, and clear it
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("public data (SRC is ena:ACCESSION or a bare accession such as SRR1234567)")
     group.add_argument("--files", choices=ena.KINDS, default="fastq",
                        help="which files of each run: fastq (default), submitted (as the authors sent them) or sra")
+    group.add_argument("--route", choices=ena.ROUTES, default="https",
+                       help="how to reach ENA's files first: https (default; parallel ranges) or ftp; a file that "
+                            "fails one way is tried the other (LABFERRY_ENA_FILES, LABFERRY_ENA_FTP)")
     group.add_argument("-i", "--input", metavar="FILE",
                        help="a list: one accession or address per line, # comments (then give only DEST)")
     group.add_argument("--host-connections", type=int, default=BUDGET, metavar="N",
@@ -40,6 +45,12 @@ def run(args: argparse.Namespace, overrides) -> int:
     if plan.without_files:
         _say(args, f"labferry: no {args.files} files in ENA for {', '.join(plan.without_files)}; try --files "
                    f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
+    for accession, linked in plan.geo.items():
+        if linked:
+            _say(args, f"labferry: {accession} (GEO) is {', '.join(linked)} in SRA.")
+    unlinked = any(not linked for linked in plan.geo.values())
+    if unlinked and plan.files:
+        _say(args, f"labferry: {_no_reads_in_geo(plan)}", always=True)
     for missing in plan.nothing_for:
         _say(args, f"labferry: ENA has nothing public for {missing} (not public yet, suppressed, or a typo).",
              always=True)
@@ -47,14 +58,17 @@ def run(args: argparse.Namespace, overrides) -> int:
         defaults = Defaults.from_settings(store.settings.all())
     live = not args.quiet and sys.stderr.isatty()
     outcome = fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
-                    on_progress=_progress_line(plan.label) if live else None)
+                    on_progress=_progress_line(plan.label) if live else None,
+                    on_switch=lambda count, route: _say(args, f"{CLEAR if live else ''}labferry: "
+                                                              f"{counted(count, 'file')} failed by {args.route}; "
+                                                              f"trying {route}.", always=True))
     if live:
-        sys.stderr.write("\r\033[K")
+        sys.stderr.write(CLEAR)
     write_metadata(plan, folder)
     sheet_rows = write_samplesheet(plan, folder, outcome.verified_names) if args.files == "fastq" else 0
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
-    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for else 0
+    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for or unlinked else 0
     _summary(plan, outcome, sheet_rows, folder)
     if args.json:
         print(json.dumps(_as_json(plan, outcome, folder, status)))
@@ -64,25 +78,52 @@ def run(args: argparse.Namespace, overrides) -> int:
 def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
     """Every accession (and plain address) asked for, checked before the portal is asked anything."""
     if args.input:
-        sources, label = read_list(Path(args.input)), Path(args.input).name
+        sources, label = read_list(Path(args.input)), str(Path(args.input).expanduser().absolute())
     else:
-        sources, label = [args.source], args.source
+        sources = [args.source]
+        label = args.source if args.source.startswith(ids.PREFIX) else ids.PREFIX + args.source
     parsed = [s if "://" in s else ids.parse(s) for s in sources]  # a malformed line: exit 2, nothing asked
-    plan = ena.Plan(label, args.files)
+    plan = ena.Plan(label, args.files, args.route)
     for source in parsed:
         if isinstance(source, str):
             plan.add_url(source)
             continue
-        rows = ena.report(source, ca_file=ca_file)
-        if not rows:
-            plan.nothing_for.append(source.text)
-        plan.add(rows)
+        for asked in _in_ena(source, plan, ca_file):
+            rows = ena.report(asked, ca_file=ca_file)
+            if not rows:
+                plan.nothing_for.append(asked.text)
+            plan.add(rows)
+    if not plan.files and not plan.without_files and not plan.nothing_for:
+        raise NotFound(_no_reads_in_geo(plan))
     if not plan.files and not plan.without_files:
         one = plan.nothing_for[0] if len(plan.nothing_for) == 1 else None
         raise NotFound(f"ENA has nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
                        "yet, be suppressed, or have a typo)." + (f" Check https://www.ebi.ac.uk/ena/browser/view/{one}."
                                                                   if one else ""))
     return plan
+
+
+def _in_ena(source: ids.Accession, plan: ena.Plan, ca_file: str | None) -> list[ids.Accession]:
+    """What ENA is asked for: the accession itself, or the SRA study or experiments a GEO one links."""
+    if not source.kind.startswith("geo-"):
+        return [source]
+    links = geo.sra_for(source, ca_file=ca_file)
+    plan.geo[source.text] = [a.text for a in links.sra]
+    if links.subseries:
+        plan.subseries[source.text] = links.subseries
+    return links.sra
+
+
+def _no_reads_in_geo(plan: ena.Plan) -> str:
+    """GEO linked no reads to any accession asked: which, and where to look instead."""
+    said = []
+    for accession in (a for a, linked in plan.geo.items() if not linked):
+        sub = plan.subseries.get(accession)
+        said.append(f"{accession} is a GEO SuperSeries; its reads are under its series ({', '.join(sub[:6])}"
+                    f"{', …' if len(sub) > 6 else ''}): fetch those" if sub else
+                    f"GEO links no SRA reads to {accession} (it may hold processed files only; see "
+                    f"https://www.ncbi.nlm.nih.gov/geo/query/acc.cgi?acc={accession})")
+    return "; ".join(said) + "."
 
 
 def read_list(path: Path) -> list[str]:
@@ -107,7 +148,7 @@ def _progress_line(name: str):
     def show(p: Progress) -> None:
         left = (p.bytes_total - p.bytes_done) / p.rate if p.rate > 0 else None
         eta = f", {format_duration(left)} left" if left is not None else ""
-        sys.stderr.write(f"\r\033[K{name}: {p.files_done}/{p.files_total} files, {format_bytes(p.bytes_done)} of "
+        sys.stderr.write(f"{CLEAR}{name}: {p.files_done}/{p.files_total} files, {format_bytes(p.bytes_done)} of "
                          f"{format_bytes(p.bytes_total)}, {format_rate(p.rate)}{eta}")
         sys.stderr.flush()
     return show
@@ -132,6 +173,7 @@ def _as_json(plan, outcome: Outcome, folder: Path, status: int) -> dict:
         {name: "failed" for name in failed}
     return {
         "ok": status == 0, "accession": plan.label, "files_kind": plan.kind, "nothing_for": plan.nothing_for,
+        "geo": plan.geo,
         "dest": str(folder), "bytes": plan.total_bytes, "bytes_fetched": outcome.bytes_moved,
         "seconds": round(outcome.seconds, 3), "runs_without_files": plan.without_files,
         "files": [{"run": f.run, "name": f.name, "bytes": f.size, "md5": f.md5, "state": state.get(f.name, "failed"),

@@ -13,12 +13,13 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.core.base import Closer, Lister, TransferOptions, TransferRequest
-from backends.core.errors import AuthError, LocalError, TransferError, Unavailable
+from backends.core.base import Closer, Lister, ListFetcher, TransferOptions, TransferRequest
+from backends.core.errors import AuthError, BadRequest, LocalError, TransferError, Unavailable
 from backends.core.registry import Registry
 from backends.core.registry import registry as default_registry
 from backends.core.urls import redact
@@ -249,7 +250,12 @@ class Engine:
         available = backend.available()
         if not available.ok:
             raise Unavailable(available.reason)
-        await asyncio.to_thread(backend.check, TransferRequest(source, dest, options, state_dir=self.state_dir))
+        if options.files:
+            if not isinstance(backend, ListFetcher):
+                raise BadRequest(f"The {backend.name} backend cannot fetch a list of files as one job. Copy them one "
+                                 "by one.")
+        else:
+            await asyncio.to_thread(backend.check, TransferRequest(source, dest, options, state_dir=self.state_dir))
         shown, shown_dest = redact(source), redact(dest)
         existing = self.store.jobs.unfinished_for(shown, shown_dest)
         if existing and existing.id in self._tasks:
@@ -354,7 +360,7 @@ class Engine:
         source, dest = self._secrets.get(job_id, (job.source, job.dest))  # a password may be needed to clean up
         await self._stop(job_id, JobState.CANCELLED)
         backend = self.registry.get(job.backend)
-        await asyncio.to_thread(backend.discard, TransferRequest(source, dest, job.options, state_dir=self.state_dir))
+        await asyncio.to_thread(_discard, backend, TransferRequest(source, dest, job.options, state_dir=self.state_dir))
         JobRunner(self, job, job.source, job.dest).record_end("cancelled")
         self.store.jobs.remove(job_id)
         self.publish(FINISHED, job)
@@ -379,3 +385,13 @@ class Engine:
                 job.position = position
                 self.persist(job)
         self.publish(STATE, self._get(job_id))
+
+
+def _discard(backend, request: TransferRequest) -> None:
+    """What a cancelled job left behind: its file's, or each listed file's (blocking: run in a thread)."""
+    if not request.options.files:
+        backend.discard(request)
+        return
+    for f in request.options.files:
+        backend.discard(replace(request, source=f.address, dest=str(Path(request.dest) / f.name),
+                                options=replace(request.options, files=())))

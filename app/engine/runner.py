@@ -54,6 +54,10 @@ class JobSink:
     def stream_rates(self, rates: list[float]) -> None:
         self.job.stream_rates = tuple(rates)
 
+    def file_state(self, name: str, state: str, error: str | None = None, kind: str | None = None) -> None:
+        """A list job's file moved on (waiting, fetching, fetched, kept, failed)."""
+        self.job.files[name] = (state, error, kind)
+
     def note(self, message: str) -> None:
         self.job.notes.append(message)
         self.engine.publish(NOTE, self.job, message)
@@ -84,6 +88,8 @@ class JobRunner:
                 try:
                     request = TransferRequest(self.source, self.dest, self._options(), ask_trust=engine.ask_trust,
                                               state_dir=engine.state_dir)
+                    if request.options.files:  # a list job (an accession's files): ``ListFetcher``
+                        return await backend.fetch_list(request, sink)
                     return await backend.transfer(request, sink)
                 except TransferError as exc:
                     if not self._retryable(exc):

@@ -40,6 +40,32 @@ class Checksum:
     source: str = "given"  # "given" (by the user) or where it was found
 
 
+@dataclass(frozen=True)
+class ListedFile:
+    """One file of a list job (an accession's files): its address, where it goes below the job's folder, and
+    what its publisher says of it. The list comes from a catalogue (ENA's report), so no listing is read."""
+
+    address: str  # the file's URL on the backend's server
+    name: str  # its path below the destination folder
+    size: int | None = None
+    checksum: Checksum | None = None  # published (ENA's MD5): computed while the data arrives, compared at the end
+    label: str = ""  # what it belongs to, for sentences (a run accession)
+
+    def to_dict(self) -> dict:
+        d: dict = {"address": self.address, "name": self.name, "size": self.size, "label": self.label}
+        if self.checksum:
+            d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}:{self.checksum.source}"
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ListedFile:
+        checksum = None
+        if d.get("checksum"):
+            algorithm, hexdigest, source = (d["checksum"].split(":", 2) + ["given"])[:3]
+            checksum = Checksum(algorithm, hexdigest, source)
+        return cls(d["address"], d["name"], d.get("size"), checksum, d.get("label", ""))
+
+
 @dataclass
 class TransferOptions:
     """What the user asked for; everything has a sensible default."""
@@ -62,6 +88,8 @@ class TransferOptions:
     name_from_source: bool = False
     #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
     backend_options: dict = field(default_factory=dict)
+    #: a list job: these files into the folder DEST, as one job (a backend that is a ``ListFetcher``)
+    files: tuple[ListedFile, ...] = ()
 
     @property
     def rate_cap(self) -> int | None:
@@ -85,6 +113,8 @@ class TransferOptions:
         }
         if self.checksum:
             d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
+        if self.files:
+            d["files"] = [f.to_dict() for f in self.files]
         return d
 
     @classmethod
@@ -106,6 +136,7 @@ class TransferOptions:
             verify=bool(d.get("verify", True)),
             name_from_source=bool(d.get("name_from_source", False)),
             backend_options=dict(d.get("backend_options") or {}),
+            files=tuple(ListedFile.from_dict(f) for f in d.get("files") or ()),
         )
 
 
@@ -264,6 +295,29 @@ class Closer(Protocol):
     engine stops: ``aclose`` runs on that loop."""
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ListFetcher(Protocol):
+    """Fetches ``request.options.files`` into the folder ``request.dest`` as one job: many files at once over
+    reused connections, large ones split, each checked against its published checksum. A file that fails does
+    not stop the others; files already here and verified are not fetched again. Reports each file's state
+    through a ``FileStatesSink`` when the sink is one."""
+
+    async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result: ...
+
+
+#: the states a listed file moves through, as ``FileStatesSink.file_state`` reports them
+FILE_WAITING, FILE_MOVING, FILE_DONE, FILE_KEPT, FILE_FAILED = "waiting", "fetching", "fetched", "kept", "failed"
+
+
+@runtime_checkable
+class FileStatesSink(Protocol):
+    """A sink that also follows each file of a list job (the CLI's ``--json``, the window's files of a row)."""
+
+    def file_state(self, name: str, state: str, error: str | None = None, kind: str | None = None) -> None:
+        """``error`` and ``kind`` (a ``TransferError``'s sentence and kind) when the file failed."""
+        ...
 
 
 @runtime_checkable

@@ -107,6 +107,20 @@ class FtpBackend:
             entries = await lead.listing(address.path)
         return [Listed.of(entry) for entry in entries if entry.kind != "link"]
 
+    async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
+        """The files ``request.options.files`` names (all on one server) into the folder ``request.dest``, as
+        one job over one lead connection and a few pooled ones (``listed.py``)."""
+        from .listed import FtpList
+
+        addresses = [FtpAddress.parse(f.address) for f in request.options.files]
+        if len({(a.host, a.port, a.scheme) for a in addresses}) > 1:
+            raise BadRequest("The listed files are on several FTP servers; give one list per server.")
+        if "://" in request.dest:
+            raise BadRequest("A list of files goes into a local folder. Give a folder as the destination.")
+        connect = self._connector(addresses[0], request.options)
+        async with _opened(connect) as lead:
+            return await FtpList(addresses[0], request, sink, connect, lead).run()
+
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         from .download import download_file
 

@@ -157,19 +157,38 @@ class FtpFolder:
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         address = replace(self.top, path=file.address, folder=False)
         entry = await self.lead.entry(file.address)
-        request = replace(self.request, source=address.url(), dest=str(path),
-                          options=replace(self.options, overwrite=True))
+        request = replace(self.request, source=address.url(), dest=str(path), options=self._large_options(file))
         result = await download_file(address, entry, request, sink, self.connect, self.lead)
-        said = NOT_COMPARED if not self.options.verify else (
-            f"{result.verify_method.split()[0]} from the server matched" if result.verified
-            else "no checksum offered or published; size and modification time checked")
-        return FileDone(result.sha256, result.verified, said, result.bytes_fetched, result.streams)
+        return FileDone(result.sha256, result.verified, self._said(result), result.bytes_fetched, result.streams)
+
+    def _large_options(self, file: RemoteFile):
+        return replace(self.options, overwrite=True)
+
+    def _said(self, result: Result) -> str:
+        if not self.options.verify:
+            return NOT_COMPARED
+        return (f"{result.verify_method.split()[0]} from the server matched" if result.verified
+                else "no checksum offered or published; size and modification time checked")
+
+    def _hashers(self, file: RemoteFile) -> dict:
+        return hashers_for(self.sidecars.get(file.rel))
+
+    async def _check(self, file: RemoteFile, digests: dict[str, str], written: int,
+                     control: FtpControl) -> tuple[bool, str]:
+        """A small file's digests against the checksum file published beside it (read over ``control``)."""
+        side = self.sidecars.get(file.rel)
+        try:
+            text = await read_text(control, self.top.child(side[1]).path) if side else None
+        except (TransferError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise ftp_error(exc, self.top, step="read", path=side[1], started=True) from exc
+        return check_published(file.rel, digests, side, text, self.options.verify)
 
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         """The whole file with one ``RETR`` over a pooled connection, hashed as it comes, renamed once whole."""
         part = path.with_name(path.name + ".part")
-        side = self.sidecars.get(file.rel)
-        digests = hashers_for(side)
+        digests = self._hashers(file)
         control = await self.pool.take()
         written = 0
         try:
@@ -185,7 +204,6 @@ class FtpFolder:
                         if self.limiter:
                             await self.limiter.consume(len(data))
                     await control.end_read(stream, complete=True)
-                text = await read_text(control, self.top.child(side[1]).path) if side else None
             except (TransferError, asyncio.CancelledError):
                 raise
             except OSError as exc:
@@ -197,8 +215,8 @@ class FtpFolder:
             if file.size is not None and written != file.size:
                 raise ftp_error(ConnectionError(f"{written} of {file.size} bytes came"), self.top, step="read",
                                 path=file.address, started=True)
-            verified, method = check_published(file.rel, {k: h.hexdigest() for k, h in digests.items()}, side, text,
-                                               self.options.verify)
+            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, written,
+                                                 control)
             os.replace(part, path)
         except BaseException:
             part.unlink(missing_ok=True)

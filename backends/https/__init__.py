@@ -141,6 +141,21 @@ class HttpsBackend:
         result.dest = named
         return result
 
+    async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
+        """The files ``request.options.files`` names into the folder ``request.dest``, as one job on one session
+        (``listed.py``)."""
+        _import_aiohttp()
+        from .address import validate_url
+        from .listed import ListDownload
+
+        files = request.options.files
+        for f in files:
+            validate_url(f.address)
+        if "://" in request.dest:
+            raise BadRequest("A list of files goes into a local folder. Give a folder as the destination.")
+        async with _session(files[0].address, request.options) as (_, session):
+            return await ListDownload(session, request, sink).run()
+
     async def _served_name(self, session, request: TransferRequest) -> str | None:
         """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part
         of the address its redirects end at; None when that is the name the URL already gave."""

@@ -96,17 +96,18 @@ class FolderDownload:
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         from .download import Download
 
-        request = replace(self.request, source=file.address, dest=str(path),
-                          options=replace(self.options, overwrite=True, name_from_source=False))
-        result = await Download(self.session, request, sink).run()
+        result = await Download(self.session, self._large_request(file, path), sink).run()
         return FileDone(result.sha256, result.verified, self._said(result), result.bytes_fetched,
                         result.streams)
+
+    def _large_request(self, file: RemoteFile, path: Path) -> TransferRequest:
+        return replace(self.request, source=file.address, dest=str(path),
+                       options=replace(self.options, overwrite=True, name_from_source=False))
 
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         """One GET into ``NAME.part``, hashed as it comes, renamed once its size (and any sidecar) agrees."""
         part = path.with_name(path.name + ".part")
-        side = self.sidecars.get(file.rel)
-        digests = hashers_for(side)
+        digests = self._hashers(file)
         written = 0
         try:
             try:
@@ -141,14 +142,21 @@ class FolderDownload:
                 raise os_error(exc, part, "write") from None
             if expected is not None and wire != expected:
                 raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
-            text = await self._text(self.urls[side[1]]) if side else None
-            verified, method = check_published(file.rel, {k: h.hexdigest() for k, h in digests.items()}, side, text,
-                                               self.options.verify)
+            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, written)
             os.replace(part, path)
         except BaseException:
             part.unlink(missing_ok=True)
             raise
         return FileDone(digests["sha256"].hexdigest(), verified, method, written)
+
+    def _hashers(self, file: RemoteFile) -> dict:
+        return hashers_for(self.sidecars.get(file.rel))
+
+    async def _check(self, file: RemoteFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
+        """A small file's digests against the checksum file published beside it in the listing."""
+        side = self.sidecars.get(file.rel)
+        text = await self._text(self.urls[side[1]]) if side else None
+        return check_published(file.rel, digests, side, text, self.options.verify)
 
     def _said(self, result: Result) -> str:
         return _short(result) if self.options.verify else NOT_COMPARED

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.base import FILE_DONE, FILE_FAILED, FILE_MOVING, NOT_COMPARED, Sink, TransferOptions
 from ..core.checksums import SIDECARS, parse_sidecar
-from ..core.errors import Corrupt, LocalError
+from ..core.errors import Corrupt, LocalError, TransferError
 from .hashing import manifest_digest
 from .partfile import os_error, room_for
 
@@ -210,28 +210,44 @@ def set_mtime(path: Path, mtime: float | None) -> None:
 
 
 Fetch = Callable[[RemoteFile, Path, Sink], Awaitable[FileDone]]
+#: (the file's rel, its new state, the error when it failed): a list job's per-file states (``FileStatesSink``)
+OnState = Callable[[str, str, TransferError | None], None]
 
 
 async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *, small: Fetch, large: Fetch,
-                       large_from: int, at_once: int, totals: Totals) -> FileOutcome:
-    """Small files ``at_once`` at a time, large ones (``large_from`` bytes and up) one after another, both at
-    once; each fetch reports into ``totals`` through the sink it is given."""
+                       large_from: int, at_once: int, totals: Totals, large_at_once: int = 1,
+                       failures: dict[str, TransferError] | None = None,
+                       on_state: OnState | None = None) -> FileOutcome:
+    """Small files ``at_once`` at a time, large ones (``large_from`` bytes and up) ``large_at_once`` at a time,
+    both lanes at once; each fetch reports into ``totals`` through the sink it is given. With ``failures`` a
+    file that fails is noted there and the others go on (a list job); without, the first failure ends it."""
     smalls = [f for f in files if f.size is not None and f.size < large_from]
     larges = [f for f in files if f.size is None or f.size >= large_from]
     done: dict[str, FileDone] = {}
     arrived: dict[str, int] = {}  # rel → bytes of the file as it landed
     gate = asyncio.Semaphore(max(1, at_once))
     busy = [0]
+    said = on_state or (lambda rel, state, error: None)
 
     async def one(file: RemoteFile, fetch: Fetch, others: int) -> None:
         file_sink = FileSink(totals, file.rel, sink, others)
-        outcome = await fetch(file, dest / file.rel, file_sink)
+        said(file.rel, FILE_MOVING, None)
+        try:
+            outcome = await fetch(file, dest / file.rel, file_sink)
+        except TransferError as exc:
+            totals.live.pop(file.rel, None)
+            if failures is None:
+                raise
+            failures[file.rel] = exc
+            said(file.rel, FILE_FAILED, exc)
+            return
         set_mtime(dest / file.rel, file.mtime)
         done[file.rel] = outcome
         arrived[file.rel] = os.path.getsize(dest / file.rel)
         totals.live.pop(file.rel, None)
         totals.done += arrived[file.rel]
         totals.report(sink)
+        said(file.rel, FILE_DONE, None)
 
     async def small_one(file: RemoteFile) -> None:
         async with gate:
@@ -242,11 +258,14 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
             finally:
                 busy[0] -= 1
 
+    queue = iter(larges)
+
     async def large_lane() -> None:
-        for file in larges:
+        for file in queue:  # the lanes share one iterator: each takes the next file when it is free
             await one(file, large, min(at_once, len(smalls)))
 
-    await asyncio.gather(large_lane(), *(small_one(f) for f in smalls))
+    lanes = [large_lane() for _ in range(max(1, min(large_at_once, len(larges))))]
+    await asyncio.gather(*lanes, *(small_one(f) for f in smalls))
     streams = max([totals.streams] + [d.streams + (1 if smalls else 0) for d in done.values()])
     methods = Counter(d.method for d in done.values())
     shape = f"{len(files)} files ({len(smalls)} one request each, {len(larges)} in parallel streams)"

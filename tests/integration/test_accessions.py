@@ -39,13 +39,29 @@ def portal(nginx):
                    wrong_md5="ERR0000004_2.fastq.gz")
     server.add_run("ERR0000005", experiment="ERX0000005", layout="SINGLE", **damaged,
                    fastq=[("ERR0000005.fastq.gz", _data(7, 1 * MiB))])
+    for run, project in (("ERR0000006", "PRJEB4444"), ("ERR0000007", "PRJEB5555")):
+        server.add_run(run, experiment=run.replace("ERR", "ERX"), layout="PAIRED", sample="SAMEA0000004",
+                       study=project.replace("PRJEB", "ERP00"), project=project,
+                       fastq=[(f"{run}_1.fastq.gz", _data(int(run[-1]) * 10, 2 * MiB)),
+                              (f"{run}_2.fastq.gz", _data(int(run[-1]) * 10 + 1, 20 * MiB))])
+    server.add_geo("GSE0001111", sra="ERP000001")  # a series: its SRA study, here PRJEB1111's
+    server.add_geo("GSM0000005", sra="ERX0000005")  # a sample: its experiment
+    server.add_geo("GSE0002000", superseries_of=["GSE0001111", "GSE0001112"])  # a SuperSeries: no reads of its own
+    small = dict(sample="SAMEA0000003", study="ERP000003", project="PRJEB3333")
+    for i in range(SMALL_RUNS):
+        run = f"ERR00001{i:02d}"
+        server.add_run(run, experiment=f"ERX00001{i:02d}", layout="SINGLE", **small,
+                       fastq=[(f"{run}.fastq.gz", _data(100 + i, 64 * 1024 + i))])
     yield server
     server.stop()
 
 
+SMALL_RUNS = 40
+
+
 def fetch(portal, nginx, *args: str, home, **env_extra):
     env = dict(os.environ, LABFERRY_ENA_PORTAL=portal.url, LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}",
-               **env_extra)
+               LABFERRY_NCBI_EUTILS=portal.eutils, **env_extra)
     return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
 
 
@@ -120,7 +136,7 @@ def test_nothing_public_is_one_sentence(portal, nginx, tmp_path, ferry_home):
 
 
 def test_a_malformed_accession_is_bad_input_and_writes_nothing(portal, nginx, tmp_path, ferry_home):
-    for word in ("ena:SRR12", "ena:hello", "GSE12345"):
+    for word in ("ena:SRR12", "ena:hello", "GSE12x"):
         proc = fetch(portal, nginx, word, f"{tmp_path}/x/", home=ferry_home)
         assert_clean_failure(proc, 2)
     assert not (tmp_path / "x").exists() and portal.queries.count("SRR12") == 0
@@ -158,3 +174,111 @@ def test_a_list_of_accessions_and_addresses(portal, nginx, tmp_path, ferry_home)
     proc = fetch(portal, nginx, "-i", str(bad), f"{tmp_path}/none/", home=ferry_home)
     assert_clean_failure(proc, 2, words=("not-an-accession",))
     assert not (tmp_path / "none").exists()
+
+
+def _connections(nginx, prefix: str) -> set[str]:
+    """nginx's connection numbers for the GETs of files under ``prefix`` (its access log's last field)."""
+    return {line.split(" ")[-1] for line in nginx.access_log.read_text().splitlines()
+            if line.startswith(f"GET {prefix}")}
+
+
+def test_a_study_is_one_job_and_its_small_runs_share_connections(portal, nginx, tmp_path, ferry_home):
+    """40 small runs: one queue job and one history entry named by the accession, at most 16 connections
+    (the default budget) for 40 GETs, every file checked."""
+    dest = tmp_path / "small"
+    proc = fetch(portal, nginx, "ena:PRJEB3333", f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(out["files"]) == SMALL_RUNS and {f["state"] for f in out["files"]} == {"fetched"}
+    log = nginx.access_log.read_text().splitlines()
+    gets = [line for line in log if line.startswith("GET /vol1/fastq/ERR000/ERR00001")]
+    assert len(gets) == SMALL_RUNS  # one GET each: no HEAD, no sidecar lookups, no retries
+    assert len(_connections(nginx, "/vol1/fastq/ERR000/ERR00001")) <= 16
+    history = json.loads(labferry("history", "--json", "--search", "PRJEB3333", env_home=ferry_home).stdout)
+    assert [(h["source"], h["outcome"]) for h in history] == [("ena:PRJEB3333", "done")]
+    assert history[0]["bytes"] == sum(64 * 1024 + i for i in range(SMALL_RUNS)) and history[0]["verified"]
+
+
+def test_a_file_changed_after_it_was_verified_is_fetched_again(portal, nginx, tmp_path, ferry_home):
+    """Verified files are taken on their size and time when those are as Ferry left them (no reading back 40
+    files); a file changed since, even to the same size, is read, found wrong and fetched again."""
+    dest = tmp_path / "again"
+    assert fetch(portal, nginx, "ena:PRJEB3333", f"{dest}/", "-q", home=ferry_home).returncode == 0
+    victim = dest / "ERR0000107.fastq.gz"
+    data = bytearray(victim.read_bytes())
+    data[100] ^= 0xFF
+    victim.write_bytes(bytes(data))  # same size, a new time
+    os.utime(victim, ns=(1, 1))
+    proc = fetch(portal, nginx, "ena:PRJEB3333", f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    states = {f["name"]: f["state"] for f in json.loads(proc.stdout.strip().splitlines()[-1])["files"]}
+    assert states.pop("ERR0000107.fastq.gz") == "fetched" and set(states.values()) == {"kept"}
+    assert md5_of(victim) == next(r for r in portal.runs if r["run_accession"] == "ERR0000107")["fastq_md5"]
+
+
+def test_geo_series_and_samples_are_fetched_through_the_sra_they_link(portal, nginx, tmp_path, ferry_home):
+    """GSE → its SRA study → ENA's report (the files of PRJEB1111); GSM → its experiment; a SuperSeries without
+    reads of its own is one sentence naming its series, exit 3, nothing written."""
+    dest = tmp_path / "geo"
+    proc = fetch(portal, nginx, "GSE0001111", f"{dest}/", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["geo"] == {"GSE0001111": ["ERP000001"]} and "GSE0001111 (GEO) is ERP000001 in SRA" in proc.stderr
+    assert sorted(f["name"] for f in out["files"] if f["state"] == "fetched") == [
+        "ERR0000001_1.fastq.gz", "ERR0000001_2.fastq.gz", "ERR0000002.fastq.gz"]
+    with open(dest / "samplesheet.csv") as sheet:
+        assert sorted(r["run_accession"] for r in csv.DictReader(sheet)) == ["ERR0000001", "ERR0000002"]
+
+    sample = fetch(portal, nginx, "ena:GSM0000005", f"{tmp_path}/gsm/", "-q", home=ferry_home)
+    assert sample.returncode == 0, sample.stderr
+    assert md5_of(tmp_path / "gsm" / "ERR0000005.fastq.gz") == portal.runs[4]["fastq_md5"]
+
+    superseries = fetch(portal, nginx, "GSE0002000", f"{tmp_path}/super/", home=ferry_home)
+    assert_clean_failure(superseries, 3, words=("SuperSeries", "GSE0001111", "GSE0001112"))
+    unknown = fetch(portal, nginx, "GSE0009999", f"{tmp_path}/super/", home=ferry_home)
+    assert_clean_failure(unknown, 3, words=("GEO links no SRA reads to GSE0009999",))
+    assert not (tmp_path / "super").exists()
+
+
+def _ftp_mirror(nginx, vsftpd, run: str) -> str:
+    """ENA's tree for ``run`` on the vsftpd too (anonymous, read-only, as ftp.sra.ebi.ac.uk); its base URL."""
+    import shutil
+
+    source = nginx.data / "vol1" / "fastq" / run[:6] / run
+    target = vsftpd.anon / "vol1" / "fastq" / run[:6] / run
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    for folder in (vsftpd.anon / "vol1", *(p for p in (vsftpd.anon / "vol1").rglob("*"))):
+        os.chmod(folder, 0o755 if folder.is_dir() else 0o644)
+    return vsftpd.url().rstrip("/")
+
+
+def test_a_file_https_cannot_give_comes_by_ftp_and_the_other_way_round(portal, nginx, vsftpd, tmp_path,
+                                                                        ferry_home):
+    """A mirror answering 404 (the "550 on some mirrors" of fetchngs' tracker) for one file: that file alone is
+    fetched by the other route, checked against the same MD5; with ``--route ftp`` the same the other way."""
+    ftp = _ftp_mirror(nginx, vsftpd, "ERR0000006")
+    gone = nginx.data / "vol1/fastq/ERR000/ERR0000006/ERR0000006_2.fastq.gz"
+    gone.rename(gone.with_suffix(".away"))
+    try:
+        dest = tmp_path / "fallback"
+        proc = fetch(portal, nginx, "ena:PRJEB4444", f"{dest}/", "--json", home=ferry_home, LABFERRY_ENA_FTP=ftp)
+    finally:
+        gone.with_suffix(".away").rename(gone)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 file failed by https; trying ftp" in proc.stderr
+    row = next(r for r in portal.runs if r["run_accession"] == "ERR0000006")
+    for name, md5 in zip(("ERR0000006_1.fastq.gz", "ERR0000006_2.fastq.gz"), row["fastq_md5"].split(";"), strict=True):
+        assert md5_of(dest / name) == md5
+    assert "RETR vol1/fastq/ERR000/ERR0000006/ERR0000006_2.fastq.gz" in (vsftpd.root / "vsftpd.log").read_text()
+    assert "ERR0000006_1.fastq.gz" not in (vsftpd.root / "vsftpd.log").read_text()  # only what HTTPS could not give
+
+    ftp = _ftp_mirror(nginx, vsftpd, "ERR0000007")
+    (vsftpd.anon / "vol1/fastq/ERR000/ERR0000007/ERR0000007_1.fastq.gz").unlink()
+    dest = tmp_path / "by-ftp"
+    proc = fetch(portal, nginx, "ena:PRJEB5555", f"{dest}/", "--route", "ftp", "--json", home=ferry_home,
+                 LABFERRY_ENA_FTP=ftp)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 file failed by ftp; trying https" in proc.stderr
+    row = next(r for r in portal.runs if r["run_accession"] == "ERR0000007")
+    for name, md5 in zip(("ERR0000007_1.fastq.gz", "ERR0000007_2.fastq.gz"), row["fastq_md5"].split(";"), strict=True):
+        assert md5_of(dest / name) == md5

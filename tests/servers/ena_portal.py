@@ -3,7 +3,10 @@
 It answers ``/filereport?accession=…&result=read_run&fields=…&format=tsv|json`` as ENA documents it: one row
 per run with the fields asked for, in that order (TSV with a header line, or a JSON list of objects), ``204 No
 Content`` when nothing matches, and for an accession of a study, project, sample or experiment every run that
-belongs to it. ``fail_first[ACC] = N`` makes the first N queries for ACC answer 503, as the portal does now
+belongs to it. It also stands in for NCBI's E-utilities (``/entrez/eutils/esearch.fcgi`` and ``esummary.fcgi``
+on database ``gds``, JSON as NCBI documents it): ``add_geo`` makes a GEO series or sample whose summary links an
+SRA study or experiment under ``extrelations``, or a SuperSeries whose ``relations`` name its series.
+``fail_first[ACC] = N`` makes the first N queries for ACC answer 503, as the portal does now
 and then. The files themselves are written under ``nginx.data/vol1/…``, where the report's
 ``ftp.sra.ebi.ac.uk/vol1/…`` paths lead once ``LABFERRY_ENA_FILES`` names the nginx.
 """
@@ -27,6 +30,7 @@ class Portal:
         self.runs: list[dict] = []
         self.fail_first: dict[str, int] = {}
         self.queries: list[str] = []
+        self.geo: dict[str, dict] = {}  # GEO accession → its esummary document
         self.server = ThreadingHTTPServer((listen, port), self._handler())
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -34,6 +38,21 @@ class Portal:
     @property
     def url(self) -> str:
         return f"http://{self.listen}:{self.port}/ena/portal/api"
+
+    @property
+    def eutils(self) -> str:
+        return f"http://{self.listen}:{self.port}/entrez/eutils"
+
+    def add_geo(self, accession: str, *, sra: str | None = None, superseries_of: list[str] = ()) -> None:
+        """A GEO entry; ``sra``: the SRA study (series) or experiment (sample) it links."""
+        uid = str(200000000 + len(self.geo) + 1) if accession.startswith("GSE") else str(300000000 + len(self.geo))
+        self.geo[accession] = {
+            "uid": uid, "accession": accession, "entrytype": accession[:3], "title": f"GEO entry {accession}",
+            "extrelations": [{"relationtype": "SRA", "targetobject": sra,
+                              "targetftplink": f"ftp://ftp-trace.ncbi.nlm.nih.gov/sra/sra-instant/reads/{sra}/"}]
+            if sra else [],
+            "relations": [{"relationtype": "SuperSeries of", "targetobject": s} for s in superseries_of],
+        }
 
     def start(self) -> Portal:
         self.thread.start()
@@ -89,6 +108,8 @@ class Portal:
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+                if parts.path.startswith("/entrez/eutils/"):
+                    return self._eutils(parts.path.rsplit("/", 1)[-1], query)
                 if not parts.path.endswith("/filereport") or query.get("result") != "read_run":
                     return self._send(400, b"unsupported query", "text/plain")
                 accession = query.get("accession", "")
@@ -107,6 +128,27 @@ class Portal:
                     return self._send(200, body, "application/json")
                 lines = ["\t".join(fields)] + ["\t".join(r.get(f, "") for f in fields) for r in rows]
                 return self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain")
+
+            def _eutils(self, tool: str, query: dict) -> None:
+                if query.get("db") != "gds" or query.get("retmode") != "json":
+                    return self._send(400, b"unsupported query", "text/plain")
+                if tool == "esearch.fcgi":  # TERM[ACCN] AND gse[ETYP]
+                    term = query.get("term", "")
+                    accession = term.split("[", 1)[0].strip()
+                    portal.queries.append(accession)
+                    doc = portal.geo.get(accession)
+                    wanted = term.rsplit(" AND ", 1)[-1].split("[", 1)[0].strip().upper() if " AND " in term else None
+                    ids = [doc["uid"]] if doc and (wanted is None or doc["entrytype"] == wanted) else []
+                    body = {"header": {"type": "esearch", "version": "0.3"},
+                            "esearchresult": {"count": str(len(ids)), "retmax": str(len(ids)), "retstart": "0",
+                                              "idlist": ids}}
+                elif tool == "esummary.fcgi":
+                    uids = query.get("id", "").split(",")
+                    docs = {d["uid"]: d for d in portal.geo.values() if d["uid"] in uids}
+                    body = {"header": {"type": "esummary", "version": "0.3"}, "result": {"uids": list(docs), **docs}}
+                else:
+                    return self._send(400, b"unsupported tool", "text/plain")
+                return self._send(200, json.dumps(body).encode(), "application/json")
 
             def _send(self, status: int, body: bytes, kind: str) -> None:
                 self.send_response(status)

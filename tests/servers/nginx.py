@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 LOGIN_USER, LOGIN_PASSWORD = "reader", "nginx-secret"
-ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range"'
+ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range" $connection'
 
 
 def free_port() -> int:

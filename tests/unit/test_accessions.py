@@ -12,13 +12,13 @@ from backends.core.errors import BadRequest
     ("SRR1234567", "run"), ("ena:ERR000001", "run"), ("DRR123456", "run"), ("SRX1234567", "experiment"),
     ("ERS123456", "sample"), ("SAMN01234567", "sample"), ("SAMEA1234567", "sample"), ("SAMD00012345", "sample"),
     ("SRP123456", "study"), ("ERP000001", "study"), ("PRJNA625551", "project"), ("PRJEB37513", "project"),
-    ("PRJDB1234", "project"),
+    ("PRJDB1234", "project"), ("GSE147507", "geo-series"), ("ena:GSM4432378", "geo-sample"),
 ])
 def test_each_kind_of_accession(text, kind):
     assert ids.parse(text).kind == kind
 
 
-@pytest.mark.parametrize("text", ["SRR12", "srr1234567", "ena:", "PRJXX1", "ena:hello world", "GSE147507"])
+@pytest.mark.parametrize("text", ["SRR12", "srr1234567", "ena:", "PRJXX1", "ena:hello world", "GSE147x"])
 def test_what_is_not_an_accession_is_refused_in_words(text):
     with pytest.raises(BadRequest) as caught:
         ids.parse(text)
@@ -48,12 +48,15 @@ def test_the_plan_takes_urls_md5s_and_sizes_from_the_report(monkeypatch):
     assert plan.without_files == ["SRR2"] and plan.total_bytes == 60
 
 
-def test_small_files_go_many_at_once_and_large_ones_four_at_a_time():
-    from app.accessions.fetch import lanes
+def test_small_files_go_many_at_once_and_large_ones_four_at_a_time_within_the_budget():
+    from backends.streams.lists import budget_split
 
-    def files(*sizes):
-        return [ena.RemoteFile("R", f"f{i}", "u", "", size, None) for i, size in enumerate(sizes)]
-
-    assert lanes(files(*[4 << 20] * 40), 16) == (16, 1)
-    assert lanes(files(4 << 20, 2 << 30), 16) == (4, 4)
-    assert lanes(files(2 << 30), 2) == (2, 1)
+    assert budget_split(16, 40, 0) == (16, 0, 0)  # 40 small runs: 16 at once, one connection each
+    assert budget_split(16, 3, 0) == (3, 0, 0)
+    assert budget_split(16, 1, 12) == (1, 4, 3)  # the small lane takes what it needs, four large files share the rest
+    assert budget_split(16, 0, 2) == (0, 2, 8)
+    assert budget_split(2, 0, 5) == (0, 2, 1)
+    for budget in (1, 2, 3, 16, 64):  # never more connections than the budget, one a lane at the least
+        for smalls, larges in ((0, 1), (1, 0), (5, 5), (100, 100)):
+            small, lanes, each = budget_split(budget, smalls, larges)
+            assert small + lanes * each <= max(budget, bool(smalls) + bool(larges))

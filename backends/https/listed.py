@@ -1,0 +1,45 @@
+"""A list job over HTTPS: the files a catalogue names (an accession's runs), one job, one session.
+
+The small files come with one GET each, many at once over the session's reused connections (a study of 1,000
+small runs is not 1,000 cold starts); the large ones with the parallel ranged download of a single file, a
+few at once, each resumable. Every file is checked against the checksum and size the catalogue published;
+one that fails is named and the others go on (``backends/streams/lists.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import aiohttp
+
+from ..core.base import Result, Sink, TransferRequest
+from ..streams.folder import RemoteFile, hashers_for
+from ..streams.lists import check_listed, fetch_listed, large_options, large_streams, listed_hashers
+from .folder import LARGE_FROM, FolderDownload
+
+
+class ListDownload(FolderDownload):
+    def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink) -> None:
+        super().__init__(session, None, request, sink)
+        self.listed = {f.name: f for f in request.options.files}
+        self.large_streams = large_streams(request, LARGE_FROM)
+
+    async def run(self) -> Result:
+        return await fetch_listed(self.request, self.sink, small=self._small, large=self._large,
+                                  large_from=LARGE_FROM, limiter=self.limiter)
+
+    def _large_request(self, file: RemoteFile, path: Path) -> TransferRequest:
+        options = large_options(self.request, self.listed[file.rel], self.large_streams)
+        return replace(self.request, source=file.address, dest=str(path), options=options)
+
+    def _said(self, result: Result) -> str:
+        if result.verified:
+            return result.verify_method.split("; ")[0]
+        return "size checked; " + result.verify_method.split("; ", 1)[-1]
+
+    def _hashers(self, file: RemoteFile) -> dict:
+        return hashers_for(listed_hashers(self.listed[file.rel]))
+
+    async def _check(self, file: RemoteFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
+        return check_listed(self.listed[file.rel], digests, written)
