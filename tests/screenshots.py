@@ -93,6 +93,7 @@ def main() -> int:
     wait(lambda: False, 0.3)
     wizard.grab().save(str(OUT / "preflight-advice.png"))
     wizard.close()
+    public_data(window, server, work, wait)
     QTimer.singleShot(0, lambda: None)
     window._really_quit = True
     window.close()
@@ -100,6 +101,48 @@ def main() -> int:
     server.stop()
     print(f"screenshots in {OUT}: {', '.join(sorted(p.name for p in OUT.glob('*.png')))}")
     return 0
+
+
+def public_data(window, server, work: Path, wait) -> None:
+    """The Public data dialog resolving a study from a stand-in ENA portal (tests/servers/ena_portal.py), then
+    its one row in the queue with its files below, fetched from the real nginx at a slow rate so some are still
+    on their way."""
+    import random
+
+    from app.accessions.queued import queue_request
+    from app.requests import Defaults
+    from app.ui.accession_dialog import AccessionDialog
+    from tests.servers.ena_portal import Portal
+
+    portal = Portal(server.data).start()
+    for i in range(4):
+        run = f"ERR90770{i}"
+        portal.add_run(run, experiment=f"ERX90770{i}", layout="PAIRED", sample=f"SAMEA907770{i}", study="ERP907770",
+                       project="PRJEB90777", title=f"lung biopsy {i + 1}",
+                       fastq=[(f"{run}_{r}.fastq.gz", random.Random(i * 2 + r).randbytes((40 + 6 * i) << 20))
+                              for r in (1, 2)])
+    portal.add_run("ERR907710", experiment="ERX907710", layout="SINGLE", sample="SAMEA9077710", study="ERP907770",
+                   project="PRJEB90777", fastq=[], submitted=[("biopsy_5.bam", random.Random(9).randbytes(1 << 20))])
+    os.environ["LABFERRY_ENA_PORTAL"] = portal.url
+    os.environ["LABFERRY_ENA_FILES"] = server.url("slow", scheme="http")
+    dialog = AccessionDialog(window, "PRJEB90777", str(work / "PRJEB90777"))
+    dialog.show()
+    wait(lambda: dialog.plan is not None, 30)
+    wait(lambda: False, 0.3)
+    dialog.grab().save(str(OUT / "public-data.png"))
+    request = queue_request(dialog.plan, dialog.folder, defaults=Defaults.from_settings(window.settings))
+    dialog.close()
+    window.tabs.setCurrentIndex(0)
+    window.bridge.call("submit", *request.submit_args())
+    row = lambda: next((v for v in window.queue_model.views() if v.source == "ena:PRJEB90777"), None)  # noqa: E731
+    wait(lambda: row() is not None and sum(s == "fetched" for s, *_ in row().files.values()) >= 2, 60)
+    window.queue_view.selectRow(window.queue_model.row_of(row().id))
+    middle = window.details.parentWidget()
+    if hasattr(middle, "setSizes"):  # the files below the row: give the details pane the room
+        middle.setSizes([260, 460])
+    wait(lambda: False, 0.5)
+    window.grab().save(str(OUT / "public-data-queue.png"))
+    portal.stop()
 
 
 if __name__ == "__main__":

@@ -7,12 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from app.accessions import ena, geo, ids
+from app.accessions import ena, ids
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
+from app.accessions.plans import build_plan, no_reads_in_geo, read_list
 from app.accessions.sheets import write_metadata, write_samplesheet
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
-from backends.core.errors import BadRequest, NotFound
+from backends.core.errors import BadRequest
 
 CLEAR = "\r\033[K"  # back to the start of the progress line, and clear it
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace, overrides) -> int:
             _say(args, f"labferry: {accession} (GEO) is {', '.join(linked)} in SRA.")
     unlinked = any(not linked for linked in plan.geo.values())
     if unlinked and plan.files:
-        _say(args, f"labferry: {_no_reads_in_geo(plan)}", always=True)
+        _say(args, f"labferry: {no_reads_in_geo(plan)}", always=True)
     for missing in plan.nothing_for:
         _say(args, f"labferry: ENA has nothing public for {missing} (not public yet, suppressed, or a typo).",
              always=True)
@@ -82,61 +83,7 @@ def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
     else:
         sources = [args.source]
         label = args.source if args.source.startswith(ids.PREFIX) else ids.PREFIX + args.source
-    parsed = [s if "://" in s else ids.parse(s) for s in sources]  # a malformed line: exit 2, nothing asked
-    plan = ena.Plan(label, args.files, args.route)
-    for source in parsed:
-        if isinstance(source, str):
-            plan.add_url(source)
-            continue
-        for asked in _in_ena(source, plan, ca_file):
-            rows = ena.report(asked, ca_file=ca_file)
-            if not rows:
-                plan.nothing_for.append(asked.text)
-            plan.add(rows)
-    if not plan.files and not plan.without_files and not plan.nothing_for:
-        raise NotFound(_no_reads_in_geo(plan))
-    if not plan.files and not plan.without_files:
-        one = plan.nothing_for[0] if len(plan.nothing_for) == 1 else None
-        raise NotFound(f"ENA has nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
-                       "yet, be suppressed, or have a typo)." + (f" Check https://www.ebi.ac.uk/ena/browser/view/{one}."
-                                                                  if one else ""))
-    return plan
-
-
-def _in_ena(source: ids.Accession, plan: ena.Plan, ca_file: str | None) -> list[ids.Accession]:
-    """What ENA is asked for: the accession itself, or the SRA study or experiments a GEO one links."""
-    if not source.kind.startswith("geo-"):
-        return [source]
-    links = geo.sra_for(source, ca_file=ca_file)
-    plan.geo[source.text] = [a.text for a in links.sra]
-    if links.subseries:
-        plan.subseries[source.text] = links.subseries
-    return links.sra
-
-
-def _no_reads_in_geo(plan: ena.Plan) -> str:
-    """GEO linked no reads to any accession asked: which, and where to look instead."""
-    said = []
-    for accession in (a for a, linked in plan.geo.items() if not linked):
-        sub = plan.subseries.get(accession)
-        said.append(f"{accession} is a GEO SuperSeries; its reads are under its series ({', '.join(sub[:6])}"
-                    f"{', …' if len(sub) > 6 else ''}): fetch those" if sub else
-                    f"GEO links no SRA reads to {accession} (it may hold processed files only; see "
-                    f"https://www.ncbi.nlm.nih.gov/geo/query/acc.cgi?acc={accession})")
-    return "; ".join(said) + "."
-
-
-def read_list(path: Path) -> list[str]:
-    """``-i FILE``: one accession or address per line; blank lines and ``#`` comments are skipped."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise BadRequest(f"Cannot read the list {path}: {exc.strerror}. Check the file name.") from None
-    found = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    found = [line for line in found if line]
-    if not found:
-        raise BadRequest(f"The list {path} names no accession or address (one per line; # starts a comment).")
-    return found
+    return build_plan(sources, label, args.files, args.route, ca_file=ca_file)
 
 
 def _say(args, text: str, always: bool = False) -> None:

@@ -60,10 +60,33 @@ def render(view: JobView | None) -> str:
         remedy = REMEDIES.get(view.error_kind or "", "Press Retry to try again.")
         parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(view.error)}</p>"
                      f"<p><b>What to try:</b> {html.escape(remedy)}</p>")
+    if view.files:
+        parts.append(files_table(view.files))
     if view.notes:
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in view.notes[-20:])
         parts.append(f"<p><b>Log</b></p><ul>{notes}</ul>")
     return "".join(parts)
+
+
+#: the order a list job's files are shown in: what needs the reader first
+_STATE_ORDER = {"failed": 0, "fetching": 1, "waiting": 2, "fetched": 3, "kept": 4}
+SHOWN_FILES = 300
+
+
+def files_table(files: dict) -> str:
+    """A list job's files (an accession's): how many are in each state, then each file, failed ones first."""
+    counts: dict[str, int] = {}
+    for state, *_ in files.values():
+        counts[state] = counts.get(state, 0) + 1
+    head = ", ".join(f"{n} {state}" for state, n in sorted(counts.items(), key=lambda kv: _STATE_ORDER.get(kv[0], 9)))
+    ordered = sorted(files.items(), key=lambda kv: (_STATE_ORDER.get(kv[1][0], 9), kv[0]))
+    rows = "".join(
+        f"<tr><td>{html.escape(name)}</td><td style='padding-left:8px;color:"
+        f"{'#c0392b' if state == 'failed' else 'gray'}'>{html.escape(state)}</td>"
+        f"<td style='padding-left:8px'>{html.escape(error or '')}</td></tr>"
+        for name, (state, error, *_) in ordered[:SHOWN_FILES])
+    more = f"<p style='color:gray'>and {len(ordered) - SHOWN_FILES} more</p>" if len(ordered) > SHOWN_FILES else ""
+    return f"<p><b>Files</b> ({len(files)}: {html.escape(head)})</p><table>{rows}</table>{more}"
 
 
 class DetailsPane(QTextBrowser):

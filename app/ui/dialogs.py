@@ -63,7 +63,8 @@ class NewTransferDialog(QDialog):
         self.setWindowTitle("New transfer")
         form = QFormLayout(self)
         self.source = QLineEdit(source, self)
-        self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, or a local file")
+        self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, a local file, or an "
+                                       "accession (PRJEB12345, SRR1234567, GSE147507)")
         self.dest = QLineEdit(dest, self)
         self.dest.setPlaceholderText("a local folder, or sftp://… / site:NAME/ to upload")
         self.streams = QComboBox(self)

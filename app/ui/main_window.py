@@ -38,13 +38,14 @@ from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
 from .history_tab import HistoryTab
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
+from .public_data import PublicData, accessions_in
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
 from .reporting import ReportExporter
 
 log = logging.getLogger(__name__)
 
 
-class MainWindow(HistoryTab, QMainWindow):
+class MainWindow(HistoryTab, PublicData, QMainWindow):
     def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
         super().__init__()
         self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
@@ -117,6 +118,7 @@ class MainWindow(HistoryTab, QMainWindow):
         self.actions_by_name: dict[str, QAction] = {}
         for name, label, shortcut, slot in (
             ("new", "New transfer", QKeySequence.StandardKey.New, self.new_transfer),
+            ("public", "Public data…", "Ctrl+Shift+P", lambda: self.public_data()),
             ("pause", "Pause", None, lambda: self._each_selected("pause")),
             ("resume", "Resume", None, lambda: self._each_selected("resume")),
             ("cancel", "Cancel", None, lambda: self._each_selected("cancel")),
@@ -151,6 +153,7 @@ class MainWindow(HistoryTab, QMainWindow):
 
     def _job_finished(self, view: JobView) -> None:
         self.history_model.refresh()
+        self.accession_finished(view)
         if self.tray and self.settings.get("notifications", True):
             title = {JobState.DONE: "Transfer finished", JobState.FAILED: "Transfer failed"}.get(view.state)
             if title:
@@ -214,6 +217,9 @@ class MainWindow(HistoryTab, QMainWindow):
                                    browse=self.browse_site)
         if dialog.exec():
             values = dialog.values()
+            if accessions_in(values["source"]):  # an accession in the source box: what it resolves to, first
+                self.public_data(values["source"], values["dest"])
+                return
             self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
                         limit_rate=values["limit_rate"], **values["existing"])
 
@@ -246,6 +252,10 @@ class MainWindow(HistoryTab, QMainWindow):
         mime = event.mimeData()
         urls = mime.urls() if mime.hasUrls() else []
         remote = [u.toString() for u in urls if not u.isLocalFile()]
+        if not urls and mime.hasText() and accessions_in(mime.text()):
+            self.public_data(mime.text())
+            event.acceptProposedAction()
+            return
         if not urls and mime.hasText():
             remote = [line.strip() for line in mime.text().splitlines() if "://" in line or line.startswith("magnet:")]
         files = local_paths(urls)

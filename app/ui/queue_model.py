@@ -27,6 +27,8 @@ def route(view: JobView) -> str:
         if "://" in location:
             parts = urlsplit(location)
             return f"{parts.hostname}"
+        if location.startswith("ena:"):
+            return "ENA"
         return "this computer"
 
     return f"{place(view.source)} → {place(view.dest)}"

@@ -34,7 +34,9 @@ class Totals:
     total: int
     done: int = 0
     live: dict[str, int] = field(default_factory=dict)
+    live_streams: dict[str, int] = field(default_factory=dict)  # each large file in flight: its streams now
     streams: int = 0
+    peak: int = 0  # the most streams at once
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: the job's rate cap (its own and the global one), paid by the small-file paths in their threads; large
     #: files pay through their own streams
@@ -63,7 +65,9 @@ class FileSink:
 
     def progress(self, done: int, total: int | None, streams: int) -> None:
         self.totals.live[self.key] = done
-        self.totals.streams = streams + self.others
+        self.totals.live_streams[self.key] = streams
+        self.totals.streams = sum(self.totals.live_streams.values()) + self.others
+        self.totals.peak = max(self.totals.peak, self.totals.streams)
         self.totals.report(self.outer)
 
     def note(self, message: str) -> None:
@@ -236,6 +240,7 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
             outcome = await fetch(file, dest / file.rel, file_sink)
         except TransferError as exc:
             totals.live.pop(file.rel, None)
+            totals.live_streams.pop(file.rel, None)
             if failures is None:
                 raise
             failures[file.rel] = exc
@@ -245,6 +250,7 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
         done[file.rel] = outcome
         arrived[file.rel] = os.path.getsize(dest / file.rel)
         totals.live.pop(file.rel, None)
+        totals.live_streams.pop(file.rel, None)
         totals.done += arrived[file.rel]
         totals.report(sink)
         said(file.rel, FILE_DONE, None)
@@ -266,7 +272,7 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
 
     lanes = [large_lane() for _ in range(max(1, min(large_at_once, len(larges))))]
     await asyncio.gather(*lanes, *(small_one(f) for f in smalls))
-    streams = max([totals.streams] + [d.streams + (1 if smalls else 0) for d in done.values()])
+    streams = max([totals.streams, totals.peak] + [d.streams + (1 if smalls else 0) for d in done.values()])
     methods = Counter(d.method for d in done.values())
     shape = f"{len(files)} files ({len(smalls)} one request each, {len(larges)} in parallel streams)"
     how = "; ".join(f"{m} ({n} {'file' if n == 1 else 'files'})" for m, n in methods.most_common())

@@ -1,0 +1,82 @@
+"""What an accession, or a list of them, comes to: the plan (files, sizes, MD5s) from ENA's report.
+
+Shared by ``labferry copy ena:…`` and the window's Public data dialog: every word is checked before any
+service is asked (a malformed one is bad input, nothing asked), GEO accessions go through the SRA they link,
+and what the archive has nothing for is kept to be said, never dropped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backends.core.errors import BadRequest, NotFound
+
+from . import ena, geo, ids
+
+
+def build_plan(sources: list[str], label: str, kind: str = "fastq", route: str = "https", *,
+               ca_file: str | None = None) -> ena.Plan:
+    """The plan for ``sources`` (accessions, ``ena:…`` or plain addresses), named ``label``."""
+    parsed = [s if "://" in s else ids.parse(s) for s in sources]  # a malformed word: bad input, nothing asked
+    plan = ena.Plan(label, kind, route)
+    for source in parsed:
+        if isinstance(source, str):
+            plan.add_url(source)
+            continue
+        for asked in in_ena(source, plan, ca_file):
+            rows = ena.report(asked, ca_file=ca_file)
+            if not rows:
+                plan.nothing_for.append(asked.text)
+            plan.add(rows)
+    if not plan.files and not plan.without_files and not plan.nothing_for:
+        raise NotFound(no_reads_in_geo(plan))
+    if not plan.files and not plan.without_files:
+        one = plan.nothing_for[0] if len(plan.nothing_for) == 1 else None
+        raise NotFound(f"ENA has nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
+                       "yet, be suppressed, or have a typo)." + (f" Check https://www.ebi.ac.uk/ena/browser/view/{one}."
+                                                                  if one else ""))
+    return plan
+
+
+def in_ena(source: ids.Accession, plan: ena.Plan, ca_file: str | None) -> list[ids.Accession]:
+    """What ENA is asked for: the accession itself, or the SRA study or experiments a GEO one links."""
+    if not source.kind.startswith("geo-"):
+        return [source]
+    links = geo.sra_for(source, ca_file=ca_file)
+    plan.geo[source.text] = [a.text for a in links.sra]
+    if links.subseries:
+        plan.subseries[source.text] = links.subseries
+    return links.sra
+
+
+def no_reads_in_geo(plan: ena.Plan) -> str:
+    """GEO linked no reads to any accession asked: which, and where to look instead."""
+    said = []
+    for accession in (a for a, linked in plan.geo.items() if not linked):
+        sub = plan.subseries.get(accession)
+        said.append(f"{accession} is a GEO SuperSeries; its reads are under its series ({', '.join(sub[:6])}"
+                    f"{', …' if len(sub) > 6 else ''}): fetch those" if sub else
+                    f"GEO links no SRA reads to {accession} (it may hold processed files only; see "
+                    f"https://www.ncbi.nlm.nih.gov/geo/query/acc.cgi?acc={accession})")
+    return "; ".join(said) + "."
+
+
+def read_list(path: Path) -> list[str]:
+    """``-i FILE``: one accession or address per line; blank lines and ``#`` comments are skipped."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise BadRequest(f"Cannot read the list {path}: {exc.strerror}. Check the file name.") from None
+    found = words_of(text)
+    if not found:
+        raise BadRequest(f"The list {path} names no accession or address (one per line; # starts a comment).")
+    return found
+
+
+def words_of(text: str) -> list[str]:
+    """Accessions or addresses in a list's text: one per line (or separated by spaces and commas in a box),
+    blank lines and ``#`` comments skipped."""
+    found = []
+    for line in text.splitlines():
+        found += [w for w in line.split("#", 1)[0].replace(",", " ").split() if w]
+    return found

@@ -1,0 +1,166 @@
+"""Public data: what an accession (or a list of them) resolves to, shown before anything starts.
+
+The archive is asked on a worker thread (``app.accessions.plans``, the code ``labferry copy ena:…`` uses), so
+the window never waits on the network; the answer comes back through a queued signal. The dialog shows the
+runs, the files with their sizes, what has no files of the kind asked and what the archive has nothing for,
+and the total against the free space of the folder chosen. Fetch queues one job for it all.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+)
+
+from app.accessions import ena
+from app.accessions.plans import build_plan, words_of
+from app.units import counted, format_bytes
+from backends.core.errors import TransferError
+
+from .dialogs import _with_browse
+
+KIND_LABELS = (("FASTQ (ENA's reads)", "fastq"), ("Submitted files (as the authors sent them)", "submitted"),
+               ("SRA files", "sra"))
+
+
+class AccessionDialog(QDialog):
+    """Accessions in, a plan out: ``plan`` and ``folder`` once the user pressed Fetch."""
+
+    answered = Signal(object, int)  # a Plan or the error's sentence, and the look-up it answers
+
+    def __init__(self, parent=None, text: str = "", folder: str = "", ca_file: str | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Public data")
+        self.resize(760, 520)
+        self.ca_file = ca_file
+        self.plan: ena.Plan | None = None
+        self.asked = 0
+        form = QFormLayout(self)
+        self.words = QPlainTextEdit(text, self)
+        self.words.setPlaceholderText("ENA/SRA/DDBJ or GEO accessions, one per line: PRJEB12345, SRP123456, "
+                                      "SRR1234567, GSE147507 …")
+        self.words.setFixedHeight(70)
+        self.kind = QComboBox(self)
+        for label, key in KIND_LABELS:
+            self.kind.addItem(label, key)
+        self.look = QPushButton("Look up", self)
+        self.look.clicked.connect(self.look_up)
+        self.summary = QLabel("Give accessions and press Look up.", self)
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget(0, 4, self)
+        self.table.setHorizontalHeaderLabels(["Run", "File", "Size", "MD5"])
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.dest = QLineEdit(folder, self)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
+        self.fetch = self.buttons.addButton("Fetch", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.fetch.setEnabled(False)
+        self.buttons.accepted.connect(self._accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow("Accessions", self.words)
+        form.addRow("Files", self.kind)
+        form.addRow("", self.look)
+        form.addRow(self.summary)
+        form.addRow(self.table)
+        form.addRow("Into folder", _with_browse(self.dest, True, self))
+        form.addRow(self.buttons)
+        self.answered.connect(self._show)
+        self.kind.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)
+        if words_of(text):
+            self.look_up()
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.dest.text().strip()).expanduser()
+
+    def look_up(self) -> None:
+        words = words_of(self.words.toPlainText())
+        if not words:
+            self.summary.setText("Give at least one accession.")
+            return
+        self.asked += 1
+        self.plan = None
+        self.fetch.setEnabled(False)
+        self.look.setEnabled(False)
+        self.summary.setText(f"Asking the archive about {', '.join(words[:5])}{' …' if len(words) > 5 else ''}")
+        label = words[0] if len(words) == 1 else f"{words[0]} and {len(words) - 1} more"
+        label = label if label.startswith("ena:") else "ena:" + label
+        threading.Thread(target=self._work, args=(words, label, self.kind.currentData(), self.asked),
+                         name="ferry-accession", daemon=True).start()
+
+    def _work(self, words: list[str], label: str, kind: str, asked: int) -> None:  # a worker thread: no Qt here
+        try:
+            answer: object = build_plan(words, label, kind, ca_file=self.ca_file)
+        except TransferError as exc:
+            answer = str(exc)
+        except Exception as exc:  # an answer the archive should not give: said, never a traceback
+            answer = f"The archive's answer could not be read ({type(exc).__name__}: {exc}). Try again later."
+        self.answered.emit(answer, asked)
+
+    def _show(self, answer, asked: int) -> None:
+        if asked != self.asked:
+            return  # an older look-up, overtaken by a newer one
+        self.look.setEnabled(True)
+        if isinstance(answer, str):
+            self.summary.setText(answer)
+            self.table.setRowCount(0)
+            return
+        self.plan = answer
+        self.summary.setText(describe(answer, self.folder))
+        self.table.setRowCount(len(answer.files))
+        for row, f in enumerate(answer.files):
+            for column, text in enumerate((f.run, f.name, format_bytes(f.size) if f.size else "?", f.md5)):
+                self.table.setItem(row, column, QTableWidgetItem(text))
+        self.table.resizeColumnsToContents()
+        self.fetch.setEnabled(bool(answer.files))
+
+    def _accept(self) -> None:
+        if self.plan is None or not self.plan.files:
+            return
+        if not self.dest.text().strip():
+            self.summary.setText("Choose the folder the files go into.")
+            return
+        self.accept()
+
+
+def describe(plan: ena.Plan, folder: Path) -> str:
+    """One paragraph: runs, files, total, what is missing, and whether the folder has the room."""
+    text = (f"{plan.label}: {counted(plan.runs, 'run')}, {counted(len(plan.files), f'{plan.kind} file')}, "
+            f"{format_bytes(plan.total_bytes)} in all.")
+    for accession, linked in plan.geo.items():
+        text += f" {accession} (GEO) is {', '.join(linked)} in SRA." if linked else \
+            f" GEO links no SRA reads to {accession}."
+    if plan.without_files:
+        text += f" No {plan.kind} files in ENA for {', '.join(plan.without_files[:8])}" \
+                f"{' …' if len(plan.without_files) > 8 else ''}: try another kind of files."
+    if plan.nothing_for:
+        text += f" ENA has nothing public for {', '.join(plan.nothing_for)}."
+    free = _free_space(folder)
+    if free is not None and free < plan.total_bytes:
+        text += f" The folder's disk has only {format_bytes(free)} free: choose another folder or free space."
+    return text
+
+
+def _free_space(folder: Path) -> int | None:
+    for place in (folder, *folder.parents):
+        if place.exists():
+            try:
+                return shutil.disk_usage(place).free
+            except OSError:
+                return None
+    return None

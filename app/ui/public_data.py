@@ -1,0 +1,59 @@
+"""The window's public data: accessions from the toolbar, the New transfer box or a drop, queued as one job.
+
+A mix-in of the main window (as ``history_tab.py``): the dialog shows what the accessions resolve to, Fetch
+queues the list job through the front door (``app.accessions.queued``), and when such a job ends the folder
+gets its samplesheet and the files that failed by HTTPS are queued again by FTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.accessions.ids import is_accession
+from app.accessions.plans import words_of
+from app.accessions.queued import finish, queue_request
+from app.engine import JobView
+from app.requests import Defaults
+from app.store import Store
+from backends.core.errors import TransferError
+
+from .accession_dialog import AccessionDialog
+
+
+def accessions_in(text: str) -> list[str]:
+    """The words of ``text`` when every one is an accession (a pasted or dropped list), else none."""
+    words = words_of(text)
+    return words if words and all(is_accession(w) and "://" not in w for w in words) else []
+
+
+class PublicData:
+    """Needs from the window: ``bridge``, ``db_path``, ``settings``, ``_show_error``, ``status``."""
+
+    def public_data(self, text: str = "", folder: str | None = None) -> None:
+        folder = folder or self.settings.get("download_folder") or str(Path.home() / "Downloads")
+        dialog = AccessionDialog(self, text, folder)
+        if not dialog.exec() or dialog.plan is None:
+            return
+        try:
+            with Store(self.db_path) as store:
+                request = queue_request(dialog.plan, dialog.folder, defaults=Defaults.from_settings(self.settings),
+                                        store=store)
+        except TransferError as exc:
+            self._show_error(str(exc))
+            return
+        self.bridge.call("submit", *request.submit_args())
+
+    def accession_finished(self, view: JobView) -> None:
+        """A list job ended: the samplesheet, and the other route for what failed by this one."""
+        if not view.files:
+            return
+        try:
+            with Store(self.db_path) as store:
+                rows, again = finish(view.source, Path(view.dest), view.files,
+                                     defaults=Defaults.from_settings(self.settings), store=store)
+        except (TransferError, OSError) as exc:
+            self._show_error(f"{view.source}: the samplesheet could not be written ({exc}).")
+            return
+        if again is not None:
+            self.status.setText(f"{view.source}: trying {len(again.options.files)} files by the other route")
+            self.bridge.call("submit", *again.submit_args())

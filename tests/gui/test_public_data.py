@@ -1,0 +1,90 @@
+"""Public data in the window: an accession dropped on it resolves in a dialog (runs, files, total size) before
+anything starts, Fetch queues one job for the study, its row opens into its files, History lists it once, and the
+folder gets its samplesheet. The archive is the stand-in portal of tests/servers/ena_portal.py, the files a real
+nginx."""
+
+from __future__ import annotations
+
+import csv
+import random
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt
+from PySide6.QtGui import QDropEvent
+
+from app.engine import JobState
+from tests.integration.conftest import MiB
+
+from .test_window import job, select
+
+
+@pytest.fixture
+def archive(nginx, monkeypatch):
+    from tests.servers.ena_portal import Portal
+
+    portal = Portal(nginx.data).start()
+    portal.add_run("ERR0007001", experiment="ERX0007001", layout="PAIRED", sample="SAMEA0007001", study="ERP000777",
+                   project="PRJEB7777", fastq=[("ERR0007001_1.fastq.gz", random.Random(1).randbytes(MiB)),
+                                               ("ERR0007001_2.fastq.gz", random.Random(2).randbytes(MiB))])
+    portal.add_run("ERR0007002", experiment="ERX0007002", layout="SINGLE", sample="SAMEA0007002", study="ERP000777",
+                   project="PRJEB7777", fastq=[("ERR0007002.fastq.gz", random.Random(3).randbytes(20 * MiB))],
+                   wrong_md5="ERR0007002.fastq.gz")
+    monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_ENA_FILES", f"http://127.0.0.1:{nginx.http_port}")
+    yield portal
+    portal.stop()
+
+
+def drop_text(widget, text: str) -> None:
+    mime = QMimeData()
+    mime.setText(text)
+    widget.dropEvent(QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                Qt.KeyboardModifier.NoModifier))
+
+
+def test_a_dropped_accession_resolves_then_arrives_as_one_job(qtbot, window, archive, tmp_path, monkeypatch):
+    import app.ui.public_data as public_data
+    from app.ui.accession_dialog import AccessionDialog
+
+    seen = {}
+
+    class Answering(AccessionDialog):
+        """The real dialog, answered as a user would once the archive has: Fetch, into a folder of the test's."""
+
+        def exec(self) -> int:
+            self.show()
+            qtbot.waitUntil(lambda: self.plan is not None, timeout=20_000)
+            seen["summary"], seen["rows"] = self.summary.text(), self.table.rowCount()
+            self.dest.setText(str(tmp_path / "study"))
+            return 1
+
+    monkeypatch.setattr(public_data, "AccessionDialog", Answering)
+    drop_text(window, "PRJEB7777\n")
+    assert "ena:PRJEB7777: 2 runs, 3 fastq files, 22.0 MiB in all." in seen["summary"] and seen["rows"] == 3
+    qtbot.waitUntil(lambda: job(window, "PRJEB7777") is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: job(window, "PRJEB7777").state == JobState.FAILED, timeout=60_000)
+    view = job(window, "PRJEB7777")
+    assert sum(1 for v in window.queue_model.views() if "PRJEB7777" in v.source) == 1  # one row for the study
+    assert {name: state for name, (state, *_) in view.files.items()} == {
+        "ERR0007001_1.fastq.gz": "fetched", "ERR0007001_2.fastq.gz": "fetched", "ERR0007002.fastq.gz": "failed"}
+    select(window, view)
+    text = window.details.toPlainText()
+    assert "Files (3: 1 failed, 2 fetched)" in text and "ERR0007002.fastq.gz" in text and "md5" in text
+    assert "ENA → this computer" in window.queue_model.data(window.queue_model.index(
+        window.queue_model.row_of(view.id), 1))
+    qtbot.waitUntil(lambda: (tmp_path / "study" / "samplesheet.csv").exists(), timeout=10_000)
+    with open(tmp_path / "study" / "samplesheet.csv") as sheet:
+        assert [r["run_accession"] for r in csv.DictReader(sheet)] == ["ERR0007001"]  # the verified run only
+    assert not (tmp_path / "study" / "ERR0007002.fastq.gz").exists()
+    qtbot.waitUntil(lambda: window.history_model.rowCount() >= 1, timeout=5_000)
+    rows = [window.history_model.row_at(i) for i in range(window.history_model.rowCount())]
+    assert [(r["source"], r["outcome"]) for r in rows if "PRJEB7777" in r["source"]] == [("ena:PRJEB7777", "failed")]
+
+
+def test_only_a_list_of_accessions_opens_the_dialog():
+    from app.ui.public_data import accessions_in
+
+    assert accessions_in("PRJEB7777\nSRR1234567  # the control\n") == ["PRJEB7777", "SRR1234567"]
+    assert accessions_in("GSE147507") == ["GSE147507"]
+    assert accessions_in("https://host/file.bin") == [] and accessions_in("PRJEB7777 https://host/x") == []
+    assert accessions_in("") == [] and accessions_in("hello world") == []
