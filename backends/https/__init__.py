@@ -153,8 +153,13 @@ class HttpsBackend:
             validate_url(f.address)
         if "://" in request.dest:
             raise BadRequest("A list of files goes into a local folder. Give a folder as the destination.")
-        async with _session(files[0].address, request.options) as (_, session):
-            return await ListDownload(session, request, sink).run()
+        from .session import HttpTimeouts, open_session
+
+        options = request.options
+        stall = read_options(HttpsOptions, options.backend_options).stall_seconds
+        async with _session(files[0].address, options) as (_, session):
+            return await ListDownload(session, request, sink, fresh=lambda: open_session(
+                options.ca_file, options.insecure, HttpTimeouts(stall=stall))).run()
 
     async def _served_name(self, session, request: TransferRequest) -> str | None:
         """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part

@@ -32,6 +32,7 @@ from ..streams.folder import (
     plan,
     published_sidecars,
 )
+from ..streams.hashing import FollowingHasher
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .index import Listing, walk
@@ -105,13 +106,17 @@ class FolderDownload:
                        options=replace(self.options, overwrite=True, name_from_source=False))
 
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
-        """One GET into ``NAME.part``, hashed as it comes, renamed once its size (and any sidecar) agrees."""
+        """One GET into ``NAME.part``, hashed as it comes by a thread that reads it back (``FollowingHasher``: the
+        event loop only receives, so sixteen small files at once are not held up by hashing them), renamed once
+        its size (and any sidecar) agrees."""
         part = path.with_name(path.name + ".part")
-        digests = self._hashers(file)
+        algorithms = tuple(self._hashers(file))
         written = 0
+        hasher = None
         try:
             try:
-                with open(part, "wb") as out:
+                with open(part, "wb", buffering=0) as out:
+                    hasher = FollowingHasher(part, algorithms)
                     async with self.session.get(file.address) as resp:
                         if resp.status != 200:
                             raise answer_error(resp, file.address)
@@ -122,18 +127,16 @@ class FolderDownload:
                             if decoder is not None:
                                 data = decode(decoder, data, file.address)
                             out.write(data)
-                            for h in digests.values():
-                                h.update(data)
                             written += len(data)
+                            hasher.advance(written)
                             sink.progress(written, file.size, 1)
                             if self.limiter:
                                 await self.limiter.consume(len(data))
                         if decoder is not None:
                             tail = decode(decoder, b"", file.address, final=True)
                             out.write(tail)
-                            for h in digests.values():
-                                h.update(tail)
                             written += len(tail)
+                            hasher.advance(written)
             except (TransferError, asyncio.CancelledError):
                 raise
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
@@ -142,12 +145,15 @@ class FolderDownload:
                 raise os_error(exc, part, "write") from None
             if expected is not None and wire != expected:
                 raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
-            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, written)
+            digests = await asyncio.to_thread(hasher.finish, written)
+            verified, method = await self._check(file, digests, written)
             os.replace(part, path)
         except BaseException:
+            if hasher is not None:
+                hasher.stop()
             part.unlink(missing_ok=True)
             raise
-        return FileDone(digests["sha256"].hexdigest(), verified, method, written)
+        return FileDone(digests["sha256"], verified, method, written)
 
     def _hashers(self, file: RemoteFile) -> dict:
         return hashers_for(self.sidecars.get(file.rel))

@@ -74,10 +74,10 @@ def lay_out(data: Path) -> tuple[list[dict], dict[str, dict[str, str]]]:
     return rows, expected
 
 
-def command(tool: str, study: str, out: Path, urls: Path, ca: str) -> list[str]:
+def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: dict[str, int]) -> list[str]:
     if tool == "ferry":
         return [sys.executable, "-m", "app", "copy", f"ena:{STUDIES[study]}", f"{out}/", "--ca-file", ca, "--json",
-                "-q"]
+                "-q", "--host-connections", str(connections[study])]
     if tool == "aria2c":
         jobs = ["-j16"] if study == "small" else ["-j4", "-x16", "-s16", "-k1M"]
         return ["aria2c", "-i", str(urls), *jobs, f"--ca-certificate={ca}", "-d", str(out), "--allow-overwrite=true",
@@ -98,6 +98,11 @@ def run_tool(tool: str, argv: list[str], out: Path, expected: dict[str, str], en
            "md5_ok": ok, "files": len(expected)}
     if proc.returncode != 0:
         row["error"] = proc.stderr.strip()[-300:]
+    elif tool == "ferry":  # the part of the wall time spent fetching (after the portal's answer and the set-up)
+        try:
+            row["fetch_seconds"] = json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+        except (ValueError, IndexError, KeyError):
+            pass
     shutil.rmtree(home, ignore_errors=True)
     return row
 
@@ -136,10 +141,11 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
             urls[study].write_text("".join(nginx.url(p.split("/", 1)[1]) + "\n" for p in paths))
         ns = on_host(link, "a")
         for r in range(args.rounds):
-            for study in STUDIES:
+            for study in args.studies:
                 tools = ("ferry", "aria2c") + (("wget",) if study == "mixed" and r < args.wget_rounds else ())
                 for tool in rotated(tools, r):
-                    row = run_tool(tool, [*ns, *command(tool, study, work / "out", urls[study], nginx.ca_file)],
+                    row = run_tool(tool, [*ns, *command(tool, study, work / "out", urls[study], nginx.ca_file,
+                                                        args.connections)],
                                    work / "out", expected[study], env, work)
                     row |= {"round": r + 1, "study": study, "rtt_ms": args.rtt, "loss": args.loss,
                             "rate_mbps": args.rate, "link_share": round(row["mbps"] / args.rate, 3)}
@@ -189,7 +195,12 @@ def render(rows: list[dict], args: argparse.Namespace, command_line: str) -> str
 def main() -> int:
     parser = path_arguments(__doc__, rtt=50, loss=1e-3, work="/tmp/ferry-bench-archive")
     parser.add_argument("--wget-rounds", type=int, default=1, help="rounds that include wget (slow)")
+    parser.add_argument("--studies", default="mixed,small", help="which studies (default both: mixed,small)")
+    parser.add_argument("--host-connections", default="mixed=16,small=16", metavar="STUDY=N,…",
+                        help="Ferry's --host-connections per study (aria2c -j4 -x16 -s16 may open 64 for mixed)")
     args = parser.parse_args()
+    args.studies = [s for s in args.studies.split(",") if s in STUDIES]
+    args.connections = {k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(","))}
     if prepare_path(args) is None:
         return 2
     work = Path(args.work)

@@ -61,7 +61,8 @@ SMALL_RUNS = 40
 
 def fetch(portal, nginx, *args: str, home, **env_extra):
     env = dict(os.environ, LABFERRY_ENA_PORTAL=portal.url, LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}",
-               LABFERRY_NCBI_EUTILS=portal.eutils, **env_extra)
+               LABFERRY_NCBI_EUTILS=portal.eutils)
+    env.update(env_extra)
     return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
 
 
@@ -282,3 +283,28 @@ def test_a_file_https_cannot_give_comes_by_ftp_and_the_other_way_round(portal, n
     row = next(r for r in portal.runs if r["run_accession"] == "ERR0000007")
     for name, md5 in zip(("ERR0000007_1.fastq.gz", "ERR0000007_2.fastq.gz"), row["fastq_md5"].split(";"), strict=True):
         assert md5_of(dest / name) == md5
+
+
+def test_a_study_cut_off_midway_resumes_with_the_same_command(portal, nginx, tmp_path, ferry_home, monkeypatch):
+    """Ferry killed while a large file is half-way (as a laptop shut or a server gone): the same command keeps
+    what was verified, resumes the large file from its record instead of starting over, and every MD5 holds."""
+    from .conftest import kill_after_progress, popen_labferry
+
+    monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}/slow")  # 2 MB/s a connection
+    dest = tmp_path / "cut"
+    uri = "/slow/vol1/fastq/ERR000/ERR0000006/ERR0000006_2.fastq.gz"
+    before = nginx.body_bytes(uri)
+    proc = popen_labferry("copy", "ena:PRJEB4444", f"{dest}/", "--host-connections", "2", "-q", "--ca-file",
+                          nginx.ca_file, env_home=ferry_home)
+    done = kill_after_progress(proc, dest / "ERR0000006_2.fastq.gz.part.ferry", 4 * MiB)
+    assert done >= 4 * MiB and not (dest / "ERR0000006_2.fastq.gz").exists()
+    again = fetch(portal, nginx, "ena:PRJEB4444", f"{dest}/", "--json", home=ferry_home,
+                  LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}/slow")
+    assert again.returncode == 0, again.stderr
+    row = next(r for r in portal.runs if r["run_accession"] == "ERR0000006")
+    for name, md5 in zip(("ERR0000006_1.fastq.gz", "ERR0000006_2.fastq.gz"), row["fastq_md5"].split(";"), strict=True):
+        assert md5_of(dest / name) == md5
+    sent = nginx.body_bytes(uri) - before
+    # a restart costs what the first run sent plus the whole file again (at least 20 MiB + done): less is a resume
+    assert sent < 20 * MiB + done, f"{sent} bytes sent for a 20 MiB file of which {done} were kept: it started over"
