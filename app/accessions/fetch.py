@@ -56,6 +56,8 @@ def listed(files: list[RemoteFile], *, other_route: bool = False) -> list[Listed
             for f in files]
 
 
+#: a second job's label ends so (the accession's own label before it): it is not sent round again
+OTHER_ROUTE = " (other route)"
 #: what may go better by the other route: the server or the path, not the bytes or this computer
 OTHER_ROUTE_FOR = ("not-found", "unreachable", "transient", "remote-changed", "tls", "permission-denied",
                    "web-page", "unavailable", "error")
@@ -79,7 +81,7 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
         if on_switch:
             on_switch(len(again), other)
         outcome.failed = [entry for entry in outcome.failed if entry[0] not in again]
-        _run(f"{plan.label} ({other})", listed(again, other_route=True), plan, folder, overrides, defaults, store,
+        _run(plan.label + OTHER_ROUTE, listed(again, other_route=True), plan, folder, overrides, defaults, store,
              outcome, on_progress, began)
     outcome.bytes_moved = sum(f.size for f in outcome.done)
     outcome.seconds = time.monotonic() - began

@@ -14,20 +14,24 @@ from pathlib import Path
 
 from app.requests import Defaults, Overrides, Request, resolve_list
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT
-from backends.streams.partfile import room_for
+from backends.core.errors import LocalError
+from backends.streams.partfile import os_error, room_for
 
 from . import ena
-from .fetch import BUDGET, OTHER_ROUTE_FOR, listed
+from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, listed
 from .sheets import write_metadata, write_samplesheet
-
-OTHER_ROUTE = " (other route)"  # a second job's label ends so: it is not sent round again
 
 
 def queue_request(plan: ena.Plan, folder: Path, overrides: Overrides | None = None, *,
                   defaults: Defaults | None = None, store=None, budget: int = BUDGET) -> Request:
     """The list request for ``plan`` into ``folder``, once the space is known to be there; ``metadata.tsv``
     is written now, so the end of the job can make the samplesheet whenever it comes."""
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists() and not folder.is_dir():
+        raise LocalError(f"{folder} is a file; an accession's files go into a folder. Choose a folder.")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_error(exc, folder / "x", "write") from None
     room_for(folder / ".space", sum(f.size for f in plan.files))
     request = resolve_list(plan.label, listed(plan.files), folder, _budgeted(overrides, budget), defaults=defaults,
                            store=store)

@@ -7,8 +7,10 @@ Needs root and ``../shared/tools/wanem``; nginx, aria2c, wget. Host b runs nginx
 turn, rounds interleaved: ``labferry copy ena:STUDY`` (which asks the portal first, then fetches and checks
 every MD5), ``aria2c -i urls -j4 -x16`` (its best for a study: four files at once, 16 connections each) and
 ``wget -i urls`` (one file after another, what per-file pipelines do); for the study of small runs
-``aria2c -i urls -j16``. Two studies: mixed (4 paired runs of 2 × 96 MiB and 4 single runs of 64 MiB: 12
-files, 1 GiB) and small (40 runs of 4 MiB). Figures are bytes / wall-clock time of the whole command, and the
+``aria2c -i urls -j16``. Three studies (``--studies``, default mixed,small): mixed (4 paired runs of 2 × 96 MiB
+and 4 single runs of 64 MiB: 12 files, 1 GiB), small (40 runs of 4 MiB) and large (4 paired runs of 2 × 512 MiB:
+the steady state, where start-up counts little). ``--host-connections`` sets Ferry's budget per study (16 by
+default; aria2c's -j4 -x16 -s16 may open 64). Figures are bytes / wall-clock time of the whole command, and the
 share of the link; every file is compared with its MD5 afterwards.
 
     sudo .venv/bin/python tests/bench/archive_wan.py --rtt 50 --loss 1e-3 --rate 1000 \\
@@ -47,15 +49,20 @@ from tests.servers.ena_portal import report_row  # noqa: E402
 from tests.servers.nginx import Nginx, free_port, make_certificates  # noqa: E402
 
 NET = 94
-STUDIES = {"mixed": "PRJEB90001", "small": "PRJEB90002"}
+STUDIES = {"mixed": "PRJEB90001", "small": "PRJEB90002", "large": "PRJEB90003"}
+WHAT = {"mixed": "12 files, 1 GiB (aria2c -j4 -x16)", "small": "40 × 4 MiB (aria2c -j16)",
+        "large": "8 files, 4 GiB (aria2c -j4 -x16)"}
 
 
-def lay_out(data: Path) -> tuple[list[dict], dict[str, dict[str, str]]]:
-    """The two studies' files under ``data/vol1/fastq``: report rows, and each study's {name: md5}."""
+def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[str, str]]]:
+    """The studies' files under ``data/vol1/fastq``: report rows, and each study's {name: md5}."""
     rows, expected = [], {}
     specs = {"mixed": [(f"ERR900{i:04d}", 2, 96) for i in range(4)] + [(f"ERR901{i:04d}", 1, 64) for i in range(4)],
-             "small": [(f"ERR902{i:04d}", 1, 4) for i in range(40)]}
+             "small": [(f"ERR902{i:04d}", 1, 4) for i in range(40)],
+             "large": [(f"ERR903{i:04d}", 2, 512) for i in range(4)]}
     for study, runs in specs.items():
+        if study not in studies:
+            continue
         expected[study] = {}
         for run, count, mib in runs:
             names = [f"{run}_{k}.fastq.gz" for k in (1, 2)] if count == 2 else [f"{run}.fastq.gz"]
@@ -79,7 +86,7 @@ def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: 
         return [sys.executable, "-m", "app", "copy", f"ena:{STUDIES[study]}", f"{out}/", "--ca-file", ca, "--json",
                 "-q", "--host-connections", str(connections[study])]
     if tool == "aria2c":
-        jobs = ["-j16"] if study == "small" else ["-j4", "-x16", "-s16", "-k1M"]
+        jobs = ["-j16"] if study == "small" else ["-j4", "-x16", "-s16", "-k1M"]  # mixed, large: its best
         return ["aria2c", "-i", str(urls), *jobs, f"--ca-certificate={ca}", "-d", str(out), "--allow-overwrite=true",
                 "--file-allocation=none", "--console-log-level=warn", "--summary-interval=0"]
     return ["wget", "-q", f"--ca-certificate={ca}", "-i", str(urls), "-P", str(out)]
@@ -125,7 +132,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
     rows_out: list[dict] = []
     portal = None
     try:
-        report, expected = lay_out(work / "data")
+        report, expected = lay_out(work / "data", args.studies)
         (work / "report.json").write_text(json.dumps(report))
         nginx.start(argv_prefix=prefix)
         port = free_port()
@@ -135,7 +142,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
         env = dict(os.environ, LABFERRY_ENA_PORTAL=f"http://{host}:{port}/ena/portal/api",
                    LABFERRY_ENA_FILES=nginx.url("").rstrip("/"))
         urls = {}
-        for study in STUDIES:  # the same files by address, for the peers (no portal: they are given the list)
+        for study in args.studies:  # the same files by address, for the peers (no portal: they are given the list)
             urls[study] = work / f"urls-{study}.txt"
             paths = [p for r in report if r["study_accession"] == STUDIES[study] for p in r["fastq_ftp"].split(";")]
             urls[study].write_text("".join(nginx.url(p.split("/", 1)[1]) + "\n" for p in paths))
@@ -182,7 +189,7 @@ def render(rows: list[dict], args: argparse.Namespace, command_line: str) -> str
         "| study | Ferry `copy ena:…` | aria2c | wget, one file after another | Ferry / aria2c | Ferry / wget | MD5 |",
         "|---|---|---|---|---|---|---|",
     ]
-    for study, what in (("mixed", "12 files, 1 GiB (aria2c -j4 -x16)"), ("small", "40 × 4 MiB (aria2c -j16)")):
+    for study, what in ((s, WHAT[s]) for s in args.studies):
         ferry, aria, wget = (median(rows, study, t) for t in ("ferry", "aria2c", "wget"))
         share = lambda v: "not run" if v != v else f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
         ok = all(r["md5_ok"] for r in rows if r["study"] == study)
@@ -196,11 +203,12 @@ def main() -> int:
     parser = path_arguments(__doc__, rtt=50, loss=1e-3, work="/tmp/ferry-bench-archive")
     parser.add_argument("--wget-rounds", type=int, default=1, help="rounds that include wget (slow)")
     parser.add_argument("--studies", default="mixed,small", help="which studies (default both: mixed,small)")
-    parser.add_argument("--host-connections", default="mixed=16,small=16", metavar="STUDY=N,…",
+    parser.add_argument("--host-connections", default="mixed=16,small=16,large=16", metavar="STUDY=N,…",
                         help="Ferry's --host-connections per study (aria2c -j4 -x16 -s16 may open 64 for mixed)")
     args = parser.parse_args()
     args.studies = [s for s in args.studies.split(",") if s in STUDIES]
-    args.connections = {k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(","))}
+    args.connections = {"mixed": 16, "small": 16, "large": 16} | {
+        k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(","))}
     if prepare_path(args) is None:
         return 2
     work = Path(args.work)

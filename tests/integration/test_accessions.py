@@ -308,3 +308,24 @@ def test_a_study_cut_off_midway_resumes_with_the_same_command(portal, nginx, tmp
     sent = nginx.body_bytes(uri) - before
     # a restart costs what the first run sent plus the whole file again (at least 20 MiB + done): less is a resume
     assert sent < 20 * MiB + done, f"{sent} bytes sent for a 20 MiB file of which {done} were kept: it started over"
+
+
+def test_a_folder_without_the_room_is_refused_before_anything_is_fetched(portal, nginx, tmp_path, ferry_home,
+                                                                          monkeypatch, capsys):
+    """The report gives the total first: a disk with 1 MiB free for a 49 MiB study is refused in one sentence,
+    and no file is asked of the server. (The disk's free space is the one thing stood in for: filling a real
+    disk in a test would fill the machine's.)"""
+    from types import SimpleNamespace
+
+    from app.cli import main
+
+    for name, value in (("LABFERRY_ENA_PORTAL", portal.url), ("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}"),
+                        ("LABFERRY_HOME", str(ferry_home))):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_bavail=256, f_frsize=4096))
+    asked = nginx.access_log.read_text().count("ERR0000001_1.fastq.gz")
+    status = main(["copy", "ena:PRJEB1111", f"{tmp_path / 'full'}/", "--ca-file", nginx.ca_file, "-q"])
+    err = capsys.readouterr().err
+    assert status == 5 and "Not enough free space" in err and "Traceback" not in err, err
+    assert nginx.access_log.read_text().count("ERR0000001_1.fastq.gz") == asked
+    assert not [p for p in (tmp_path / "full").rglob("*") if p.is_file()]
