@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.base import Result, Sink, TransferRequest
-from ..streams.folder import RemoteFile, hashers_for
-from ..streams.lists import check_listed, fetch_listed, large_options, large_streams, listed_hashers
+from ..streams.folder import RemoteFile
+from ..streams.lists import ListedChecks, check_listed, fetch_listed, large_options, large_streams
 from .address import FtpAddress
 from .control import FtpControl
 from .folder import LARGE_FROM, SMALL_AT_ONCE, FtpFolder
 
 
-class FtpList(FtpFolder):
+class FtpList(ListedChecks, FtpFolder):
     def __init__(self, top: FtpAddress, request: TransferRequest, sink: Sink, connect, lead: FtpControl) -> None:
         super().__init__(top, request, sink, connect, lead)
         self.listed = {f.name: f for f in request.options.files}
@@ -42,14 +42,6 @@ class FtpList(FtpFolder):
 
     def _large_options(self, file: RemoteFile):
         return large_options(self.request, self.listed[file.rel], self.large_streams)
-
-    def _said(self, result: Result) -> str:
-        if result.verified:
-            return result.verify_method.split("; ")[0]
-        return "size checked; " + result.verify_method.split("; ", 1)[-1]
-
-    def _hashers(self, file: RemoteFile) -> dict:
-        return hashers_for(listed_hashers(self.listed[file.rel]))
 
     async def _check(self, file: RemoteFile, digests: dict[str, str], written: int,
                      control: FtpControl) -> tuple[bool, str]:

@@ -14,12 +14,12 @@ from pathlib import Path
 import aiohttp
 
 from ..core.base import Result, Sink, TransferRequest
-from ..streams.folder import FileDone, RemoteFile, hashers_for
-from ..streams.lists import check_listed, fetch_listed, large_options, large_streams, listed_hashers
+from ..streams.folder import FileDone, RemoteFile
+from ..streams.lists import ListedChecks, check_listed, fetch_listed, large_options, large_streams
 from .folder import LARGE_FROM, FolderDownload
 
 
-class ListDownload(FolderDownload):
+class ListDownload(ListedChecks, FolderDownload):
     """``fresh``: opens a new session. A large file gets its own: a warm connection keeps the congestion window
     the last file's losses left it, where a fresh one starts a new slow start (four 64–192 MiB files at once
     came at ~670 Mbit/s on shared connections and ~790 on fresh ones, 50 ms / 1e-3, docs/benchmarks.md)."""
@@ -46,14 +46,6 @@ class ListDownload(FolderDownload):
     def _large_request(self, file: RemoteFile, path: Path) -> TransferRequest:
         options = large_options(self.request, self.listed[file.rel], self.large_streams)
         return replace(self.request, source=file.address, dest=str(path), options=options)
-
-    def _said(self, result: Result) -> str:
-        if result.verified:
-            return result.verify_method.split("; ")[0]
-        return "size checked; " + result.verify_method.split("; ", 1)[-1]
-
-    def _hashers(self, file: RemoteFile) -> dict:
-        return hashers_for(listed_hashers(self.listed[file.rel]))
 
     async def _check(self, file: RemoteFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
         return check_listed(self.listed[file.rel], digests, written)

@@ -33,7 +33,7 @@ from ..core.base import (
 )
 from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
-from .folder import Fetch, RemoteFile, Totals, fetch_folder, plan, safe_rel
+from .folder import Fetch, RemoteFile, Totals, fetch_folder, hashers_for, plan, safe_rel
 from .hashing import hash_file
 
 #: large files fetched at once, each with its share of the budget (start-up overlaps; one slow file does not
@@ -250,3 +250,19 @@ def check_listed(file: ListedFile, digests: dict[str, str], written: int) -> tup
 def listed_hashers(file: ListedFile) -> tuple[str, str] | None:
     """The sidecar-shaped hint ``hashers_for`` takes: SHA-256 always, plus the published algorithm."""
     return (file.checksum.algorithm, "") if file.checksum else None
+
+
+class ListedChecks:
+    """What every backend's list fetch shares, as a mix-in over its folder fetch: a small file hashed for the
+    checksum its catalogue published, and a large file's check in the words the job's summary groups by.
+    Needs ``listed`` (name → ``ListedFile``)."""
+
+    listed: dict[str, ListedFile]
+
+    def _hashers(self, file) -> dict:
+        return hashers_for(listed_hashers(self.listed[file.rel]))
+
+    def _said(self, result: Result) -> str:
+        if result.verified:
+            return result.verify_method.split("; ")[0]
+        return "size checked; " + result.verify_method.split("; ", 1)[-1]
