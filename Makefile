@@ -14,7 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Qt's X11 plugin needs system libraries a fresh Debian lacks: installed when root, else named (installers/qt_libs.py)
 run: $(STAMP)
+	$(BIN)/python installers/qt_libs.py
 	$(BIN)/labferry-gui
 
 system-deps:

@@ -42,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     gui = sub.add_parser("gui", help="open the desktop app")
     gui.add_argument("--quit-after", type=float, metavar="SECONDS",
                      help="close again after SECONDS once the window is shown (start-up checks of a bundle)")
-    gui.set_defaults(handler=lambda args: _gui(args.quit_after))
+    gui.add_argument("items", nargs="*", metavar="URL_OR_FILE",
+                     help="addresses, .torrent files, magnet links or accessions to add (to the window already open, "
+                          "if there is one)")
+    gui.set_defaults(handler=lambda args: _gui(args.quit_after, args.items))
     listing.add_parsers(sub)
     sites.add_parser(sub)
     report.add_parser(sub)
@@ -51,10 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _gui(quit_after: float | None = None) -> int:
+def _gui(quit_after: float | None = None, items: list[str] | None = None) -> int:
     from app.ui.app import main as gui_main
 
-    return gui_main([], quit_after=quit_after)
+    return gui_main([], quit_after=quit_after, items=items or [])
 
 
 def setup_logging() -> None:

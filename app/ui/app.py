@@ -67,9 +67,24 @@ def build(argv: list[str] | None = None):
     return app, engine, window
 
 
-def main(argv: list[str] | None = None, quit_after: float | None = None) -> int:
+def main(argv: list[str] | None = None, quit_after: float | None = None, items: list[str] | None = None) -> int:
+    """``labferry-gui [URL_OR_FILE…]``: the window, with ``items`` added (addresses, .torrent files, magnets,
+    accessions); when a window is already open for this data folder, the items go to it and this start ends."""
+    from .instance import InstanceServer, hand_over
+
+    argv = list(sys.argv if argv is None else argv)
+    if items is None:
+        items = [a for a in argv[1:] if not a.startswith("-")]
+    QApplication.instance() or QApplication(argv or ["labferry-gui"])
+    if hand_over(items):
+        return 0
     app, engine, window = build(argv)
+    InstanceServer(window.open_items, window)
     window.show()
+    if items:
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, lambda: window.open_items(items))
     if quit_after is not None:
         from PySide6.QtCore import QTimer
 

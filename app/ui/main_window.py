@@ -37,7 +37,8 @@ from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
 from .history_tab import HistoryTab
-from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, local_paths
+from .opening import Opening
+from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, empty_hint
 from .public_data import PublicData, accessions_in
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
 from .reporting import ReportExporter
@@ -45,7 +46,7 @@ from .reporting import ReportExporter
 log = logging.getLogger(__name__)
 
 
-class MainWindow(HistoryTab, PublicData, QMainWindow):
+class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
     def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
         super().__init__()
         self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
@@ -86,6 +87,7 @@ class MainWindow(HistoryTab, PublicData, QMainWindow):
         self.queue_view.setColumnWidth(1, 190)
         self.queue_view.setAcceptDrops(True)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.empty_hint = empty_hint(self.queue_view)
         self.history_model = HistoryModel(self.db_path, self)
         self.reporter = ReportExporter(self.db_path, self)
         self.reporter.finished.connect(self._report_written)
@@ -242,43 +244,6 @@ class MainWindow(HistoryTab, PublicData, QMainWindow):
     def upload_to_site(self, name: str, paths: list[str]) -> None:
         for path in paths:
             self.submit(path, f"site:{name}/")
-
-    # -- drag and drop on the window: URLs download, local files go to a site you pick ---------------
-    def dragEnterEvent(self, event) -> None:
-        if event.mimeData().hasUrls() or event.mimeData().hasText():
-            event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:
-        mime = event.mimeData()
-        urls = mime.urls() if mime.hasUrls() else []
-        remote = [u.toString() for u in urls if not u.isLocalFile()]
-        if not urls and mime.hasText() and accessions_in(mime.text()):
-            self.public_data(mime.text())
-            event.acceptProposedAction()
-            return
-        if not urls and mime.hasText():
-            remote = [line.strip() for line in mime.text().splitlines() if "://" in line or line.startswith("magnet:")]
-        files = local_paths(urls)
-        torrents = [f for f in files if f.lower().endswith(".torrent")]
-        files = [f for f in files if f not in torrents]
-        folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
-        for url in remote:
-            if url.startswith("magnet:"):
-                torrents.append(url)
-            else:
-                self.submit(url, folder)
-        for torrent in torrents:
-            self.fetch_torrent(torrent, folder)
-        if files:
-            sites = [s.name for s in self._sites()]
-            if not sites:
-                self._show_error("To send files, first add the site to send them to (Add site).")
-                return
-            name, ok = QInputDialog.getItem(self, "Send to which site?", f"Send {len(files)} item(s) to:", sites, 0,
-                                            False)
-            if ok:
-                self.upload_to_site(name, files)
-        event.acceptProposedAction()
 
     def fetch_torrent(self, torrent: str, folder: str, peer: str | None = None) -> None:
         """A .torrent or magnet link: ask which peer holds it (blank: its web seeds, trackers and the DHT)."""

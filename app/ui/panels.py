@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
+    QLabel,
     QMenu,
     QSystemTrayIcon,
     QTreeWidget,
@@ -25,6 +26,32 @@ SiteRole = 0x0100 + 5
 
 def app_icon() -> QIcon:
     return QIcon(str(RESOURCES / "ferry.svg"))
+
+
+#: what an empty queue says to someone who has not used Ferry before
+EMPTY_QUEUE = ("Nothing queued yet.\n\nDrop files, links, .torrent files or accessions here, or press New transfer "
+               "(Ctrl+N).\nPublic data… fetches a study by accession (PRJEB…, SRR…, GSE…); Add site saves a "
+               "collaborator's server so you can send to it and browse it.")
+
+
+def empty_hint(view, text: str = EMPTY_QUEUE) -> QLabel:
+    """A quiet sentence in the middle of ``view`` while its model has no rows."""
+    label = QLabel(text, view.viewport())
+    label.setObjectName("emptyHint")
+    label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    label.setWordWrap(True)
+    label.setStyleSheet("color: gray;")
+    label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+    QVBoxLayout(view.viewport()).addWidget(label)
+    model = view.model()
+
+    def update(*_) -> None:
+        label.setVisible(model.rowCount() == 0)
+
+    for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset, model.layoutChanged):
+        signal.connect(update)
+    update()
+    return label
 
 
 def local_paths(urls: list[QUrl]) -> list[str]:

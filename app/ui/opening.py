@@ -1,0 +1,72 @@
+"""What the window does with things given to it: dropped on it, or handed over by a second ``labferry-gui``.
+
+One place decides for every way in (a drop, the file manager's "Open with", a browser's link, the command line
+of a second start): an address downloads into the download folder, a ``.torrent`` or magnet asks which peer
+holds it, accessions open the Public data dialog, local files go to a site the user picks. What is none of
+these is said in one sentence, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QUrl
+from PySide6.QtWidgets import QInputDialog
+
+from app.accessions.ids import is_accession
+
+from .panels import local_paths
+
+
+class Opening:
+    """A mix-in of the main window; needs ``submit``, ``fetch_torrent``, ``public_data``, ``upload_to_site``,
+    ``_sites``, ``settings`` and ``_show_error``."""
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() or event.mimeData().hasText():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        mime = event.mimeData()
+        urls = mime.urls() if mime.hasUrls() else []
+        items = [u.toString() for u in urls if not u.isLocalFile()] + local_paths(urls)
+        if not urls and mime.hasText():
+            items = [line.split("#", 1)[0].strip() for line in mime.text().splitlines()]
+        self.open_items([i for i in items if i])
+        event.acceptProposedAction()
+
+    def open_items(self, items: list[str]) -> None:
+        """Addresses, torrents, magnets, accessions and local files, each to where it belongs."""
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
+        items = [QUrl(i).toLocalFile() if i.startswith("file://") else i for i in items]  # the desktop's %U
+        torrents = [i for i in items
+                    if i.startswith("magnet:") or (i.lower().endswith(".torrent") and Path(i).is_file())]
+        addresses = [i for i in items if "://" in i and i not in torrents]
+        local = [i for i in items if i not in torrents and "://" not in i and Path(i).exists()]
+        accessions = [i for i in items if i not in torrents + addresses + local and is_accession(i)]
+        unknown = [i for i in items if i not in torrents + addresses + local + accessions]
+        for address in addresses:
+            self.submit(address, folder)
+        for torrent in torrents:
+            self.fetch_torrent(torrent, folder)
+        if accessions:
+            self.public_data("\n".join(accessions))
+        if local:
+            self._send_local(local)
+        if unknown:
+            shown = ", ".join(unknown[:3]) + (" …" if len(unknown) > 3 else "")
+            self._show_error(f"Ferry cannot open {shown}: it is not an address (https://, sftp://, ftp://, "
+                             "gsiftp://), a .torrent, a magnet link, an accession or a file on this computer.")
+
+    def _send_local(self, paths: list[str]) -> None:
+        sites = [s.name for s in self._sites()]
+        if not sites:
+            self._show_error("To send files, first add the site to send them to (Add site).")
+            return
+        name, ok = QInputDialog.getItem(self, "Send to which site?", f"Send {len(paths)} item(s) to:", sites, 0,
+                                        False)
+        if ok:
+            self.upload_to_site(name, paths)

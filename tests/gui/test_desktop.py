@@ -1,0 +1,80 @@
+"""The desktop around the window: a second ``labferry gui URL`` hands the URL to the window already open (one
+window per user and data folder), the empty queue tells a newcomer how to begin, what cannot be opened is said,
+and ``make run`` finds the system libraries Qt's X11 plugin needs."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from app.engine import JobState
+
+from .test_window import job
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_second_start_hands_its_address_to_the_open_window(qtbot, window, nginx, plain_file, tmp_path,
+                                                             ferry_home):
+    from app.ui.instance import InstanceServer
+
+    server = InstanceServer(window.open_items, window)
+    second = subprocess.Popen([sys.executable, "-m", "app", "gui", nginx.url("plain.bin", scheme="http")],
+                              env=dict(os.environ, LABFERRY_HOME=str(ferry_home), QT_QPA_PLATFORM="offscreen"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    qtbot.waitUntil(lambda: second.poll() is not None, timeout=30_000)  # the window answers while it waits
+    assert second.returncode == 0, second.stderr
+    qtbot.waitUntil(lambda: (j := job(window, "plain.bin")) is not None and j.state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "plain.bin").stat().st_size == plain_file.size
+    server.close()
+
+
+def test_without_a_window_open_a_start_does_not_hand_over(ferry_home, monkeypatch):
+    """No window listens for this data folder: ``hand_over`` says so at once (the caller opens a window)."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.instance import hand_over
+
+    QApplication.instance() or QApplication([])
+    monkeypatch.setenv("LABFERRY_HOME", str(ferry_home / "elsewhere"))
+    assert hand_over(["https://example.org/x"]) is False
+
+
+def test_the_empty_queue_says_how_to_begin(qtbot, window, nginx, plain_file):
+    assert window.empty_hint.isVisible() and "New transfer" in window.empty_hint.text()
+    window.submit(nginx.url("plain.bin", scheme="http"), str(Path(window.settings["download_folder"]) / "p.bin"))
+    qtbot.waitUntil(lambda: not window.empty_hint.isVisible(), timeout=10_000)
+
+
+def test_what_cannot_be_opened_is_said(qtbot, window):
+    window.open_items(["not a thing at all", "/no/such/file.fastq"])
+    assert "Ferry cannot open not a thing at all, /no/such/file.fastq" in window.last_error
+
+
+def _qt_libs():
+    spec = importlib.util.spec_from_file_location("qt_libs", ROOT / "installers" / "qt_libs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_missing_qt_libraries_are_named_by_their_packages():
+    qt_libs = _qt_libs()
+    ldd = ("\tlibQt6XcbQpa.so.6 => /x/libQt6XcbQpa.so.6 (0x1)\n\tlibxcb-icccm.so.4 => not found\n"
+           "\tlibxcb-cursor.so.0 => /lib/x86_64-linux-gnu/libxcb-cursor.so.0 (0x2)\n"
+           "\tlibxcb-keysyms.so.1 => not found\n\tlibxcb-icccm.so.4 => not found\n\tlibweird.so.9 => not found\n")
+    missing = qt_libs.not_found(ldd)
+    assert missing == ["libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libweird.so.9"]  # not xcb-cursor0: it is there
+    assert qt_libs.packages_for(missing) == (["libxcb-icccm4", "libxcb-keysyms1"], ["libweird.so.9"])
+
+
+def test_this_machine_has_what_the_window_needs():
+    """The check ``make run`` runs, for real: on this machine (set up by .ci/run) nothing is missing."""
+    proc = subprocess.run([sys.executable, str(ROOT / "installers" / "qt_libs.py"), "--check"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    found = _qt_libs().plugin()
+    assert found is None or _qt_libs().missing_now(found) == []
