@@ -12,6 +12,10 @@ command -v ssh     >/dev/null 2>&1 || need="$need openssh-client"
 [ -x /usr/sbin/vsftpd ] || command -v vsftpd >/dev/null 2>&1 || need="$need vsftpd"
 [ -x /usr/sbin/lighttpd ] || command -v lighttpd >/dev/null 2>&1 || need="$need lighttpd"
 command -v pdftotext >/dev/null 2>&1 || need="$need poppler-utils"
+# a real OS keyring for the site-secret tests: gnome-keyring's Secret Service on a private session bus
+command -v gnome-keyring-daemon >/dev/null 2>&1 || need="$need gnome-keyring"
+command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
+command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"

@@ -7,24 +7,41 @@ import os
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
 
 from tests.integration.conftest import (  # noqa: E402,F401  (fixtures shared with the integration tests)
     big_file,
     nginx,
     plain_file,
     remote_big,
+    secret_service,
     sshd,
 )
 
 
-@pytest.fixture(autouse=True)
-def keyring_home(tmp_path, monkeypatch):
-    """The file-backed keyring writes under XDG_DATA_HOME: one per test."""
-    folder = tmp_path / "xdg-data"
-    folder.mkdir()
-    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
-    return folder
+@pytest.fixture(scope="session", autouse=True)
+def real_keyring(secret_service):  # noqa: F811  (the fixture imported above)
+    """The window keeps site secrets in a real Secret Service (gnome-keyring on the tests' own session bus),
+    as on a Linux desktop; the keyring library is pointed at it whatever an earlier test chose."""
+    import keyring
+    from keyring.backends.SecretService import Keyring
+
+    before = {k: os.environ.get(k) for k in secret_service.env}
+    os.environ.update(secret_service.env)
+    previous = keyring.get_keyring()
+    keyring.set_keyring(Keyring())
+    yield secret_service
+    keyring.set_keyring(previous)
+    for k, v in before.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
+def keyring_home(real_keyring):
+    """Where the Secret Service keeps its keyrings (encrypted files)."""
+    return real_keyring.root / "data" / "keyrings"
 
 
 @pytest.fixture

@@ -104,7 +104,9 @@ def test_site_profile_keeps_its_secret_in_the_keyring_not_in_sqlite(qtbot, windo
 
     import keyring
 
-    assert any(p.is_file() for p in keyring_home.rglob("*")), "the file-backed keyring was not written"
+    written = [p for p in keyring_home.rglob("*") if p.is_file()]
+    assert written, "gnome-keyring wrote no keyring"
+    assert all(secret.encode() not in p.read_bytes() for p in written)  # kept encrypted there
     db = b"".join(p.read_bytes() for p in ferry_home.glob("ferry.sqlite3*"))
     assert secret.encode() not in db and base64.b64encode(secret.encode()) not in db
 

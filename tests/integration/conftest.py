@@ -301,3 +301,15 @@ def grid_big(gridftp) -> DataFile:
     digest = write_random(path, BIG, seed=70)
     gridftp.give(path)
     return DataFile("big.bin", path, digest, BIG)
+
+
+@pytest.fixture(scope="session")
+def secret_service(tmp_path_factory):
+    """A real OS keyring: gnome-keyring's Secret Service on a private D-Bus session (``.env`` reaches it)."""
+    from tests.servers.secret_service import SecretService
+
+    require("dbus-daemon")
+    require("gnome-keyring-daemon")
+    service = SecretService(tmp_path_factory.mktemp("secret-service")).start()
+    yield service
+    service.stop()

@@ -141,13 +141,12 @@ def test_a_published_sidecar_is_compared(vsftpd, tmp_path, ferry_home):
     assert not (tmp_path / "t").exists()
 
 
-def test_a_site_profile_sends_its_keyring_password(vsftpd, tmp_path, ferry_home):
+def test_a_site_profile_sends_its_keyring_password(vsftpd, tmp_path, ferry_home, secret_service):
     """A site profile's secret was never sent to an FTP server (exit 3)."""
     data = vsftpd.user_root / "profile.bam"
     digest = write_random(data, 2 * MiB, seed=67)
     vsftpd.give(data)
-    env = dict(os.environ, PYTHON_KEYRING_BACKEND="keyrings.alt.file.PlaintextKeyring",
-               XDG_DATA_HOME=str(tmp_path / "xdg"))
+    env = dict(os.environ, **secret_service.env)  # the password goes to a real Secret Service
     add = labferry("sites", "add", "core-ftp", "--protocol", "ftp", "--host", "127.0.0.1", "--port", str(vsftpd.port),
                    "--user", vsftpd.user, "--ask-secret", env_home=ferry_home, env=env, input=vsftpd.password + "\n")
     assert add.returncode == 0, add.stderr

@@ -66,11 +66,10 @@ def test_a_wrong_password_is_said_at_once_and_leaves_nothing(apache, tmp_path, f
     assert "wants a login" in proc.stderr and "USER@" in proc.stderr
 
 
-def test_a_site_profiles_password_is_sent_and_a_user_without_one_is_asked(apache, tmp_path, ferry_home):
+def test_a_site_profiles_password_is_sent_and_a_user_without_one_is_asked(apache, tmp_path, ferry_home, secret_service):
     """The keyring secret of an http site reaches the server; ``https://USER@host/…`` at a terminal asks."""
     digest = _publish(apache, "profile.bin", seed=43, size=4 * MiB)
-    env = dict(os.environ, PYTHON_KEYRING_BACKEND="keyrings.alt.file.PlaintextKeyring",
-               XDG_DATA_HOME=str(tmp_path / "xdg"))
+    env = dict(os.environ, **secret_service.env)  # the password goes to a real Secret Service
     add = labferry("sites", "add", "core", "--protocol", "http", "--host", "127.0.0.1", "--port", str(apache.port),
                    "--user", USER, "--folder", "/digest", "--ask-secret", env_home=ferry_home, env=env,
                    input=PASSWORD + "\n")
