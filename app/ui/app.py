@@ -64,6 +64,9 @@ def build(argv: list[str] | None = None):
     engine = Engine(db, max_jobs=int(settings.get("max_jobs", 3)), run_queue=True, ask_trust=asker).start()
     apply_theme(settings.get("theme", "system"))
     window = MainWindow(engine, db, data_dir())
+    hints = app.styleHints()
+    if hasattr(hints, "colorSchemeChanged"):  # Qt 6.5+: the desktop's light/dark switch, followed live
+        hints.colorSchemeChanged.connect(window.follow_system_theme)
     return app, engine, window
 
 

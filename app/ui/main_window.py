@@ -37,6 +37,7 @@ from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .history_model import HistoryModel
 from .history_tab import HistoryTab
+from .icons import ACTIONS, icon
 from .opening import Opening
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, empty_hint
 from .public_data import PublicData, accessions_in
@@ -121,24 +122,40 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         for name, label, shortcut, slot in (
             ("new", "New transfer", QKeySequence.StandardKey.New, self.new_transfer),
             ("public", "Public data…", "Ctrl+Shift+P", lambda: self.public_data()),
-            ("pause", "Pause", None, lambda: self._each_selected("pause")),
-            ("resume", "Resume", None, lambda: self._each_selected("resume")),
-            ("cancel", "Cancel", None, lambda: self._each_selected("cancel")),
-            ("retry", "Retry", None, lambda: self._each_selected("resume")),
+            ("pause", "Pause", "Ctrl+P", lambda: self._each_selected("pause")),
+            ("resume", "Resume", "Ctrl+Shift+R", lambda: self._each_selected("resume")),
+            ("cancel", "Cancel", "Ctrl+.", lambda: self._each_selected("cancel")),
+            ("retry", "Retry", "Ctrl+R", lambda: self._each_selected("resume")),
             ("remove", "Remove", QKeySequence.StandardKey.Delete, lambda: self._each_selected("remove")),
-            ("up", "Move up", None, lambda: self._move(-1)),
-            ("down", "Move down", None, lambda: self._move(1)),
-            ("clear", "Clear finished", None, self.clear_finished),
-            ("site", "Add site", None, lambda: self.edit_site(None)),
-            ("preflight", "Preflight…", None, self.open_preflight),
-            ("settings", "Settings", None, self.edit_settings),
+            ("up", "Move up", "Ctrl+Up", lambda: self._move(-1)),
+            ("down", "Move down", "Ctrl+Down", lambda: self._move(1)),
+            ("clear", "Clear finished", "Ctrl+Shift+Del", self.clear_finished),
+            ("site", "Add site", "Ctrl+Shift+N", lambda: self.edit_site(None)),
+            ("preflight", "Preflight…", "Ctrl+Shift+T", self.open_preflight),
+            ("settings", "Settings", "Ctrl+,", self.edit_settings),
         ):
             action = QAction(label, self)
-            if shortcut:
-                action.setShortcut(shortcut)
+            action.setShortcut(shortcut)
+            action.setToolTip(f"{label} ({action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})")
+            if name in ("remove", "up", "down", "clear", "settings"):  # icon only beside the text of the others
+                action.setPriority(QAction.Priority.LowPriority)
             action.triggered.connect(slot)
             bar.addAction(action)
             self.actions_by_name[name] = action
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.refresh_icons()
+
+    def follow_system_theme(self, *_) -> None:
+        """The desktop switched between light and dark: follow it, unless Settings fixed a theme."""
+        if self.settings.get("theme", "system") == "system":
+            apply_theme("system")
+            self.refresh_icons()
+
+    def refresh_icons(self) -> None:
+        """Every action's icon, drawn again in the palette's colours (after a theme change)."""
+        for name, action in self.actions_by_name.items():
+            action.setIcon(icon(ACTIONS[name]))
+        self.queue_model.refresh_icons()
 
     # -- engine facts coming in ----------------------------------------------------------------
     def _jobs_changed(self, changed: dict[int, JobView]) -> None:
@@ -307,6 +324,7 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
                     store.settings.set(key, value)
             self.engine.set_max_jobs(int(self.settings["max_jobs"]))
             apply_theme(self.settings["theme"])
+            self.refresh_icons()
 
     # -- history and benchmarks ----------------------------------------------------------------------
     def _benchmark_rows(self) -> list[dict]:

@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleO
 from app.engine import JobState, JobView
 from app.units import format_bytes, format_duration, format_rate
 
+from .icons import KINDS, icon, kind_of
+
 COLUMNS = ("Name", "Route", "Backend", "Size", "Progress", "Rate", "ETA", "Streams", "State")
 PROGRESS = COLUMNS.index("Progress")
 JobRole = Qt.ItemDataRole.UserRole + 1
@@ -39,6 +41,14 @@ class QueueModel(QAbstractTableModel):
         super().__init__(parent)
         self._rows: list[JobView] = []
         self._index: dict[int, int] = {}
+        self._icons: dict[str, object] = {}  # kind → icon, drawn once per theme
+
+    def refresh_icons(self) -> None:
+        """Forget the drawn icons (the theme changed) and let the view ask again."""
+        self._icons.clear()
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, 0),
+                                  [Qt.ItemDataRole.DecorationRole])
 
     # -- Qt model interface -----------------------------------------------------------
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
@@ -58,6 +68,11 @@ class QueueModel(QAbstractTableModel):
         view = self._rows[index.row()]
         if role == JobRole:
             return view
+        if role == Qt.ItemDataRole.DecorationRole and index.column() == 0:
+            kind = kind_of(view.source, view.dest)
+            if kind not in self._icons:
+                self._icons[kind] = icon(KINDS[kind])
+            return self._icons[kind]
         if role == Qt.ItemDataRole.ToolTipRole:
             return view.error or f"{view.source}\n→ {view.dest}"
         if role != Qt.ItemDataRole.DisplayRole:

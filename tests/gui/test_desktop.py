@@ -78,3 +78,48 @@ def test_this_machine_has_what_the_window_needs():
     assert proc.returncode == 0, proc.stderr
     found = _qt_libs().plugin()
     assert found is None or _qt_libs().missing_now(found) == []
+
+
+def test_every_action_has_an_icon_and_its_own_shortcut(window):
+    from PySide6.QtGui import QKeySequence
+
+    shortcuts = {}
+    for name, action in window.actions_by_name.items():
+        assert not action.icon().isNull(), f"{name} has no icon"
+        keys = action.shortcut().toString(QKeySequence.SequenceFormat.PortableText)
+        assert keys, f"{name} has no shortcut"
+        assert keys not in shortcuts, f"{name} and {shortcuts.get(keys)} share {keys}"
+        shortcuts[keys] = name
+        assert action.shortcut().toString(QKeySequence.SequenceFormat.NativeText) in action.toolTip()
+
+
+def test_each_kind_of_transfer_has_its_icon(qtbot, window, nginx, plain_file, tmp_path):
+    from PySide6.QtCore import Qt
+
+    from app.ui.icons import kind_of
+
+    assert kind_of("ena:PRJEB1", "/x") == "accession" and kind_of("magnet:?xt=urn:btih:aa", "/x") == "torrent"
+    assert kind_of("https://h/run_1.fastq.gz", "/x") == "reads" and kind_of("/data/a.bam", "sftp://h/") == "upload"
+    assert kind_of("sftp://h/run7/", "/x") == "folder" and kind_of("https://h/x.tar", "/x") == "archive"
+    window.submit(nginx.url("plain.bin", scheme="http"), str(tmp_path / "plain.bin"))
+    qtbot.waitUntil(lambda: job(window, "plain.bin") is not None, timeout=10_000)
+    index = window.queue_model.index(window.queue_model.row_of(job(window, "plain.bin").id), 0)
+    assert not window.queue_model.data(index, Qt.ItemDataRole.DecorationRole).isNull()
+
+
+def test_the_theme_follows_the_desktop_and_the_icons_follow_the_theme(window):
+    from PySide6.QtGui import QGuiApplication, QPalette
+
+    from app.ui.panels import apply_theme
+
+    try:
+        apply_theme("dark")
+        dark = QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness()
+        window.refresh_icons()
+        assert dark < 80 and not window.actions_by_name["new"].icon().isNull()
+        window.settings["theme"] = "system"
+        window.follow_system_theme()  # what the desktop's light/dark switch calls
+        assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() != dark or \
+            QGuiApplication.styleHints().colorScheme().name == "Dark"
+    finally:
+        apply_theme("light")
