@@ -55,6 +55,7 @@ class JobView:
     stream_rates: tuple[float, ...] = ()  # bytes/s of each live stream
     #: a list job's files: name → (state, the error's sentence, its kind); see ``FileStatesSink``
     files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
+    seeding: bool = False  # a job that serves a torrent's data (``labferry seed``, the Seeding tab)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -93,7 +94,7 @@ class Job:
             bytes_total=self.bytes_total, bytes_done=self.bytes_done, rate=self.rate, eta=self.eta,
             streams=self.streams, attempts=self.attempts, error=self.error, error_kind=self.error_kind,
             notes=tuple(self.notes[-50:]), result=self.result, stream_rates=self.stream_rates,
-            files=dict(self.files),
+            files=dict(self.files), seeding=bool(self.options.backend_options.get("seed")),
         )
 
     def copy(self) -> Job:

@@ -94,6 +94,7 @@ def main() -> int:
     wizard.grab().save(str(OUT / "preflight-advice.png"))
     wizard.close()
     public_data(window, server, work, wait)
+    seeding(window, work, wait)
     QTimer.singleShot(0, lambda: None)
     window._really_quit = True
     window.close()
@@ -143,6 +144,39 @@ def public_data(window, server, work: Path, wait) -> None:
     wait(lambda: False, 0.5)
     window.grab().save(str(OUT / "public-data-queue.png"))
     portal.stop()
+
+
+def seeding(window, work: Path, wait) -> None:
+    """The Create torrent dialog on the study just fetched, then the Seeding tab once another Ferry process has
+    fetched it from this window's seed."""
+    import subprocess
+
+    from app.ui.torrents import CreateTorrentDialog
+    from tests.servers.nginx import free_port
+
+    port = free_port()
+    dialog = CreateTorrentDialog(window, str(work / "PRJEB90777"))
+    dialog.web_seeds.setPlainText("https://data.lab.example.org/PRJEB90777/")
+    dialog.listen.setText(f"127.0.0.1:{port}")
+    dialog.show()
+    wait(lambda: False, 0.3)
+    dialog.grab().save(str(OUT / "create-torrent.png"))
+    dialog.web_seeds.clear()
+    dialog.create_button.click()
+    wait(lambda: dialog.torrent is not None, 120)
+    window.submit(str(dialog.torrent), str(work / "PRJEB90777"), backend_options={
+        "seed": True, "listen": f"127.0.0.1:{port}", "connections": 8, "encryption": "required"})
+    dialog.close()
+    wait(lambda: any(v.state.active for v in window.seeding.views.values()), 30)
+    env = dict(os.environ, LABFERRY_HOME=str(work / "other-lab"))
+    other = subprocess.Popen([sys.executable, "-m", "app", "copy", str(dialog.torrent), f"{work / 'other-lab-data'}/",
+                              "--peer", f"127.0.0.1:{port}", "-q"], env=env)
+    wait(lambda: other.poll() is not None, 120)
+    window.tabs.setCurrentWidget(window.seeding)
+    window.seeding.table.resizeColumnsToContents()
+    window.seeding.table.selectRow(0)
+    wait(lambda: False, 1.0)
+    window.grab().save(str(OUT / "seeding.png"))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ ACTIONS = {
     "new": "mdi6.plus-circle-outline", "public": "mdi6.dna", "pause": "mdi6.pause", "resume": "mdi6.play",
     "cancel": "mdi6.close-circle-outline", "retry": "mdi6.refresh", "remove": "mdi6.delete-outline",
     "up": "mdi6.arrow-up", "down": "mdi6.arrow-down", "clear": "mdi6.broom", "site": "mdi6.server-plus",
-    "preflight": "mdi6.speedometer", "settings": "mdi6.cog-outline",
+    "preflight": "mdi6.speedometer", "settings": "mdi6.cog-outline", "torrent": "mdi6.share-variant-outline",
+    "paste": "mdi6.content-paste",
 }
 #: kinds of transfer (the queue's first column) → icon
 KINDS = {

@@ -43,6 +43,7 @@ from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, empty_
 from .public_data import PublicData, accessions_in
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel
 from .reporting import ReportExporter
+from .torrents import SeedingView
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +64,10 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self._build()
         self.bridge.jobs_changed.connect(self._jobs_changed)
         self.bridge.job_removed.connect(self.queue_model.remove)
+        self.bridge.job_removed.connect(self.seeding.forget)
         self.bridge.job_finished.connect(self._job_finished)
         self.bridge.call_failed.connect(self._show_error)
-        self.bridge.call("jobs", done=self.queue_model.reset)
+        self.bridge.call("jobs", done=self._all_jobs)
         self.tray = Tray(self, self) if Tray.available() else None
         if self.tray:
             self.tray.show()
@@ -99,6 +101,8 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.tabs.addTab(self._history_tab(), "History")
         self.benchmarks = BenchmarksView(self._benchmark_rows, self)
         self.tabs.addTab(self.benchmarks, "Benchmarks")
+        self.seeding = SeedingView(self.bridge.call, self)
+        self.tabs.addTab(self.seeding, "Seeding")
         self.tabs.currentChanged.connect(self._tab_changed)
         self.details = DetailsPane(self)
         middle = QSplitter(Qt.Orientation.Vertical, self)
@@ -131,13 +135,15 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
             ("down", "Move down", "Ctrl+Down", lambda: self._move(1)),
             ("clear", "Clear finished", "Ctrl+Shift+Del", self.clear_finished),
             ("site", "Add site", "Ctrl+Shift+N", lambda: self.edit_site(None)),
+            ("torrent", "Create torrent…", "Ctrl+Shift+B", lambda: self.create_torrent()),
+            ("paste", "Paste", QKeySequence.StandardKey.Paste, self.paste),
             ("preflight", "Preflight…", "Ctrl+Shift+T", self.open_preflight),
             ("settings", "Settings", "Ctrl+,", self.edit_settings),
         ):
             action = QAction(label, self)
             action.setShortcut(shortcut)
             action.setToolTip(f"{label} ({action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})")
-            if name in ("remove", "up", "down", "clear", "settings"):  # icon only beside the text of the others
+            if name in ("remove", "up", "down", "clear", "settings", "paste"):  # icon only; text for the others
                 action.setPriority(QAction.Priority.LowPriority)
             action.triggered.connect(slot)
             bar.addAction(action)
@@ -158,8 +164,13 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.queue_model.refresh_icons()
 
     # -- engine facts coming in ----------------------------------------------------------------
+    def _all_jobs(self, jobs: list[JobView]) -> None:
+        self.queue_model.reset(jobs)
+        self.seeding.update_jobs({view.id: view for view in jobs})
+
     def _jobs_changed(self, changed: dict[int, JobView]) -> None:
         self.queue_model.apply(changed)
+        self.seeding.update_jobs(changed)
         selected = self.selected_views()
         if selected and selected[0].id in changed:
             self.details.show_job(changed[selected[0].id])

@@ -61,6 +61,26 @@ class Opening:
             self._show_error(f"Ferry cannot open {shown}: it is not an address (https://, sftp://, ftp://, "
                              "gsiftp://), a .torrent, a magnet link, an accession or a file on this computer.")
 
+    def paste(self) -> None:
+        """What the clipboard holds (links, magnets, accessions, paths), as if dropped."""
+        from PySide6.QtWidgets import QApplication
+
+        text = QApplication.clipboard().text()
+        self.open_items([line.split("#", 1)[0].strip() for line in text.splitlines() if line.strip()])
+
+    def create_torrent(self, path: str = "") -> None:
+        """Make a torrent of a file or folder (hashed off the GUI thread), then seed it if asked."""
+        from .torrents import CreateTorrentDialog
+
+        dialog = CreateTorrentDialog(self, path)
+        if not dialog.exec() or dialog.torrent is None:
+            return
+        self.status.setText(f"Wrote {dialog.torrent}")
+        if dialog.seed.isChecked():
+            self.submit(str(dialog.torrent), dialog.path.text().strip(), backend_options={
+                "seed": True, "listen": dialog.listen.text().strip() or "0.0.0.0:6881", "connections": 8,
+                "encryption": "required"})
+
     def _send_local(self, paths: list[str]) -> None:
         sites = [s.name for s in self._sites()]
         if not sites:

@@ -1,0 +1,75 @@
+"""Torrents in the window: a folder made into a private v2 torrent in the Create dialog (hashed off the GUI
+thread), seeded by the window on a port it names, fetched from it by another Ferry process byte for byte, listed
+in the Seeding tab with what it served and its ratio, and stopped from there; a magnet or link pasted works as a
+drop."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtWidgets import QApplication
+
+from app.engine import JobState
+from tests.integration.conftest import MiB, labferry, sha256_of, write_random
+from tests.servers.nginx import free_port
+
+from .test_window import _wait_listening
+
+
+def test_create_a_torrent_seed_it_and_watch_it_served(qtbot, window, tmp_path, monkeypatch):
+    import app.ui.torrents as torrents
+
+    share = tmp_path / "run42"
+    share.mkdir()
+    write_random(share / "run42_1.fastq.gz", 6 * MiB, seed=81)
+    write_random(share / "run42_2.fastq.gz", 6 * MiB, seed=82)
+    port = free_port()
+
+    class Filled(torrents.CreateTorrentDialog):
+        def exec(self) -> int:
+            self.show()
+            self.path.setText(str(share))
+            self.listen.setText(f"127.0.0.1:{port}")
+            self.create_button.click()
+            qtbot.waitUntil(lambda: self.result() == 1 or "could not" in self.message.text(), timeout=60_000)
+            return self.result()
+
+    monkeypatch.setattr(torrents, "CreateTorrentDialog", Filled)
+    window.actions_by_name["torrent"].trigger()
+    torrent = tmp_path / "run42.torrent"
+    assert torrent.exists()
+    qtbot.waitUntil(lambda: bool(window.seeding.views) and next(iter(window.seeding.views.values())).state
+                    == JobState.RUNNING, timeout=30_000)
+    _wait_listening(port)
+    fetched = labferry("copy", str(torrent), f"{tmp_path / 'there'}/", "--peer", f"127.0.0.1:{port}",
+                       env_home=tmp_path / "other-lab", timeout=120)
+    assert fetched.returncode == 0, fetched.stderr
+    for name in ("run42_1.fastq.gz", "run42_2.fastq.gz"):
+        assert sha256_of(tmp_path / "there" / "run42" / name) == sha256_of(share / name)
+    window.tabs.setCurrentWidget(window.seeding)
+    qtbot.waitUntil(lambda: window.seeding.table.rowCount() == 1 and
+                    float(window.seeding.table.item(0, 4).text().replace("-", "0")) >= 0.99, timeout=20_000)
+    assert window.seeding.table.item(0, 0).text() == "run42.torrent" and not window.seeding.empty.isVisible()
+    window.seeding.table.selectRow(0)
+    window.seeding.stop.click()
+    qtbot.waitUntil(lambda: next(iter(window.seeding.views.values())).state == JobState.CANCELLED, timeout=20_000)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the port is given back once the seed stops
+        try:
+            import socket
+
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            time.sleep(0.2)
+        except OSError:
+            break
+    else:
+        raise AssertionError("the seed still listens after Stop seeding")
+
+
+def test_a_pasted_link_is_taken_as_a_drop(qtbot, window, nginx, plain_file, tmp_path):
+    from .test_window import job
+
+    QApplication.clipboard().setText(nginx.url("plain.bin", scheme="http") + "\n")
+    window.actions_by_name["paste"].trigger()
+    qtbot.waitUntil(lambda: (j := job(window, "plain.bin")) is not None and j.state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "plain.bin").stat().st_size == plain_file.size
