@@ -30,13 +30,14 @@ ARCHIVES = (".tar", ".zip", ".tgz", ".zst", ".xz", ".bz2")
 
 def icon(name: str) -> QIcon:
     """An icon of the set in the current palette's text colour (an empty icon if the set cannot load)."""
+    color = QGuiApplication.palette().color(QPalette.ColorRole.WindowText)
     try:
         import qtawesome
-    except ImportError:
+
+        return qtawesome.icon(name, color=color, color_disabled=color.darker(180) if color.lightness() > 128
+                              else color.lighter(300))
+    except Exception:  # a bundle without the icon fonts: text-only actions rather than no window
         return QIcon()
-    color = QGuiApplication.palette().color(QPalette.ColorRole.WindowText)
-    return qtawesome.icon(name, color=color, color_disabled=color.darker(180) if color.lightness() > 128
-                          else color.lighter(300))
 
 
 def kind_of(source: str, dest: str) -> str:
