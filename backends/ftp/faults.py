@@ -70,7 +70,7 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
         if code in ("550", "553") and step == "write":
             return PermissionDenied(f"The FTP server refused to write {path or shown} ({said}). Check that the "
                                     "login may write there.")
-        if code.startswith("4"):
+        if code.startswith("4") or _session_broke(code, text):
             return Transient(f"The FTP server at {where} answered {said}; Ferry will retry.")
         return TransferError(f"The FTP server at {where} answered {said} when asked to {_verb(step)} "
                              f"{path or shown}.")
@@ -100,6 +100,15 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
 def not_utf8(address: FtpAddress, path: str) -> TransferError:
     return TransferError(f"The FTP server at {address.where} sent a file name in {path} that is not UTF-8, which "
                          "Ferry cannot write safely. Rename it on the server, or copy the other files one by one.")
+
+
+#: vsftpd's "500 OOPS: …" for a session whose own helper process failed (its privileged half killed or gone):
+#: that session is broken, a new one is not. Other OOPS texts name its configuration and stay final.
+_BROKEN_SESSION = ("priv_sock", "child died", "vsf_sysutil_recv_peek")
+
+
+def _session_broke(code: str, text: str) -> bool:
+    return code == "500" and text.upper().startswith("OOPS") and any(k in text for k in _BROKEN_SESSION)
 
 
 def _asks_for_tls(text: str) -> bool:

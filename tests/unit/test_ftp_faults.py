@@ -1,0 +1,25 @@
+"""FTP replies to the error classes the runner retries or not: vsftpd's broken-session OOPS is retried, its
+configuration OOPS is not (seen in the conformance cell connections_cut: a login racing a killed session)."""
+
+from __future__ import annotations
+
+import aioftp
+import pytest
+
+from backends.core.errors import Transient
+from backends.ftp.address import FtpAddress
+from backends.ftp.faults import ftp_error
+
+ADDRESS = FtpAddress.parse("ftp://ferryftp@127.0.0.1:2121/data/cut.bam")
+
+
+@pytest.mark.parametrize("text, retried", [
+    ("OOPS: priv_sock_get_result", True),
+    ("OOPS: child died", True),
+    ("OOPS: vsftpd: refusing to run with writable root inside chroot()", False),
+    ("OOPS: cannot change directory:/srv/ftp", False),
+])
+def test_vsftpd_oops_is_retried_only_when_its_session_broke(text, retried):
+    error = ftp_error(aioftp.StatusCodeError("230", "500", text), ADDRESS, step="login")
+    assert isinstance(error, Transient) is retried
+    assert text in str(error)
