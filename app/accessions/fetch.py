@@ -70,8 +70,7 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
     one mirror, an FTP reset, a proxy refusing HTTPS) are tried once more by it, as a second job."""
     outcome = Outcome()
     folder.mkdir(parents=True, exist_ok=True)
-    missing = [f for f in plan.files if not _same_size_here(f, folder)]
-    room_for(folder / ".space", sum(f.size for f in missing), already=_partial_bytes(missing, folder))
+    check_room(plan, folder)
     began = time.monotonic()
     overrides = replace(overrides, max_streams=budget)
     _run(plan.label, listed(plan.files), plan, folder, overrides, defaults, store, outcome, on_progress, began)
@@ -125,6 +124,13 @@ def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, override
             why = error or view.error or "did not finish."
             kind = (kind if state == FILE_FAILED else None) or view.error_kind or ""
             outcome.failed.append((f, f"{f.run + ': ' if f.run else ''}{f.name}: {why}", kind))
+
+
+def check_room(plan: Plan, folder: Path) -> None:
+    """Refuse in a sentence when ``folder``'s disk cannot take what the plan still needs: the files not yet here
+    at their size, less what earlier runs left in their ``NAME.part``."""
+    missing = [f for f in plan.files if not _same_size_here(f, folder)]
+    room_for(folder / ".space", sum(f.size for f in missing), already=_partial_bytes(missing, folder))
 
 
 def _same_size_here(f: RemoteFile, folder: Path) -> bool:

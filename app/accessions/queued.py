@@ -15,10 +15,10 @@ from pathlib import Path
 from app.requests import Defaults, Overrides, Request, resolve_list
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT
 from backends.core.errors import LocalError
-from backends.streams.partfile import os_error, room_for
+from backends.streams.partfile import os_error
 
 from . import ena
-from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, listed
+from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_room, listed
 from .sheets import write_metadata, write_samplesheet
 
 
@@ -32,7 +32,7 @@ def queue_request(plan: ena.Plan, folder: Path, overrides: Overrides | None = No
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise os_error(exc, folder / "x", "write") from None
-    room_for(folder / ".space", sum(f.size for f in plan.files))
+    check_room(plan, folder)  # the same reckoning as ``labferry copy ena:…``: what is here already counts
     request = resolve_list(plan.label, listed(plan.files), folder, _budgeted(overrides, budget), defaults=defaults,
                            store=store)
     write_metadata(plan, folder)

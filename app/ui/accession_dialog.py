@@ -31,7 +31,7 @@ from app.accessions.plans import build_plan, words_of
 from app.units import counted, format_bytes
 from backends.core.errors import TransferError
 
-from .dialogs import _with_browse
+from .dialogs import with_browse
 
 KIND_LABELS = (("FASTQ (ENA's reads)", "fastq"), ("Submitted files (as the authors sent them)", "submitted"),
                ("SRA files", "sra"))
@@ -77,7 +77,7 @@ class AccessionDialog(QDialog):
         form.addRow("", self.look)
         form.addRow(self.summary)
         form.addRow(self.table)
-        form.addRow("Into folder", _with_browse(self.dest, True, self))
+        form.addRow("Into folder", with_browse(self.dest, True, self))
         form.addRow(self.buttons)
         self.answered.connect(self._show)
         self.kind.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)

@@ -30,7 +30,7 @@ from backends.core.checksums import parse_checksum
 from backends.core.errors import TransferError
 
 
-def _with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
+def with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
     box = QWidget(parent)
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
@@ -77,12 +77,12 @@ class NewTransferDialog(QDialog):
         self.existing = QComboBox(self)
         for label, key in EXISTING_CHOICES:
             self.existing.addItem(label, key)
-        form.addRow("From", _with_browse(self.source, False, self))
+        form.addRow("From", with_browse(self.source, False, self))
         if sites and browse is not None:
             remote = QPushButton("Browse a site…", self)
             remote.clicked.connect(lambda: self._browse_site(browse))
             form.addRow("", remote)
-        form.addRow("To", _with_browse(self.dest, True, self))
+        form.addRow("To", with_browse(self.dest, True, self))
         if sites:
             hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
             hint.setWordWrap(True)
@@ -173,7 +173,7 @@ class SiteDialog(QDialog):
         form.addRow("User", self.user)
         form.addRow("Default folder", self.folder)
         form.addRow("Streams", self.streams)
-        form.addRow("Key file", _with_browse(self.key, False, self))
+        form.addRow("Key file", with_browse(self.key, False, self))
         form.addRow("Secret", self.secret)
         form.addRow("", self.remember)
         form.addRow(self.options_box)
@@ -257,7 +257,7 @@ class SettingsDialog(QDialog):
         self.theme = QComboBox(self)
         self.theme.addItems(["system", "light", "dark"])
         self.theme.setCurrentText(values.get("theme", "system"))
-        form.addRow("Download folder", _with_browse(self.download_folder, True, self))
+        form.addRow("Download folder", with_browse(self.download_folder, True, self))
         form.addRow("Transfers at once", self.max_jobs)
         form.addRow("Default streams", self.default_streams)
         form.addRow("Bandwidth cap", self.limit_rate)

@@ -34,7 +34,7 @@ from app.engine import JobState, JobView
 from app.units import format_bytes, format_rate
 from backends.core.errors import TransferError
 
-from .dialogs import _with_browse
+from .dialogs import with_browse
 
 DEFAULT_LISTEN = "0.0.0.0:6881"
 
@@ -57,7 +57,7 @@ class CreateTorrentDialog(QDialog):
         row = QWidget(self)
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 0, 0, 0)
-        line.addWidget(_with_browse(self.path, False, self))
+        line.addWidget(with_browse(self.path, False, self))
         line.addWidget(folder_too)
         self.output = QLineEdit(self)
         self.output.setPlaceholderText("where the .torrent goes (default: beside the data)")

@@ -15,7 +15,7 @@ import aiohttp
 
 from ..core.base import Result, Sink, TransferRequest
 from ..streams.folder import FileDone, RemoteFile
-from ..streams.lists import ListedChecks, check_listed, fetch_listed, large_options, large_streams
+from ..streams.lists import ListedChecks, check_listed
 from .folder import LARGE_FROM, FolderDownload
 
 
@@ -27,12 +27,9 @@ class ListDownload(ListedChecks, FolderDownload):
     def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink, fresh=None) -> None:
         super().__init__(session, None, request, sink)
         self.fresh = fresh
-        self.listed = {f.name: f for f in request.options.files}
-        self.large_streams = large_streams(request, LARGE_FROM)
 
     async def run(self) -> Result:
-        return await fetch_listed(self.request, self.sink, small=self._small, large=self._large,
-                                  large_from=LARGE_FROM, limiter=self.limiter)
+        return await self.fetch_listed(LARGE_FROM)
 
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         if self.fresh is None:
@@ -44,8 +41,7 @@ class ListDownload(ListedChecks, FolderDownload):
         return FileDone(result.sha256, result.verified, self._said(result), result.bytes_fetched, result.streams)
 
     def _large_request(self, file: RemoteFile, path: Path) -> TransferRequest:
-        options = large_options(self.request, self.listed[file.rel], self.large_streams)
-        return replace(self.request, source=file.address, dest=str(path), options=options)
+        return replace(self.request, source=file.address, dest=str(path), options=self._large_options(file))
 
     async def _check(self, file: RemoteFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
         return check_listed(self.listed[file.rel], digests, written)

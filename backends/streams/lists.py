@@ -19,6 +19,7 @@ import json
 import os
 import time
 from dataclasses import replace
+from functools import cached_property
 from pathlib import Path
 
 from ..core.base import (
@@ -29,11 +30,12 @@ from ..core.base import (
     ListedFile,
     Result,
     Sink,
+    TransferOptions,
     TransferRequest,
 )
 from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
-from .folder import Fetch, RemoteFile, Totals, fetch_folder, hashers_for, plan, safe_rel
+from .folder import RemoteFile, Totals, fetch_folder, hashers_for, plan, safe_rel
 from .hashing import hash_file
 
 #: large files fetched at once, each with its share of the budget (start-up overlaps; one slow file does not
@@ -51,8 +53,9 @@ class VerifiedRecord:
         self.path: Path | None = None
         self.entries: dict[str, list] = {}
         self.unsaved = 0
+        self.dest = os.path.abspath(request.dest)  # the folder it describes, for whoever reads the record
         if request.state_dir:
-            key = hashlib.sha256(os.path.abspath(request.dest).encode()).hexdigest()[:20]
+            key = hashlib.sha256(self.dest.encode()).hexdigest()[:20]
             self.path = request.state_folder("verified") / f"{key}.json"
             try:
                 self.entries = json.loads(self.path.read_text()).get("files", {})
@@ -86,7 +89,7 @@ class VerifiedRecord:
             return
         tmp = self.path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps({"folder": os.path.dirname(str(self.path)), "files": self.entries}))
+            tmp.write_text(json.dumps({"folder": self.dest, "files": self.entries}))
             os.replace(tmp, self.path)
             self.unsaved = 0
         except OSError:
@@ -164,69 +167,7 @@ def failure(failed: dict[str, TransferError], files: dict[str, ListedFile], fetc
         cls = Unreachable
     else:
         cls = Transient
-    try:
-        return cls(text)
-    except TypeError:
-        return Corrupt(text) if isinstance(final[0], Corrupt) else TransferError(text)
-
-
-async def fetch_listed(request: TransferRequest, sink: Sink, *, small: Fetch, large: Fetch, large_from: int,
-                       limiter, small_cap: int | None = None) -> tuple[Result, int]:
-    """The list job every ``ListFetcher`` runs with its own ``small`` and ``large`` fetches: what is here and
-    verified is kept, the rest fetched within the budget (``max_streams``; ``small_cap``: at most this many
-    small files at once, for servers that take few connections), each file's state told, the record kept.
-    Returns the result and the streams each large file may use."""
-    began = time.monotonic()
-    record = VerifiedRecord(request)
-    listed = {f.name: f for f in request.options.files}
-    dest = Path(request.dest)
-    try:
-        kept, todo = await split_kept(request, record, sink)
-        files = [RemoteFile(f.name, f.size, None, f.address) for f in todo]
-        folders = sorted({str(Path(f.name).parent) for f in todo} - {"."})
-        plan(files, folders, dest, replace(request.options, overwrite=True), None)  # names checked, room made
-        smalls = sum(1 for f in files if f.size is not None and f.size < large_from)
-        at_once, large_at_once, _ = budget_split(request.options.max_streams, smalls, len(files) - smalls)
-        failures: dict[str, TransferError] = {}
-
-        def on_state(name: str, state: str, error: TransferError | None) -> None:
-            if state == FILE_DONE:
-                record.add(listed[name], dest / name)
-            tell(sink, name, state, error)
-
-        sink.stage("transferring")
-        outcome = await fetch_folder(files, dest, sink, small=small, large=large, large_from=large_from,
-                                     at_once=min(at_once, small_cap or at_once),
-                                     totals=Totals(sum(f.size or 0 for f in files), limiter=limiter),
-                                     large_at_once=large_at_once, failures=failures, on_state=on_state)
-    finally:
-        record.save()
-    fetched = len(files) - len(failures)
-    if failures:
-        raise failure(failures, listed, fetched, len(kept))
-    sink.stage("verifying")
-    notes = [f"{len(listed)} listed files: {fetched} fetched"
-             + (f", {len(kept)} already here and verified (not fetched again)" if kept else "") + "."]
-    first = next(iter(listed.values()), None)
-    return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
-                  sha256=outcome.sha256, verified=outcome.verified or not files,
-                  verify_method=outcome.verify_method if files else "every file already here and verified",
-                  peer_host=host_of(first.address) if first else None, bytes_fetched=outcome.moved, notes=notes)
-
-
-def large_streams(request: TransferRequest, large_from: int) -> int:
-    """The streams each large file of this list may use (its share of the budget)."""
-    files = request.options.files
-    smalls = sum(1 for f in files if f.size is not None and f.size < large_from)
-    return budget_split(request.options.max_streams, smalls, len(files) - smalls)[2] or 1
-
-
-def large_options(request: TransferRequest, file: ListedFile, streams: int):
-    """A large listed file's options: its published checksum, its share of the budget, no list."""
-    options = request.options
-    return replace(options, overwrite=True, name_from_source=False, files=(), checksum=file.checksum,
-                   max_streams=streams,
-                   streams=min(options.streams, streams) if isinstance(options.streams, int) else "auto")
+    return cls(text)  # every TransferError takes its sentence alone (as ``given_up`` relies on too)
 
 
 def check_listed(file: ListedFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
@@ -247,20 +188,77 @@ def check_listed(file: ListedFile, digests: dict[str, str], written: int) -> tup
     return True, f"{checksum.algorithm} in {checksum.source} matched"
 
 
-def listed_hashers(file: ListedFile) -> tuple[str, str] | None:
-    """The sidecar-shaped hint ``hashers_for`` takes: SHA-256 always, plus the published algorithm."""
-    return (file.checksum.algorithm, "") if file.checksum else None
-
-
 class ListedChecks:
-    """What every backend's list fetch shares, as a mix-in over its folder fetch: a small file hashed for the
-    checksum its catalogue published, and a large file's check in the words the job's summary groups by.
-    Needs ``listed`` (name → ``ListedFile``)."""
+    """The list job every ``ListFetcher`` runs, as a mix-in over its folder fetch (``_small``, ``_large``,
+    ``request``, ``sink``, ``limiter``): what is here and verified is kept, the rest fetched within the budget
+    (``max_streams``), each file's state told and the record kept; a small file hashed for and checked against
+    what its catalogue published, a large one given its checksum and its share of the budget."""
 
-    listed: dict[str, ListedFile]
+    request: TransferRequest
+    sink: Sink
+    limiter: object | None
+    #: at most this many small files at once (servers that take few connections: FTP); None: the budget's share
+    small_cap: int | None = None
+    #: the streams each large file may use, set by ``fetch_listed`` from the budget
+    large_streams: int = 1
+
+    @cached_property
+    def listed(self) -> dict[str, ListedFile]:
+        return {f.name: f for f in self.request.options.files}
+
+    def _address(self, file: ListedFile) -> str:
+        """What the backend's fetches take as a file's address (a URL; FTP: the server's path)."""
+        return file.address
+
+    async def fetch_listed(self, large_from: int) -> Result:
+        request, sink = self.request, self.sink
+        began = time.monotonic()
+        record = VerifiedRecord(request)
+        dest = Path(request.dest)
+        try:
+            kept, todo = await split_kept(request, record, sink)
+            files = [RemoteFile(f.name, f.size, None, self._address(f)) for f in todo]
+            folders = sorted({str(Path(f.name).parent) for f in todo} - {"."})
+            plan(files, folders, dest, replace(request.options, overwrite=True), None)  # names checked, room made
+            smalls = sum(1 for f in files if f.size is not None and f.size < large_from)
+            at_once, large_at_once, each = budget_split(request.options.max_streams, smalls, len(files) - smalls)
+            self.large_streams = max(1, each)
+            failures: dict[str, TransferError] = {}
+
+            def on_state(name: str, state: str, error: TransferError | None) -> None:
+                if state == FILE_DONE:
+                    record.add(self.listed[name], dest / name)
+                tell(sink, name, state, error)
+
+            sink.stage("transferring")
+            outcome = await fetch_folder(files, dest, sink, small=self._small, large=self._large,
+                                         large_from=large_from, at_once=min(at_once, self.small_cap or at_once),
+                                         totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
+                                         large_at_once=large_at_once, failures=failures, on_state=on_state)
+        finally:
+            record.save()
+        fetched = len(files) - len(failures)
+        if failures:
+            raise failure(failures, self.listed, fetched, len(kept))
+        sink.stage("verifying")
+        notes = [f"{len(self.listed)} listed files: {fetched} fetched"
+                 + (f", {len(kept)} already here and verified (not fetched again)" if kept else "") + "."]
+        first = next(iter(self.listed.values()), None)
+        return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
+                      sha256=outcome.sha256, verified=outcome.verified or not files,
+                      verify_method=outcome.verify_method if files else "every file already here and verified",
+                      peer_host=host_of(first.address) if first else None, bytes_fetched=outcome.moved, notes=notes)
+
+    def _large_options(self, file) -> TransferOptions:
+        """A large listed file's options: its published checksum, its share of the budget, no list."""
+        options, streams = self.request.options, self.large_streams
+        return replace(options, overwrite=True, name_from_source=False, files=(),
+                       checksum=self.listed[file.rel].checksum, max_streams=streams,
+                       streams=min(options.streams, streams) if isinstance(options.streams, int) else "auto")
 
     def _hashers(self, file) -> dict:
-        return hashers_for(listed_hashers(self.listed[file.rel]))
+        checksum = self.listed[file.rel].checksum
+        return hashers_for((checksum.algorithm, "") if checksum else None)  # SHA-256, and the published one
 
     def _said(self, result: Result) -> str:
         if result.verified:

@@ -203,12 +203,13 @@ def main() -> int:
     parser = path_arguments(__doc__, rtt=50, loss=1e-3, work="/tmp/ferry-bench-archive")
     parser.add_argument("--wget-rounds", type=int, default=1, help="rounds that include wget (slow)")
     parser.add_argument("--studies", default="mixed,small", help="which studies (default both: mixed,small)")
-    parser.add_argument("--host-connections", default="mixed=16,small=16,large=16", metavar="STUDY=N,…",
-                        help="Ferry's --host-connections per study (aria2c -j4 -x16 -s16 may open 64 for mixed)")
+    parser.add_argument("--host-connections", default="", metavar="STUDY=N,…",
+                        help="Ferry's --host-connections per study, 16 (its default) for those not named; aria2c "
+                             "-j4 -x16 -s16 may open 64 for mixed and large")
     args = parser.parse_args()
     args.studies = [s for s in args.studies.split(",") if s in STUDIES]
-    args.connections = {"mixed": 16, "small": 16, "large": 16} | {
-        k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(","))}
+    args.connections = {study: 16 for study in STUDIES} | {
+        k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(",") if p)}
     if prepare_path(args) is None:
         return 2
     work = Path(args.work)
