@@ -18,19 +18,21 @@ from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.core.base import Closer, Lister, ListFetcher, TransferOptions, TransferRequest
+from backends.core.base import Closer, ListFetcher, TransferOptions, TransferRequest
 from backends.core.errors import AuthError, BadRequest, LocalError, TransferError, Unavailable
 from backends.core.registry import Registry
 from backends.core.registry import registry as default_registry
 from backends.core.urls import redact
 
 from .events import ADDED, FINISHED, REMOVED, STATE, Event, EventBus
+from .folders import change_folder, list_folder
 from .runner import JobRunner, RetryPolicy
 
 log = logging.getLogger(__name__)
 # engine verbs a GUI may request without waiting, and the coroutines that do them
 _VERBS = {"submit": "_submit", "pause": "_pause", "resume": "_resume", "cancel": "_cancel", "remove": "_remove",
-          "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir", "preflight": "_preflight"}
+          "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir", "folder": "_folder",
+          "preflight": "_preflight"}
 
 
 class Engine:
@@ -210,11 +212,13 @@ class Engine:
         job = self._jobs.get(job_id)
         return job is None or job.state.terminal or job.state == JobState.PAUSED
 
-    async def _listdir(self, url: str, options: TransferOptions):
-        backend = self.registry.for_url(url)
-        if not isinstance(backend, Lister):
-            raise TransferError(f"{backend.name} sites cannot be browsed; type the path instead.")
-        return await backend.listdir(url, options)
+    async def _listdir(self, url: str, options: TransferOptions, on_entries=None):
+        """A remote folder's entries; ``on_entries`` hears each batch as it arrives (on this thread)."""
+        return await list_folder(self.registry, url, options, on_entries)
+
+    async def _folder(self, action: str, url: str, options: TransferOptions, *args):
+        """A folder action of the window's panes (``folders.ACTIONS``)."""
+        return await change_folder(self.registry, action, url, options, *args)
 
     async def _preflight(self, target: str, options: TransferOptions, quick: bool = False, on_progress=None) -> dict:
         """Measure ``target`` (a URL or ``site:NAME[/path]``) and record the advice; its ``--json`` object.

@@ -246,11 +246,45 @@ class Backend(Protocol):
 
 # -- optional abilities: a backend offers one by having its method; callers check with isinstance -----------
 
+@dataclass(frozen=True)
+class FolderEntry:
+    """One entry of a listed remote folder, as the window's folder panes show it. What a server does not tell
+    (an HTTP index's exact size, FTP permissions) is None, never guessed."""
+
+    name: str
+    is_dir: bool
+    size: int | None = None
+    mtime: float | None = None  # seconds since the epoch
+    mode: int | None = None  # permission bits
+    link: bool = False  # a symbolic link (``is_dir`` says what it leads to)
+
+
+#: called with each batch of a listing as it arrives, from whichever thread the backend reads on
+EntriesSink = Callable[[list[FolderEntry]], None]
+
+
 @runtime_checkable
 class Lister(Protocol):
-    """Lists a remote folder (the window's site browser)."""
+    """Lists a remote folder (the window's folder panes and site browser). A long listing is told in batches
+    through ``on_entries`` as it arrives, so a pane fills while a slow server is still answering; the return
+    value is the whole listing either way."""
 
-    async def listdir(self, url: str, options: TransferOptions) -> list: ...
+    async def listdir(self, url: str, options: TransferOptions,
+                      on_entries: EntriesSink | None = None) -> list[FolderEntry]: ...
+
+
+@runtime_checkable
+class FolderEditor(Protocol):
+    """Changes a remote folder from the window: make a folder, rename an entry in its folder, delete an entry
+    (a folder with everything in it). Names travel as protocol arguments, never inside a shell command."""
+
+    async def make_folder(self, url: str, options: TransferOptions) -> None: ...
+
+    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None: ...
+
+    async def remove(self, url: str, options: TransferOptions) -> int:
+        """Deletes the file or folder at ``url``; returns how many entries went (the folder counted)."""
+        ...
 
 
 @runtime_checkable

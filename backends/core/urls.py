@@ -33,3 +33,14 @@ def remote_name(url: str) -> str:
     if path.endswith("/"):
         return ""
     return PurePosixPath(path).name
+
+
+def entry_name(name: str) -> str:
+    """``name`` as a new folder's or a renamed entry's name: one path component, or a ``BadRequest`` saying why
+    not (a slash would move it elsewhere, ``..`` out of the folder)."""
+    from .errors import BadRequest
+
+    name = name.strip()
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise BadRequest(f"'{name}' cannot be a name here: give one name without '/' (and not '.' or '..').")
+    return name

@@ -12,10 +12,21 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
+from ..core.base import (
+    Availability,
+    Capabilities,
+    EntriesSink,
+    FolderEntry,
+    RemoteInfo,
+    Result,
+    Sink,
+    TransferOptions,
+    TransferRequest,
+)
 from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
 from ..core.registry import scheme_of
+from ..core.urls import entry_name
 from ..streams.partfile import PartFile, check_destination
 from .address import SCHEMES, FtpAddress
 from .options import FtpOptions
@@ -98,14 +109,33 @@ class FtpBackend:
         return RemoteInfo(url=address.shown, size=entry.size, last_modified=entry.modified,
                           accepts_ranges=lead.can_resume, is_dir=entry.kind == "dir")
 
-    async def listdir(self, url: str, options: TransferOptions) -> list:
-        """One folder's entries, for the window's site browser (``MLSD`` or ``LIST``, as announced)."""
-        from .control import Listed
+    async def listdir(self, url: str, options: TransferOptions,
+                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+        """One folder's entries, for the window's panes (``MLSD`` or ``LIST``, as announced)."""
+        from .browse import list_folder
 
+        return await self._on_path(url, options, list_folder, on_entries)
+
+    async def make_folder(self, url: str, options: TransferOptions) -> None:
+        from .browse import make_folder
+
+        await self._on_path(url, options, make_folder)
+
+    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
+        from .browse import rename
+
+        await self._on_path(url, options, rename, entry_name(new_name))
+
+    async def remove(self, url: str, options: TransferOptions) -> int:
+        from .browse import remove
+
+        return await self._on_path(url, options, remove)
+
+    async def _on_path(self, url: str, options: TransferOptions, work, *args):
+        """``await work(lead, path, *args)`` on a lead control connection opened for it."""
         address = FtpAddress.parse(url)
         async with _opened(self._connector(address, options)) as lead:
-            entries = await lead.listing(address.path)
-        return [Listed.of(entry) for entry in entries if entry.kind != "link"]
+            return await work(lead, address.path, *args)
 
     async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
         """The files ``request.options.files`` names (all on one server) into the folder ``request.dest``, as

@@ -36,23 +36,11 @@ class Entry:
     modified: str | None  # YYYYMMDDhhmmss (UTC), as MDTM and MLSD give it
 
 
-@dataclass
-class Listed:
-    """An entry as the site browser shows it (the same fields as the other backends' listings)."""
-
-    rel: str
-    is_dir: bool
-    size: int
-    mtime: float | None
-    mode: int | None = None
-
-    @classmethod
-    def of(cls, entry: Entry) -> Listed:
-        when = None
-        if entry.modified and entry.modified[:14].isdigit():
-            stamp = entry.modified[:14]
-            when = calendar.timegm(time.strptime(stamp, "%Y%m%d%H%M%S"))
-        return cls(entry.name, entry.kind == "dir", entry.size or 0, when)
+def entry_mtime(entry: Entry) -> float | None:
+    """The entry's modification time in seconds since the epoch (``MLSD``'s ``modify`` or ``MDTM``), if told."""
+    if entry.modified and entry.modified[:14].isdigit():
+        return float(calendar.timegm(time.strptime(entry.modified[:14], "%Y%m%d%H%M%S")))
+    return None
 
 
 def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:

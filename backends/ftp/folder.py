@@ -32,7 +32,7 @@ from ..streams.folder import (
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
-from .control import Entry, FtpControl, Listed
+from .control import Entry, FtpControl, entry_mtime
 from .download import download_file, read_text
 from .faults import ServerFull, ftp_error
 
@@ -128,9 +128,9 @@ class FtpFolder:
         exact_dates = "MLST" in self.lead.features
         files = []
         for rel, entry in listed:
-            mtime = Listed.of(entry).mtime if exact_dates else None
+            mtime = entry_mtime(entry) if exact_dates else None
             if mtime is None and self.options.sync and "MDTM" in self.lead.features:
-                mtime = Listed.of(await self.lead.entry(self.top.child(rel).path)).mtime
+                mtime = entry_mtime(await self.lead.entry(self.top.child(rel).path))
             files.append(RemoteFile(rel, entry.size, mtime, self.top.child(rel).path))
         if self.options.verify:
             self.sidecars = published_sidecars(f.rel for f in files)

@@ -19,6 +19,8 @@ from pathlib import Path
 from ..core.base import (
     Availability,
     Capabilities,
+    EntriesSink,
+    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,
@@ -28,6 +30,7 @@ from ..core.base import (
 )
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
+from ..core.urls import entry_name
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
 from ..streams.partfile import STATE_SUFFIX, check_destination, human_size
@@ -136,14 +139,37 @@ class GridftpBackend:
             raise NotFound(f"There is no {remote.path} on {remote.where}. Check the path.")
         return RemoteInfo(url, entry.size, last_modified=str(entry.mtime), accepts_ranges=True, is_dir=entry.is_dir)
 
-    async def listdir(self, url: str, options: TransferOptions) -> list[Entry]:
-        """One folder's entries (for the GUI's browser); ftp:// only."""
+    async def listdir(self, url: str, options: TransferOptions,
+                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+        """One folder's entries (the window's panes); ftp:// only."""
+        from .browse import list_folder
+
+        return await self._on_path(url, list_folder, on_entries)
+
+    async def make_folder(self, url: str, options: TransferOptions) -> None:
+        from .browse import make_folder
+
+        await self._on_path(url, make_folder)
+
+    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
+        from .browse import rename
+
+        await self._on_path(url, rename, entry_name(new_name))
+
+    async def remove(self, url: str, options: TransferOptions) -> int:
+        from .browse import remove
+
+        return await self._on_path(url, remove)
+
+    async def _on_path(self, url: str, work, *args):
+        """``work(control, path, *args)`` in a thread, on a control connection opened for it (ftp:// only)."""
         remote = GridUrl.parse(url)
         control = await asyncio.to_thread(open_control, remote)
         if control is None:
-            raise BadRequest("Browsing needs an ftp:// GridFTP server here; type the path of the file instead.")
+            raise BadRequest("Browsing needs an ftp:// GridFTP server here (Ferry does not speak GSI itself); type "
+                             "the path of the file instead.")
         try:
-            return await asyncio.to_thread(control.listdir, remote.path)
+            return await asyncio.to_thread(work, control, remote.path, *args)
         finally:
             await asyncio.to_thread(control.close)
 

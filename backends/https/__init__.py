@@ -19,6 +19,8 @@ from pathlib import Path
 from ..core.base import (
     Availability,
     Capabilities,
+    EntriesSink,
+    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,
@@ -110,6 +112,17 @@ class HttpsBackend:
         async with _session(url, options) as (url, session):
             info, _ = await head(session, url)
         return info
+
+    async def listdir(self, url: str, options: TransferOptions,
+                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+        """A web folder's listing (nginx, Apache, lighttpd autoindex), for the window's read-only pane."""
+        _import_aiohttp()
+        from .address import validate_url
+        from .browse import list_folder
+
+        validate_url(url)
+        async with _session(url, options) as (url, session):
+            return await list_folder(session, url, on_entries)
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         _import_aiohttp()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote_to_bytes, urljoin, urlsplit
 
@@ -34,24 +34,33 @@ class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.hrefs: list[str] = []
+        self.tails: list[str] = []  # the text after each link up to the next one: a listing's date and size
         self.title = ""
-        self._in_title = False
+        self._in_title = self._in_link = False
 
     def handle_starttag(self, tag: str, attrs) -> None:
         if tag == "a":
             href = dict(attrs).get("href")
             if href:
                 self.hrefs.append(href)
+                self.tails.append("")
+            self._in_link = True
         elif tag == "title":
             self._in_title = True
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
             self._in_title = False
+        elif tag == "a":
+            self._in_link = False
+        elif tag in ("td", "tr") and self.tails:
+            self.tails[-1] += " "  # table cells (Apache, lighttpd) stay apart as words
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title += data
+        elif self.tails and not self._in_link:
+            self.tails[-1] += data
 
 
 @dataclass
@@ -59,6 +68,7 @@ class Listing:
     url: str  # the folder's own address (where redirects ended, with its trailing slash)
     files: list[tuple[str, str]]  # (name, URL)
     folders: list[tuple[str, str]]
+    tails: dict[str, str] = field(default_factory=dict)  # name → the text the page shows after its link
 
 
 def read_listing(html: str, url: str) -> Listing | None:
@@ -71,7 +81,8 @@ def read_listing(html: str, url: str) -> Listing | None:
     base = urlsplit(url)
     files: dict[str, str] = {}
     folders: dict[str, str] = {}
-    for href in parser.hrefs:
+    tails: dict[str, str] = {}
+    for href, tail in zip(parser.hrefs, parser.tails, strict=True):
         target = urlsplit(urljoin(url, href))
         if target.query or (target.scheme, target.netloc) != (base.scheme, base.netloc):
             continue
@@ -86,7 +97,8 @@ def read_listing(html: str, url: str) -> Listing | None:
             raise BadRequest(f"The listing at {redact(url)} names an entry Ferry cannot save ({name!r}); Ferry "
                              "stopped. Ask the server's owner to rename it.")
         (folders if is_folder else files)[name] = target._replace(fragment="").geturl()
-    return Listing(url, sorted(files.items()), sorted(folders.items()))
+        tails[name] = tail
+    return Listing(url, sorted(files.items()), sorted(folders.items()), tails)
 
 
 async def fetch_listing(session: aiohttp.ClientSession, url: str) -> Listing | None:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from ..core.base import (
     Availability,
     Capabilities,
+    EntriesSink,
+    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,
@@ -26,6 +28,7 @@ from ..core.base import (
 )
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
+from ..core.urls import entry_name
 from ..host.netprobe import begin_handshake
 from ..streams.partfile import PartFile, check_destination
 from .target import SCHEMES, SshOptions, parse_target, remote_join
@@ -132,14 +135,36 @@ class SshBackend:
             raise NotFound(f"There is no {path} on {session.target.host}.")
         return RemoteInfo(url, entry.size, None, str(entry.mtime), True, entry.is_dir)
 
-    async def listdir(self, url: str, options: TransferOptions) -> list:
-        """The entries of a remote folder (for the GUI's browser): ``Entry`` with the name in ``rel``."""
+    async def listdir(self, url: str, options: TransferOptions,
+                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+        """The entries of a remote folder (the window's panes), told in batches as they arrive."""
+        from .browse import list_folder
+
+        return await self._on_path(url, options, list_folder, on_entries)
+
+    async def make_folder(self, url: str, options: TransferOptions) -> None:
+        from .browse import make_folder
+
+        await self._on_path(url, options, make_folder)
+
+    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
+        from .browse import rename
+
+        await self._on_path(url, options, rename, entry_name(new_name))
+
+    async def remove(self, url: str, options: TransferOptions) -> int:
+        from .browse import remove
+
+        return await self._on_path(url, options, remove)
+
+    async def _on_path(self, url: str, options: TransferOptions, work, *args):
+        """``work(control, absolute path, *args)`` in a thread, on a control connection opened for it."""
         from .session import SshSession
 
         session = await SshSession.open(url, options)
         try:
             path = await asyncio.to_thread(session.control.absolute, session.target.path)
-            return await asyncio.to_thread(session.control.listdir, path)
+            return await asyncio.to_thread(work, session.control, path, *args)
         finally:
             await session.close()
 

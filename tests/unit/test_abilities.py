@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from backends.core.base import Backend, BufferAdvisor, Lister, PathProber, RouteClaimer, Seeder, Sweeper
+from backends.core.base import (
+    Backend,
+    BufferAdvisor,
+    FolderEditor,
+    Lister,
+    ListFetcher,
+    PathProber,
+    RouteClaimer,
+    Seeder,
+    Sweeper,
+)
+from backends.ftp import FtpBackend
 from backends.gridftp import GridftpBackend
 from backends.https import HttpsBackend
 from backends.ssh import SshBackend
@@ -11,13 +22,14 @@ from backends.torrent import TorrentBackend
 
 def test_each_backend_offers_exactly_the_abilities_it_implements():
     offers = {
-        "https": {PathProber, Sweeper},
-        "ssh": {Lister, PathProber, Sweeper},
-        "gridftp": {Lister, PathProber, BufferAdvisor},
+        "https": {Lister, PathProber, Sweeper, ListFetcher},  # a web folder is read-only: no FolderEditor
+        "ssh": {Lister, FolderEditor, PathProber, Sweeper},
+        "gridftp": {Lister, FolderEditor, PathProber, BufferAdvisor},
+        "ftp": {Lister, FolderEditor, ListFetcher},
         "torrent": {RouteClaimer, Seeder},
     }
-    abilities = (Lister, PathProber, Sweeper, BufferAdvisor, RouteClaimer, Seeder)
-    for backend in (HttpsBackend(), SshBackend(), GridftpBackend(), TorrentBackend()):
+    abilities = (Lister, FolderEditor, PathProber, Sweeper, BufferAdvisor, RouteClaimer, Seeder, ListFetcher)
+    for backend in (HttpsBackend(), SshBackend(), GridftpBackend(), FtpBackend(), TorrentBackend()):
         assert isinstance(backend, Backend)
         assert {a for a in abilities if isinstance(backend, a)} == offers[backend.name], backend.name
 

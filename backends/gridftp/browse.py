@@ -1,0 +1,69 @@
+"""A remote folder as the window's folder pane sees it, over a GridFTP control connection (``ftp://``): listed
+with ``MLSD``, changed with ``MKD``, ``RNFR``/``RNTO``, ``DELE`` and ``RMD`` (a folder walked with one ``MLSR``
+and emptied deepest first). Names travel as command arguments, never through a shell.
+
+ftplib is blocking: callers run these in a thread.
+"""
+
+from __future__ import annotations
+
+import ftplib
+import posixpath
+
+from ..core.base import EntriesSink, FolderEntry
+from ..core.errors import BadRequest, NotFound, Transient
+from .control import Control, explain_reply
+
+
+def list_folder(control: Control, path: str, on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+    found = [FolderEntry(e.rel, e.is_dir, None if e.is_dir else e.size, e.mtime, e.mode)
+             for e in control.listdir(path) if e.rel not in ("", ".", "..")]
+    if on_entries is not None and found:
+        on_entries(found)
+    return found
+
+
+def _command(control: Control, doing: str, path: str, send) -> None:
+    try:
+        send()
+    except ftplib.Error as exc:
+        raise explain_reply(str(exc), control.url, path, doing) from None
+    except (OSError, EOFError) as exc:
+        raise Transient(f"The control connection to {control.url.where} broke ({exc}); try again.") from None
+
+
+def make_folder(control: Control, path: str) -> None:
+    if control.stat(path) is not None:
+        raise BadRequest(f"There is already something named {path} on {control.url.where}; pick another name.")
+    _command(control, "create the folder", path, lambda: control.ftp.mkd(path))
+
+
+def rename(control: Control, path: str, new_name: str) -> None:
+    new = posixpath.join(posixpath.dirname(path.rstrip("/")), new_name)
+    if control.stat(path) is None:
+        raise NotFound(f"There is no {path} on {control.url.where} any more; refresh the folder.")
+    if control.stat(new) is not None:
+        raise BadRequest(f"There is already something named {new} on {control.url.where}; Ferry does not "
+                         "replace it. Pick another name, or delete that one first.")
+    _command(control, "rename", path, lambda: control.ftp.rename(path, new))
+
+
+def remove(control: Control, path: str) -> int:
+    """Delete ``path`` and, for a folder, everything in it; returns how many entries went."""
+    if path.strip("/") == "":
+        raise BadRequest("Ferry does not delete a server's root folder.")
+    entry = control.stat(path)
+    if entry is None:
+        raise NotFound(f"There is no {path} on {control.url.where} any more; refresh the folder.")
+    if not entry.is_dir:
+        _command(control, "delete", path, lambda: control.ftp.delete(path))
+        return 1
+    children = control.walk(path)
+    for child in sorted((e for e in children if not e.is_dir), key=lambda e: e.rel):
+        target = posixpath.join(path, child.rel)
+        _command(control, "delete", target, lambda t=target: control.ftp.delete(t))
+    for child in sorted((e for e in children if e.is_dir), key=lambda e: -e.rel.count("/")):
+        target = posixpath.join(path, child.rel)
+        _command(control, "delete", target, lambda t=target: control.ftp.rmd(t))
+    _command(control, "delete", path, lambda: control.ftp.rmd(path))
+    return len(children) + 1
