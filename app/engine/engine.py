@@ -134,6 +134,13 @@ class Engine:
                     await backend.aclose()  # what a backend kept warm for this loop's jobs (HTTPS sessions)
                 except Exception:
                     log.warning("backend %s did not close cleanly", backend.name, exc_info=True)
+        # what the window asked for and is still running (a pane's listing, a preflight) ends here, not as a
+        # coroutine the stopped loop leaves behind
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=5)
 
     def _call(self, coro, timeout: float | None = 60):
         if not self._loop:

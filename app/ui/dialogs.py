@@ -83,6 +83,10 @@ class NewTransferDialog(QDialog):
             remote.clicked.connect(lambda: self._browse_site(browse))
             form.addRow("", remote)
         form.addRow("To", with_browse(self.dest, True, self))
+        if sites and browse is not None:
+            target = QPushButton("Send to a site folder…", self)
+            target.clicked.connect(lambda: self._browse_site(browse, folder=True))
+            form.addRow("", target)
         if sites:
             hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
             hint.setWordWrap(True)
@@ -96,10 +100,10 @@ class NewTransferDialog(QDialog):
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
-    def _browse_site(self, browse) -> None:
-        chosen = browse(self)
+    def _browse_site(self, browse, folder: bool = False) -> None:
+        chosen = browse(self, folder)
         if chosen:
-            self.source.setText(chosen)
+            (self.dest if folder else self.source).setText(chosen)
 
     def values(self) -> dict:
         streams = self.streams.currentText().strip() or "auto"

@@ -35,6 +35,7 @@ from .bridge import EngineBridge
 from .browser import RemoteBrowser
 from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
+from .files_tab import FilesTab
 from .history_model import HistoryModel
 from .history_tab import HistoryTab
 from .icons import ACTIONS, icon
@@ -97,7 +98,12 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.reporter.failed.connect(self._show_error)
         self.last_report: str | None = None
         self.tabs = QTabWidget(self)
+        self.tabs.tabBar().setChangeCurrentOnDrag(True)  # a drag from a pane held over "Queue" opens it
+        self.tabs.setAcceptDrops(True)
+        self.tabs.tabBar().setAcceptDrops(True)
         self.tabs.addTab(self.queue_view, "Queue")
+        self.files = FilesTab(self.bridge, self._sites, self.secret_of, self.submit, self._show_error, self)
+        self.tabs.addTab(self.files, "Files")
         self.tabs.addTab(self._history_tab(), "History")
         self.benchmarks = BenchmarksView(self._benchmark_rows, self)
         self.tabs.addTab(self.benchmarks, "Benchmarks")
@@ -184,6 +190,7 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
     def _job_finished(self, view: JobView) -> None:
         self.history_model.refresh()
         self.accession_finished(view)
+        self.files.job_finished(view)
         if self.tray and self.settings.get("notifications", True):
             title = {JobState.DONE: "Transfer finished", JobState.FAILED: "Transfer failed"}.get(view.state)
             if title:
@@ -253,20 +260,17 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
             self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
                         limit_rate=values["limit_rate"], **values["existing"])
 
-    def browse_site(self, parent) -> str | None:
-        """Pick a file or folder on an SSH or FTP site; returns ``site:NAME/path``."""
-        sites = [s for s in self._sites() if s.protocol in ("sftp", "scp", "ftp", "ftps")]
+    def browse_site(self, parent, folder: bool = False) -> str | None:
+        """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""
+        sites = [s for s in self._sites() if s.protocol not in ("gsiftp", "sshftp")]
         if not sites:
-            self._show_error("Browsing works for SSH sites (sftp, scp) and FTP sites (ftp, ftps); add one first.")
+            self._show_error("Browsing works for SSH, FTP and web sites; add one first (Add site).")
             return None
         name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
         if not ok:
             return None
         site = next(s for s in sites if s.name == name)
-        with Store(self.db_path) as store:
-            secret = SiteBook(store).secrets.get(site.name)
-        browser = RemoteBrowser(self.bridge, site, secret, site_options(site),
-                                parent)
+        browser = RemoteBrowser(self.bridge, site, self.secret_of(site), parent, folder=folder)
         return browser.chosen if browser.exec() else None
 
     def upload_to_site(self, name: str, paths: list[str]) -> None:
@@ -298,8 +302,13 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         with Store(self.db_path) as store:
             return SiteBook(store).all()
 
+    def secret_of(self, site: Site) -> str | None:
+        with Store(self.db_path) as store:
+            return SiteBook(store).secrets.get(site.name)
+
     def refresh_sites(self) -> None:
         self.sidebar.set_sites(self._sites())
+        self.files.refresh_sites()
 
     def edit_site(self, name: str | None) -> None:
         site = None

@@ -15,12 +15,13 @@ from PySide6.QtWidgets import QInputDialog
 
 from app.accessions.ids import is_accession
 
+from .folder_model import site_paths
 from .panels import local_paths
 
 
 class Opening:
     """A mix-in of the main window; needs ``submit``, ``fetch_torrent``, ``public_data``, ``upload_to_site``,
-    ``_sites``, ``settings`` and ``_show_error``."""
+    ``_sites``, ``settings``, ``files`` and ``_show_error``."""
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() or event.mimeData().hasText():
@@ -28,6 +29,13 @@ class Opening:
 
     def dropEvent(self, event) -> None:
         mime = event.mimeData()
+        remote = site_paths(mime)
+        if remote:  # a site's entries dragged from the Files tab onto the queue: into the download folder
+            folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
+            for item in remote:
+                self.submit(item, folder, **self.files.existing_choice())
+            event.acceptProposedAction()
+            return
         urls = mime.urls() if mime.hasUrls() else []
         items = [u.toString() for u in urls if not u.isLocalFile()] + local_paths(urls)
         if not urls and mime.hasText():

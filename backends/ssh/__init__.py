@@ -158,15 +158,19 @@ class SshBackend:
         return await self._on_path(url, options, remove)
 
     async def _on_path(self, url: str, options: TransferOptions, work, *args):
-        """``work(control, absolute path, *args)`` in a thread, on a control connection opened for it."""
-        from .session import SshSession
+        """``work(control, absolute path, *args)`` in a thread, on a paramiko login of its own: a pane's
+        listing needs neither the OpenSSH streams nor the round-trip probe a transfer starts with."""
+        from .control import Control
+        from .session import ssh_options
 
-        session = await SshSession.open(url, options)
-        try:
-            path = await asyncio.to_thread(session.control.absolute, session.target.path)
-            return await asyncio.to_thread(work, session.control, path, *args)
-        finally:
-            await session.close()
+        settings = ssh_options(options)
+        target = parse_target(url, settings)
+
+        def run():
+            with Control(target, settings, None).connect() as control:
+                return work(control, control.absolute(target.path), *args)
+
+        return await asyncio.to_thread(run)
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         self.check(request)

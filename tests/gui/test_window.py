@@ -165,21 +165,32 @@ def test_unknown_host_key_is_asked_about_with_its_fingerprint(qtbot, window, ssh
     assert sshd.host_key_line.split()[2] in known.read_text()
 
 
-def test_remote_browser_lists_a_site_folder(qtbot, window, sshd, remote_big):
+def test_remote_browser_lists_a_site_folder_and_picks_an_upload_folder(qtbot, window, sshd, remote_big):
+    from app.sites import SiteBook
     from app.ui.browser import RemoteBrowser
-    from backends.core.base import TransferOptions
 
     _ssh_site(window, sshd, sshd.known_hosts)
-    from app.sites import SiteBook
-
     with Store() as store:
         site = SiteBook(store).get("lab")
-    browser = RemoteBrowser(window.bridge, site, None, TransferOptions(backend_options=site.backend_options()),
-                            window)
+    browser = RemoteBrowser(window.bridge, site, None, window)
     qtbot.addWidget(browser)
-    qtbot.waitUntil(lambda: browser.listing.count() > 0, timeout=30_000)
-    names = [browser.listing.item(i).text() for i in range(browser.listing.count())]
-    assert any(n.startswith("big.bin") for n in names)
+    pane = browser.pane
+    qtbot.waitUntil(lambda: not pane.listing, timeout=30_000)
+    names = [e.name for e in pane.model.entries]
+    assert "big.bin" in names, pane.status.text()
+    big = next(e for e in pane.model.entries if e.name == "big.bin")
+    assert big.size == remote_big.size
+    row = pane.proxy.mapFromSource(pane.model.index(pane.model.entries.index(big), 0))
+    pane.view.selectionModel().select(row, pane.view.selectionModel().SelectionFlag.ClearAndSelect
+                                      | pane.view.selectionModel().SelectionFlag.Rows)
+    browser._choose()
+    assert browser.chosen == "site:lab/big.bin"
+
+    upload = RemoteBrowser(window.bridge, site, None, window, folder=True)
+    qtbot.addWidget(upload)
+    qtbot.waitUntil(lambda: not upload.pane.listing, timeout=30_000)
+    upload._choose()
+    assert upload.chosen == "site:lab/"
 
 
 def test_history_filters_by_host_and_date(qtbot, window):

@@ -1,0 +1,382 @@
+"""A folder pane: this computer or a site, with a path bar, back/up/refresh, sorting, type-to-filter, and the
+folder actions (new folder, rename, delete, copy path).
+
+A site's folder is listed and changed on the engine's thread (``bridge.call("listdir" | "folder", …)``); its
+entries come back in batches through a queued signal and are appended as they come, so the window never waits
+on a server and a pane of 10,000 names fills while the server is still answering. This computer's folder is
+read by a thread the same way (a network mount can be slow too). A listing that is no longer wanted (the user
+moved on) is dropped by its generation number.
+
+What a drop onto the pane means (upload here, download here) is decided by the window (``FilesTab``); the pane
+only says what was dropped and onto which folder (``dropped``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.sites import Site
+from backends.core.base import FolderEntry
+
+from .folder_model import EntryRole, FolderModel, SortedEntries, local_mime, site_mime, site_paths
+from .icons import icon
+from .panels import local_paths
+
+THIS_COMPUTER = "This computer"
+BATCH = 500
+#: pane actions: name → (label, icon, shortcut)
+PANE_ACTIONS = {
+    "back": ("Back", "mdi6.arrow-left", "Alt+Left"),
+    "up": ("Up one folder", "mdi6.arrow-up-bold-outline", "Alt+Up"),
+    "refresh": ("Refresh", "mdi6.refresh", "F5"),
+    "mkdir": ("New folder", "mdi6.folder-plus-outline", "F7"),
+    "rename": ("Rename", "mdi6.rename-box", "F2"),
+    "delete": ("Delete", "mdi6.delete-outline", "Shift+Del"),
+    "copy_path": ("Copy path", "mdi6.content-copy", "Ctrl+Shift+C"),
+    "send": ("Copy to the other pane", "mdi6.swap-horizontal", "F6"),
+    "filter": ("Filter", "mdi6.filter-outline", "Ctrl+F"),
+}
+
+
+def scan_local(folder: str) -> list[FolderEntry]:
+    """This computer's folder as entries (links followed to say what they lead to; a dangling one kept)."""
+    out = []
+    with os.scandir(folder) as found:
+        for item in found:
+            try:
+                info = item.stat()
+            except OSError:
+                info = item.stat(follow_symlinks=False)
+            is_dir = item.is_dir()
+            out.append(FolderEntry(item.name, is_dir, None if is_dir else info.st_size, info.st_mtime,
+                                   info.st_mode & 0o7777, item.is_symlink()))
+    return out
+
+
+class PaneView(QTreeView):
+    """The entries; a drop names the folder row under the cursor, or the pane's own folder."""
+
+    def __init__(self, pane: FolderPane) -> None:
+        super().__init__(pane)
+        self.pane = pane
+        self.setRootIsDecorated(False)
+        self.setUniformRowHeights(True)  # 10,000 rows lay out without measuring each
+        self.setSortingEnabled(True)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setDragEnabled(True)
+        self.setAcceptDrops(True)
+        self.setDropIndicatorShown(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+
+    def dragEnterEvent(self, event) -> None:
+        if event.source() is not self and (event.mimeData().hasUrls() or site_paths(event.mimeData())):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:
+        if event.source() is self:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        mime = event.mimeData()
+        items = site_paths(mime) or local_paths(mime.urls() if mime.hasUrls() else [])
+        index = self.indexAt(event.position().toPoint())
+        entry = index.data(EntryRole) if index.isValid() else None
+        folder = self.pane.child(entry.name) if entry is not None and entry.is_dir else self.pane.path
+        event.acceptProposedAction()
+        if items:
+            self.pane.dropped.emit(items, self.pane, folder)
+
+
+class FolderPane(QWidget):
+    dropped = Signal(list, object, str)  # what was dropped (local paths or site:NAME/path lines), pane, folder
+    send_requested = Signal(object)  # this pane: copy its selection to the other pane
+    said = Signal(str)  # an action's failure, as the sentence to show
+    _arrived = Signal(int, object)  # generation, entries: emitted from the engine's or a scan's thread
+
+    def __init__(self, bridge, sites, secret_of, parent=None, home: str | None = None) -> None:
+        """``sites()``: the saved sites; ``secret_of(site)``: its keyring secret or None."""
+        super().__init__(parent)
+        self.bridge, self._sites, self._secret_of = bridge, sites, secret_of
+        self.site: Site | None = None
+        self.path = home or str(Path.home())
+        self.history: list[str] = []
+        self.generation = 0
+        self.listing = False
+        self.note = ""  # what the last folder action did, said with the next listing
+        self.model = FolderModel(self)
+        self.proxy = SortedEntries(self)
+        self.proxy.setSourceModel(self.model)
+        self.model.mime_of = self._mime
+        self._build()
+        self._arrived.connect(self._add)
+        self.load(self.path, remember=False)
+
+    # -- building ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        top = QHBoxLayout()
+        self.location = QComboBox(self)
+        self.location.setMinimumWidth(140)
+        self.location.activated.connect(self._location_chosen)
+        top.addWidget(self.location)
+        self.actions_by_name: dict[str, QAction] = {}
+        for name, (label, icon_name, shortcut) in PANE_ACTIONS.items():
+            action = QAction(icon(icon_name), label, self)
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.setToolTip(f"{label} ({shortcut})")
+            action.triggered.connect(getattr(self, name))
+            self.addAction(action)
+            self.actions_by_name[name] = action
+        for name in ("back", "up", "refresh"):
+            button = QToolButton(self)
+            button.setDefaultAction(self.actions_by_name[name])
+            top.addWidget(button)
+        self.path_bar = QLineEdit(self)
+        self.path_bar.returnPressed.connect(lambda: self.load(self._typed_path()))
+        top.addWidget(self.path_bar, 1)
+        layout.addLayout(top)
+        self.filter_box = QLineEdit(self)
+        self.filter_box.setPlaceholderText("Filter names (Ctrl+F)")
+        self.filter_box.setClearButtonEnabled(True)
+        self.filter_box.textChanged.connect(self.proxy.setFilterFixedString)
+        layout.addWidget(self.filter_box)
+        self.view = PaneView(self)
+        self.view.setModel(self.proxy)
+        self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.view.setColumnWidth(0, 260)
+        self.view.doubleClicked.connect(self._open)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._menu)
+        layout.addWidget(self.view, 1)
+        self.status = QLabel("", self)
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self.refresh_sites()
+
+    def refresh_sites(self) -> None:
+        """The location menu: this computer, then every saved site."""
+        current = self.site.name if self.site else THIS_COMPUTER
+        self.location.clear()
+        self.location.addItem(icon("mdi6.laptop"), THIS_COMPUTER, None)
+        for site in self._sites():
+            self.location.addItem(icon("mdi6.server-network"), site.name, site)
+        found = self.location.findText(current)
+        self.location.setCurrentIndex(max(found, 0))
+
+    # -- where the pane is -----------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        """The folder in words: a local path, or ``NAME:/path`` below the site's own folder."""
+        return self.path if self.site is None else f"{self.site.name}:/{self.path}"
+
+    def show_site(self, site: Site | None, path: str | None = None) -> None:
+        """Show ``site`` (None: this computer) at ``path`` (default: its home or the site's folder)."""
+        self.site = site
+        self.history.clear()
+        self.location.setCurrentIndex(max(self.location.findText(site.name if site else THIS_COMPUTER), 0))
+        self.load(path if path is not None else ("" if site else str(Path.home())), remember=False)
+
+    def _location_chosen(self, index: int) -> None:
+        self.show_site(self.location.itemData(index))
+
+    def _typed_path(self) -> str:
+        text = self.path_bar.text().strip()
+        if self.site is None:
+            return os.path.expanduser(text)
+        prefix = f"{self.site.name}:"
+        return text[len(prefix):].strip("/") if text.startswith(prefix) else text.strip("/")
+
+    def child(self, name: str) -> str:
+        if self.site is None:
+            return os.path.join(self.path, name)
+        return f"{self.path}/{name}" if self.path else name
+
+    def parent_path(self) -> str | None:
+        if self.site is None:
+            parent = os.path.dirname(self.path.rstrip(os.sep)) or os.sep
+            return None if parent == self.path else parent
+        return None if not self.path else (self.path.rsplit("/", 1)[0] if "/" in self.path else "")
+
+    def address(self, rel_or_path: str, *, with_secret: bool = False, folder: bool = False) -> str:
+        """A remote path's URL for the engine (with the keyring's secret) or for the clipboard (without)."""
+        assert self.site is not None
+        secret = self._secret_of(self.site) if with_secret else None
+        return self.site.url(rel_or_path + ("/" if folder and rel_or_path else ""), secret)
+
+    def site_path(self, rel: str, folder: bool = False) -> str:
+        """``site:NAME/rel`` as the front door takes it (a folder with its trailing slash)."""
+        assert self.site is not None
+        return f"site:{self.site.name}/{rel}" + ("/" if folder and rel else "")
+
+    # -- listing ---------------------------------------------------------------------------------
+    def load(self, path: str, remember: bool = True) -> None:
+        if remember and path != self.path:
+            self.history.append(self.path)
+        self.path = path
+        self.generation += 1
+        generation = self.generation
+        self.model.clear()
+        self.path_bar.setText(self.where)
+        self.listing = True
+        self.status.setText("Listing…")
+        if self.site is None:
+            threading.Thread(target=self._scan, args=(path, generation), daemon=True,
+                             name="ferry-pane-scan").start()
+            return
+        options = self._options()
+        self.bridge.call("listdir", self.address(path, with_secret=True, folder=True), options,
+                         lambda batch: self._arrived.emit(generation, batch),
+                         done=lambda entries: self._listed(generation, entries),
+                         error=lambda message: self._failed(generation, message))
+
+    def _options(self):
+        from app.requests import site_options
+
+        return site_options(self.site)
+
+    def _scan(self, folder: str, generation: int) -> None:  # a thread of its own: never touches Qt objects
+        try:
+            entries = scan_local(folder)
+        except OSError as exc:
+            self._arrived.emit(generation, f"Cannot read {folder}: {exc.strerror or exc}.")
+            return
+        for start in range(0, len(entries), BATCH):
+            self._arrived.emit(generation, entries[start:start + BATCH])
+        self._arrived.emit(generation, None)
+
+    def _add(self, generation: int, batch) -> None:
+        if generation != self.generation:
+            return  # a folder the user has left
+        if isinstance(batch, str):
+            self._failed(generation, batch)
+        elif batch is None:
+            self._listed(generation, self.model.entries)
+        else:
+            self.model.append(batch)
+            self.status.setText(f"{len(self.model.entries):,} items so far…")
+
+    def _listed(self, generation: int, entries) -> None:
+        if generation != self.generation:
+            return
+        if not self.model.entries and entries:  # a backend that answered all at once, without batches
+            self.model.append(list(entries))
+        self.listing = False
+        self.status.setText(" ".join(t for t in (self.note, f"{len(self.model.entries):,} items") if t))
+        self.note = ""
+
+    def _failed(self, generation: int, message: str) -> None:
+        if generation != self.generation:
+            return
+        self.listing = False
+        self.status.setText(message)
+        self.said.emit(message)
+
+    # -- moving around -------------------------------------------------------------------------------
+    def _open(self, index) -> None:
+        entry = index.data(EntryRole)
+        if entry is not None and entry.is_dir:
+            self.load(self.child(entry.name))
+
+    def back(self) -> None:
+        if self.history:
+            self.load(self.history.pop(), remember=False)
+
+    def up(self) -> None:
+        parent = self.parent_path()
+        if parent is not None:
+            self.load(parent)
+
+    def refresh(self) -> None:
+        self.load(self.path, remember=False)
+
+    def filter(self) -> None:
+        self.filter_box.setFocus()
+        self.filter_box.selectAll()
+
+    def selected(self) -> list[FolderEntry]:
+        rows = {self.proxy.mapToSource(i).row() for i in self.view.selectionModel().selectedRows()}
+        return [self.model.entries[r] for r in sorted(rows)]
+
+    def _mime(self, entries: list[FolderEntry]):
+        if self.site is None:
+            return local_mime(self.path, entries)
+        return site_mime(self.site.name, self.path, entries)
+
+    def items(self, entries: list[FolderEntry]) -> list[str]:
+        """What a transfer takes for ``entries``: local paths, or ``site:NAME/path`` (folders with ``/``)."""
+        if self.site is None:
+            return [os.path.join(self.path, e.name) for e in entries]
+        return [self.site_path(self.child(e.name), e.is_dir) for e in entries]
+
+    def send(self) -> None:
+        if self.selected():
+            self.send_requested.emit(self)
+
+    def _menu(self, point) -> None:
+        menu = QMenu(self)
+        for name in ("send", "mkdir", "rename", "delete", "copy_path", "refresh"):
+            menu.addAction(self.actions_by_name[name])
+        menu.exec(self.view.viewport().mapToGlobal(point))
+
+    # -- folder actions (``folder_actions.py`` does them) ---------------------------------------------
+    def mkdir(self) -> None:
+        from .folder_actions import make_folder
+
+        make_folder(self)
+
+    def rename(self) -> None:
+        from .folder_actions import rename_entry
+
+        rename_entry(self)
+
+    def delete(self) -> None:
+        from .folder_actions import delete_entries
+
+        delete_entries(self)
+
+    def copy_path(self) -> None:
+        entries = self.selected()
+        if self.site is None:
+            paths = [os.path.join(self.path, e.name) for e in entries] or [self.path]
+        else:
+            paths = [self.address(self.child(e.name), folder=e.is_dir) for e in entries] or [self.address(
+                self.path, folder=True)]
+        QGuiApplication.clipboard().setText("\n".join(paths))
+        self.status.setText(f"Copied {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else ""))
+
+
+def ask_text(parent, title: str, label: str, text: str = "") -> str | None:
+    value, ok = QInputDialog.getText(parent, title, label, text=text)
+    return value.strip() if ok and value.strip() else None
+
+
+def confirm(parent, title: str, question: str) -> bool:
+    answer = QMessageBox.question(parent, title, question,
+                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                                  QMessageBox.StandardButton.Cancel)
+    return answer == QMessageBox.StandardButton.Yes

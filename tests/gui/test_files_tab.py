@@ -1,0 +1,227 @@
+"""The Files tab in the real window: two panes against the real sshd and nginx, folder actions on the server's
+disk, and drags between the panes and onto the queue that arrive byte-exact."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QItemSelectionModel, QPointF, Qt
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+from app.engine import JobState
+from app.store import Store
+
+
+def _site(window, name: str, protocol: str, port: int, user, folder: str, key=None, **options) -> None:
+    from app.sites import Site, SiteBook
+
+    with Store() as store:
+        SiteBook(store).save(Site(name, protocol, "127.0.0.1", port, user, folder, "2", key, options))
+    window.refresh_sites()
+
+
+@pytest.fixture
+def lab(window, sshd, tmp_path):
+    """A site "lab" on the test sshd, its folder a fresh one in the SSH user's home with a few files."""
+    folder = sshd.home / f"files-tab-{time.monotonic_ns()}"
+    (folder / "runs" / "r1").mkdir(parents=True)
+    (folder / "runs" / "r1" / "reads_1.fastq").write_bytes(os.urandom(300_000))
+    (folder / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024))
+    (folder / "notes.txt").write_text("lab notes\n")
+    sshd.give(folder)
+    _site(window, "lab", "sftp", sshd.port, sshd.user, str(folder), str(sshd.key), known_hosts=str(sshd.known_hosts))
+    return folder
+
+
+def _listed(qtbot, pane) -> list[str]:
+    qtbot.waitUntil(lambda: not pane.listing, timeout=30_000)
+    return sorted(e.name for e in pane.model.entries)
+
+
+def _select(pane, *names: str) -> None:
+    selection = pane.view.selectionModel()
+    selection.clearSelection()
+    for name in names:
+        row = next(i for i, e in enumerate(pane.model.entries) if e.name == name)
+        index = pane.proxy.mapFromSource(pane.model.index(row, 0))
+        selection.select(index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+
+
+def _drop(pane_from, names: list[str], pane_to, onto: str | None = None) -> None:
+    """What a mouse drag does: the source pane's selection as its model's drag data, dropped on the target view
+    over the row ``onto`` (a folder) or over empty space."""
+    _select(pane_from, *names)
+    indexes = pane_from.view.selectionModel().selectedRows()
+    mime = pane_from.proxy.mimeData(indexes)
+    point = QPointF(5, pane_to.view.viewport().height() - 3)
+    if onto is not None:
+        row = next(i for i, e in enumerate(pane_to.model.entries) if e.name == onto)
+        rect = pane_to.view.visualRect(pane_to.proxy.mapFromSource(pane_to.model.index(row, 0)))
+        point = QPointF(rect.center())
+    event = QDropEvent(point, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    pane_to.view.dropEvent(event)
+
+
+def _finished(qtbot, window, count: int) -> list:
+    def done() -> bool:
+        views = window.queue_model.views()
+        return len(views) >= count and all(v.state.terminal for v in views)
+
+    qtbot.waitUntil(done, timeout=120_000)
+    return window.queue_model.views()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_browse_a_site_sort_filter_and_move_around(qtbot, window, lab):
+    window.tabs.setCurrentWidget(window.files)
+    right = window.files.right
+    qtbot.waitUntil(lambda: right.site is not None and right.site.name == "lab", timeout=10_000)
+    assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
+    assert right.path_bar.text() == "lab:/"
+    first = right.proxy.index(0, 0).data()
+    assert first == "runs"  # folders first
+    right.view.sortByColumn(1, Qt.SortOrder.DescendingOrder)  # size, largest first (folders still on top)
+    assert [right.proxy.index(r, 0).data() for r in range(3)] == ["runs", "big.bin", "notes.txt"]
+    assert right.proxy.index(1, 3).data().startswith("-rw")  # permissions from SFTP
+    right.filter_box.setText("NOTE")
+    assert right.proxy.rowCount() == 1 and right.proxy.index(0, 0).data() == "notes.txt"
+    right.filter_box.clear()
+
+    right.view.doubleClicked.emit(right.proxy.index(0, 0))  # into runs/
+    assert _listed(qtbot, right) == ["r1"] and right.path == "runs"
+    right.up()
+    assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
+    right.back()
+    assert _listed(qtbot, right) == ["r1"]
+    right.path_bar.setText("lab:/runs/r1")
+    right.path_bar.returnPressed.emit()
+    assert _listed(qtbot, right) == ["reads_1.fastq"]
+
+
+def test_make_rename_and_delete_a_remote_folder(qtbot, window, lab, monkeypatch):
+    right = window.files.right
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+    answers = iter(["results", "results-v2"])
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (next(answers), True))
+    right.actions_by_name["mkdir"].trigger()
+    qtbot.waitUntil(lambda: "results" in [e.name for e in right.model.entries] and not right.listing, timeout=30_000)
+    assert (lab / "results").is_dir()
+
+    _select(right, "results")
+    right.actions_by_name["rename"].trigger()
+    qtbot.waitUntil(lambda: (lab / "results-v2").is_dir(), timeout=30_000)
+    assert not (lab / "results").exists()
+
+    asked: list[str] = []
+
+    def no(parent, title, text, *args):
+        asked.append(text)
+        return QMessageBox.StandardButton.Cancel
+
+    monkeypatch.setattr(QMessageBox, "question", no)
+    qtbot.waitUntil(lambda: "results-v2" in [e.name for e in right.model.entries] and not right.listing,
+                    timeout=30_000)
+    _select(right, "runs")
+    right.actions_by_name["delete"].trigger()
+    assert asked == ["Delete the folder runs and everything in it from lab:/? It cannot be undone."]
+    assert (lab / "runs" / "r1" / "reads_1.fastq").exists()  # cancelled: nothing went
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
+    right.actions_by_name["delete"].trigger()
+    qtbot.waitUntil(lambda: not (lab / "runs").exists(), timeout=30_000)
+    qtbot.waitUntil(lambda: right.status.text() == "Deleted runs (3 entries). 3 items", timeout=30_000)
+    assert sorted(e.name for e in right.model.entries) == ["big.bin", "notes.txt", "results-v2"]
+
+
+def test_a_web_folder_lists_and_is_read_only(qtbot, window, nginx):
+    folder = nginx.data / f"web-pane-{time.monotonic_ns()}"
+    folder.mkdir()
+    (folder / "sample.vcf").write_bytes(b"v" * 2048)
+    _site(window, "web", "https", nginx.port, None, f"/{folder.name}", None, ca_file=nginx.ca_file)
+    right = window.files.right
+    right.show_site(next(s for s in window._sites() if s.name == "web"))
+    assert _listed(qtbot, right) == ["sample.vcf"]
+    assert right.model.entries[0].size == 2048
+    said: list[str] = []
+    right.said.connect(said.append)
+    right.bridge.call("folder", "mkdir", right.address("new", with_secret=True, folder=True), right._options(),
+                      error=said.append)
+    qtbot.waitUntil(lambda: bool(said), timeout=10_000)
+    assert "read-only" in said[0]
+
+
+def test_drag_a_local_folder_onto_a_remote_folder_and_a_remote_file_back(qtbot, window, lab, tmp_path):
+    local = tmp_path / "to-send"
+    (local / "batch" / "lane1").mkdir(parents=True)
+    for i in range(5):
+        (local / "batch" / "lane1" / f"s{i}.fastq").write_bytes(os.urandom(100_000 + i))
+    (local / "batch" / "manifest.tsv").write_text("sample\tfile\n")
+    left, right = window.files.panes()
+    left.load(str(local))
+    assert _listed(qtbot, left) == ["batch"]
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+
+    _drop(left, ["batch"], right, onto="runs")  # onto the folder row: into lab:/runs/
+    views = _finished(qtbot, window, 1)
+    assert [v.state for v in views] == [JobState.DONE], [v.error for v in views]
+    for path in (local / "batch").rglob("*"):
+        there = lab / "runs" / path.relative_to(local)
+        assert there.is_dir() if path.is_dir() else _digest(there) == _digest(path)
+
+    here = tmp_path / "fetched"
+    here.mkdir()
+    left.load(str(here))
+    _listed(qtbot, left)
+    right.load("")
+    _listed(qtbot, right)
+    _drop(right, ["big.bin"], left)  # onto the empty space of this computer's folder
+    views = _finished(qtbot, window, 2)
+    assert all(v.state == JobState.DONE for v in views), [v.error for v in views]
+    assert _digest(here / "big.bin") == _digest(lab / "big.bin")
+    qtbot.waitUntil(lambda: "big.bin" in [e.name for e in left.model.entries], timeout=10_000)  # pane refreshed
+
+
+def test_drag_from_a_pane_onto_the_queue_fetches_into_the_download_folder(qtbot, window, lab, tmp_path):
+    right = window.files.right
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+    _select(right, "notes.txt")
+    mime = right.proxy.mimeData(right.view.selectionModel().selectedRows())
+    assert mime.text() == "site:lab/notes.txt"
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    views = _finished(qtbot, window, 1)
+    assert views[0].state == JobState.DONE, views[0].error
+    assert (Path(window.settings["download_folder"]) / "notes.txt").read_text() == "lab notes\n"
+
+
+def test_files_dropped_from_the_file_manager_onto_a_remote_folder_are_sent_there(qtbot, window, lab, tmp_path):
+    from PySide6.QtCore import QMimeData, QUrl
+
+    data = tmp_path / "plate.csv"
+    data.write_text("well,od\nA1,0.4\n")
+    right = window.files.right
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+    right.view.doubleClicked.emit(right.proxy.index(0, 0))  # into runs/
+    assert _listed(qtbot, right) == ["r1"]
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(data))])  # what a file manager's drag carries
+    below_rows = QPointF(5, right.view.viewport().height() - 3)
+    right.view.dropEvent(QDropEvent(below_rows, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                    Qt.KeyboardModifier.NoModifier))
+    views = _finished(qtbot, window, 1)
+    assert views[0].state == JobState.DONE, views[0].error
+    assert (lab / "runs" / "plate.csv").read_text() == "well,od\nA1,0.4\n"
