@@ -66,11 +66,11 @@ def main() -> int:
         window.queue_view.selectRow(window.queue_model.row_of(failed[0].id))
     wait(lambda: False, 0.5)
     window.grab().save(str(OUT / "main-window.png"))
-    window.tabs.setCurrentIndex(1)
+    window.tabs.setCurrentWidget(window.history_page)
     window.apply_history_filter()
     wait(lambda: False, 0.5)
     window.grab().save(str(OUT / "history.png"))
-    window.tabs.setCurrentIndex(2)
+    window.tabs.setCurrentWidget(window.benchmarks)
     wait(lambda: False, 0.5)
     window.grab().save(str(OUT / "benchmarks.png"))
     with Store() as store:
@@ -95,6 +95,7 @@ def main() -> int:
     wizard.close()
     public_data(window, server, work, wait)
     seeding(window, work, wait)
+    files(window, work, wait)
     QTimer.singleShot(0, lambda: None)
     window._really_quit = True
     window.close()
@@ -133,7 +134,7 @@ def public_data(window, server, work: Path, wait) -> None:
     dialog.grab().save(str(OUT / "public-data.png"))
     request = queue_request(dialog.plan, dialog.folder, defaults=Defaults.from_settings(window.settings))
     dialog.close()
-    window.tabs.setCurrentIndex(0)
+    window.tabs.setCurrentWidget(window.queue_view)
     window.bridge.call("submit", *request.submit_args())
     row = lambda: next((v for v in window.queue_model.views() if v.source == "ena:PRJEB90777"), None)  # noqa: E731
     wait(lambda: row() is not None and sum(s == "fetched" for s, *_ in row().files.values()) >= 2, 60)
@@ -177,6 +178,73 @@ def seeding(window, work: Path, wait) -> None:
     window.seeding.table.selectRow(0)
     wait(lambda: False, 1.0)
     window.grab().save(str(OUT / "seeding.png"))
+
+
+def files(window, work: Path, wait) -> None:
+    """The Files tab: this computer on the left, a real sshd's folder on the right (sizes from sparse files), a
+    selection, then the confirmation a remote delete asks for, grabbed from the screen with the window."""
+    from PySide6.QtGui import QGuiApplication
+
+    import app.ui.folder_actions as actions
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.servers.sshd import Sshd
+
+    sshd = Sshd(work / "sshd").start()
+    project = sshd.home / "projects" / "lung-atlas"
+    for run in ("run_2026_11_02", "run_2026_11_09", "run_2026_11_16"):
+        (project / run).mkdir(parents=True)
+    for i in range(1, 7):
+        for read in (1, 2):
+            with open(project / f"LA{i:03d}_S{i}_L001_R{read}_001.fastq.gz", "wb") as fh:
+                fh.truncate((9 + 3 * i + read) * 2**30 // 4)
+    (project / "samplesheet.csv").write_text("sample,fastq_1,fastq_2\n" * 7)
+    (project / "README.txt").write_text("Lung atlas, batch 3\n")
+    sshd.give(sshd.home)
+    local = work / "analysis"
+    for name in ("qc", "alignments", "notebooks"):
+        (local / name).mkdir(parents=True)
+    (local / "cohort.bam").write_bytes(b"\0" * 4096)
+    (local / "notes.md").write_text("# analysis\n")
+    with Store() as store:
+        SiteBook(store).save(Site("sequencing-core", "sftp", "127.0.0.1", sshd.port, sshd.user, str(project),
+                                  "auto", str(sshd.key), {"known_hosts": str(sshd.known_hosts)}))
+    window.refresh_sites()
+    window.tabs.setCurrentWidget(window.files)
+    left, right = window.files.panes()
+    left.load(str(local))
+    right.show_site(next(s for s in window._sites() if s.name == "sequencing-core"))
+    wait(lambda: not right.listing and not left.listing, 30)
+    for row in range(2, 6):
+        right.view.selectionModel().select(right.model.index(row, 0), right.view.selectionModel().SelectionFlag.Select
+                                           | right.view.selectionModel().SelectionFlag.Rows)
+    for pane in (left, right):
+        pane.view.resizeColumnToContents(0)
+    wait(lambda: False, 0.5)
+    window.grab().save(str(OUT / "files.png"))
+
+    def confirm(parent, title, question):
+        from PySide6.QtWidgets import QMessageBox
+
+        box = QMessageBox(QMessageBox.Icon.Question, title, question,
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
+        box.show()
+        wait(lambda: False, 0.5)
+        area = window.frameGeometry()
+        QGuiApplication.primaryScreen().grabWindow(0, area.x(), area.y(), area.width(), area.height()).save(
+            str(OUT / "files-delete.png"))
+        box.close()
+        return False
+
+    right.view.selectionModel().clearSelection()
+    right.view.selectionModel().select(right.model.index(0, 0), right.view.selectionModel().SelectionFlag.Select
+                                       | right.view.selectionModel().SelectionFlag.Rows)
+    actions.confirm, saved = confirm, actions.confirm
+    try:
+        right.actions_by_name["delete"].trigger()
+    finally:
+        actions.confirm = saved
+    sshd.stop()
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main() -> int:
     app, engine, window = build([])
     window.show()
     clock = time.perf_counter()
-    window.tabs.setCurrentIndex(1)
+    window.tabs.setCurrentWidget(window.history_page)
     window.apply_history_filter()
     QApplication.processEvents()
     history_open = time.perf_counter() - clock
@@ -97,7 +97,7 @@ def main() -> int:
 
     server = Nginx(work / "nginx", work / "data").start()
     make_file(server.data / "big.bin", args.size_mib * MiB)
-    window.tabs.setCurrentIndex(0)
+    window.tabs.setCurrentWidget(window.queue_view)
     gaps: list[float] = []
     beat = QElapsedTimer()
     beat.start()

@@ -48,7 +48,7 @@ def _select(pane, *names: str) -> None:
     selection.clearSelection()
     for name in names:
         row = next(i for i, e in enumerate(pane.model.entries) if e.name == name)
-        index = pane.proxy.mapFromSource(pane.model.index(row, 0))
+        index = pane.model.index(row, 0)
         selection.select(index, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
 
 
@@ -57,11 +57,11 @@ def _drop(pane_from, names: list[str], pane_to, onto: str | None = None) -> None
     over the row ``onto`` (a folder) or over empty space."""
     _select(pane_from, *names)
     indexes = pane_from.view.selectionModel().selectedRows()
-    mime = pane_from.proxy.mimeData(indexes)
+    mime = pane_from.model.mimeData(indexes)
     point = QPointF(5, pane_to.view.viewport().height() - 3)
     if onto is not None:
         row = next(i for i, e in enumerate(pane_to.model.entries) if e.name == onto)
-        rect = pane_to.view.visualRect(pane_to.proxy.mapFromSource(pane_to.model.index(row, 0)))
+        rect = pane_to.view.visualRect(pane_to.model.index(row, 0))
         point = QPointF(rect.center())
     event = QDropEvent(point, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                        Qt.KeyboardModifier.NoModifier)
@@ -87,16 +87,16 @@ def test_browse_a_site_sort_filter_and_move_around(qtbot, window, lab):
     qtbot.waitUntil(lambda: right.site is not None and right.site.name == "lab", timeout=10_000)
     assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
     assert right.path_bar.text() == "lab:/"
-    first = right.proxy.index(0, 0).data()
+    first = right.model.index(0, 0).data()
     assert first == "runs"  # folders first
     right.view.sortByColumn(1, Qt.SortOrder.DescendingOrder)  # size, largest first (folders still on top)
-    assert [right.proxy.index(r, 0).data() for r in range(3)] == ["runs", "big.bin", "notes.txt"]
-    assert right.proxy.index(1, 3).data().startswith("-rw")  # permissions from SFTP
+    assert [right.model.index(r, 0).data() for r in range(3)] == ["runs", "big.bin", "notes.txt"]
+    assert right.model.index(1, 3).data().startswith("-rw")  # permissions from SFTP
     right.filter_box.setText("NOTE")
-    assert right.proxy.rowCount() == 1 and right.proxy.index(0, 0).data() == "notes.txt"
+    assert right.model.rowCount() == 1 and right.model.index(0, 0).data() == "notes.txt"
     right.filter_box.clear()
 
-    right.view.doubleClicked.emit(right.proxy.index(0, 0))  # into runs/
+    right.view.doubleClicked.emit(right.model.index(0, 0))  # into runs/
     assert _listed(qtbot, right) == ["r1"] and right.path == "runs"
     right.up()
     assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
@@ -197,7 +197,7 @@ def test_drag_from_a_pane_onto_the_queue_fetches_into_the_download_folder(qtbot,
     right.show_site(next(s for s in window._sites() if s.name == "lab"))
     _listed(qtbot, right)
     _select(right, "notes.txt")
-    mime = right.proxy.mimeData(right.view.selectionModel().selectedRows())
+    mime = right.model.mimeData(right.view.selectionModel().selectedRows())
     assert mime.text() == "site:lab/notes.txt"
     event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
                        Qt.KeyboardModifier.NoModifier)
@@ -215,7 +215,7 @@ def test_files_dropped_from_the_file_manager_onto_a_remote_folder_are_sent_there
     right = window.files.right
     right.show_site(next(s for s in window._sites() if s.name == "lab"))
     _listed(qtbot, right)
-    right.view.doubleClicked.emit(right.proxy.index(0, 0))  # into runs/
+    right.view.doubleClicked.emit(right.model.index(0, 0))  # into runs/
     assert _listed(qtbot, right) == ["r1"]
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(data))])  # what a file manager's drag carries

@@ -24,7 +24,8 @@ APACHE_FANCY = """<html><head><title>Index of /d</title></head><body><table>
 </table></body></html>"""
 
 LIGHTTPD = """<html><head><title>Index of /d/</title></head><body><table>
-<tr class="d"><td class="n"><a href="sub/">sub</a>/</td><td class="m">2026-Nov-25 10:07:00</td><td class="s">- &nbsp;</td></tr>
+<tr class="d"><td class="n"><a href="sub/">sub</a>/</td><td class="m">2026-Nov-25 10:07:00</td>
+<td class="s">- &nbsp;</td></tr>
 <tr><td class="n"><a href="reads_1.fastq">reads_1.fastq</a></td><td class="m">2026-Nov-25 10:07:00</td>
 <td class="s">12.1K</td><td class="t">application/octet-stream</td></tr>
 </table></body></html>"""
