@@ -68,7 +68,7 @@ def child(args: argparse.Namespace) -> int:
         def watch() -> None:
             while True:
                 time.sleep(0.01)
-                if gaps and time.perf_counter() - last[0] > 0.05 and heartbeat.isActive():
+                if gaps and time.perf_counter() - last[0] > args.trace_stalls_ms / 1000 and heartbeat.isActive():
                     frame = sys._current_frames().get(main_id)
                     print("LATE", round(time.perf_counter() - last[0], 3), "".join(traceback.format_stack(frame)),
                           file=sys.stderr, flush=True)
@@ -112,23 +112,32 @@ def child(args: argparse.Namespace) -> int:
         heartbeat.stop()
         print(json.dumps({"measure": "listing", "round": r + 1, "worst_stall_ms": stalls(), **row}), flush=True)
 
-    gaps.clear()
-    beat.start()
-    heartbeat.start()
-    began = time.perf_counter()
-    window.submit(f"site:lab/{args.file}", args.out, overwrite=True)
-    lists = []
-    while True:
-        views = window.queue_model.views()
-        if views and views[-1].state.terminal:
-            break
-        lists.append(listing())
-    spent = time.perf_counter() - began
-    heartbeat.stop()
-    view = window.queue_model.views()[-1]
-    print(json.dumps({"measure": "transfer", "state": view.state.value, "seconds": round(spent, 2),
-                      "mbps": round(args.size * 8 / spent / 1e6, 1), "listings_meanwhile": len(lists),
-                      "worst_stall_ms": stalls(), "ticks": len(gaps)}), flush=True)
+    for listing_meanwhile in (False, True):  # the transfer alone, then with the pane listing again and again
+        gaps.clear()
+        beat.start()
+        heartbeat.start()
+        began = time.perf_counter()
+        window.submit(f"site:lab/{args.file}", args.out, overwrite=True)
+        wait(lambda: window.queue_model.views() and not window.queue_model.views()[-1].state.terminal, 60)
+        lists = []
+        while True:
+            views = window.queue_model.views()
+            if views and views[-1].state.terminal:
+                break
+            if listing_meanwhile:
+                lists.append(listing())
+            else:
+                app.processEvents()
+                time.sleep(0.001)
+        spent = time.perf_counter() - began
+        heartbeat.stop()
+        view = window.queue_model.views()[-1]
+        print(json.dumps({"measure": "transfer", "listing": listing_meanwhile, "state": view.state.value,
+                          "seconds": round(spent, 2), "mbps": round(args.size * 8 / spent / 1e6, 1),
+                          "listings_meanwhile": len(lists), "worst_stall_ms": stalls(), "ticks": len(gaps)}),
+              flush=True)
+        window.bridge.call("remove", view.id)
+        wait(lambda: not window.queue_model.views(), 30)
     window._really_quit = True
     window.close()
     engine.close()
@@ -155,6 +164,8 @@ def main() -> int:
         parser.add_argument(f"--{name}")
     parser.add_argument("--port", type=int)
     parser.add_argument("--trace-stalls", action="store_true", help="print where the GUI thread was when late")
+    parser.add_argument("--trace-stalls-ms", type=float, default=40)
+    parser.add_argument("--server-nice", type=int, default=0, help="run the server at this nice level")
     args = parser.parse_args()
     if args.child:
         args.size = int(args.size)
@@ -170,7 +181,10 @@ def main() -> int:
     link = f"pn{NET}"
     link_up(link, NET, args)
     host = f"198.18.{NET}.2"
-    server = Sshd(work / "sshd", listen=host).start(argv_prefix=tuple(on_host(link, "b")))
+    # --server-nice: the server's processes (sshd, its ssh sessions' ciphers, sftp-server) at a lower CPU priority,
+    # as a server on another machine takes none of this one's two cores
+    niced = ("nice", "-n", str(args.server_nice)) if args.server_nice else ()
+    server = Sshd(work / "sshd", listen=host).start(argv_prefix=(*on_host(link, "b"), *niced))
     rows: list[dict] = []
     try:
         many = server.home / "many"
@@ -185,17 +199,18 @@ def main() -> int:
         out.mkdir(exist_ok=True)
         env = dict(os.environ, LABFERRY_HOME=str(work / "home"))
         peers = [sftp_listing(on_host(link, "a"), server, host, str(many)) for _ in range(args.rounds)]
+        trace = ["--trace-stalls", "--trace-stalls-ms", str(args.trace_stalls_ms)] if args.trace_stalls else []
         proc = subprocess.run([*on_host(link, "a"), sys.executable, __file__, "--child", "--host", host, "--port",
                                str(server.port), "--user", server.user, "--folder", str(server.home), "--key",
                                str(server.key), "--known-hosts", str(server.known_hosts), "--file", "big.bin",
                                "--out", str(out), "--size", str(sizes[0]), "--rounds", str(args.rounds),
-                               *(["--trace-stalls"] if args.trace_stalls else [])],
+                               *trace],
                               capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
         rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         if args.trace_stalls:
             print(proc.stderr[-20000:], file=sys.stderr)
         if proc.returncode != 0 or not rows:
-            print(proc.stderr[-3000:], file=sys.stderr)
+            print(proc.stdout, proc.stderr[:6000], proc.stderr[-3000:], sep="\n", file=sys.stderr)
             return 1
         fetched = hash_file(out / "big.bin")["sha256"] == digest
         for row in rows:
@@ -207,7 +222,8 @@ def main() -> int:
         server.stop()
         link_down(link)
     listings = [r for r in rows if r["measure"] == "listing"]
-    transfer = next(r for r in rows if r["measure"] == "transfer")
+    alone = next(r for r in rows if r["measure"] == "transfer" and not r["listing"])
+    transfer = next(r for r in rows if r["measure"] == "transfer" and r["listing"])
     ferry_list = statistics.median(r["all_rows_s"] for r in listings)
     peer_list = statistics.median(peers)
     text = "\n".join([
@@ -225,6 +241,8 @@ def main() -> int:
         f"| first rows shown / all {ENTRIES:,} rows shown (median) | "
         f"{statistics.median(r['first_rows_s'] for r in listings):.2f} s / {ferry_list:.2f} s | OpenSSH `sftp` "
         f"`ls -l`: {peer_list:.2f} s ({peer_list / ferry_list:.1f}× Ferry's time) | |",
+        f"| worst stall during a {sizes[0] // (1024 * 1024)} MiB fetch at {alone['mbps']:.0f} Mbit/s "
+        f"({alone['mbps'] / args.rate:.0%} of the link), the pane idle | {alone['worst_stall_ms']} ms | | ≤ 50 ms |",
         f"| worst stall during a {sizes[0] // (1024 * 1024)} MiB fetch at {transfer['mbps']:.0f} Mbit/s "
         f"({transfer['mbps'] / args.rate:.0%} of the link), the pane listing {transfer['listings_meanwhile']} "
         f"times meanwhile | {transfer['worst_stall_ms']} ms | | ≤ 50 ms |",
