@@ -17,7 +17,7 @@ import os
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -44,6 +44,7 @@ from .panels import local_paths
 
 THIS_COMPUTER = "This computer"
 BATCH = 500
+FLUSH_MS = 150  # batches arriving closer together than this are added to the view together
 #: pane actions: name → (label, icon, shortcut)
 PANE_ACTIONS = {
     "back": ("Back", "mdi6.arrow-left", "Alt+Left"),
@@ -139,6 +140,11 @@ class FolderPane(QWidget):
         self.note = ""  # what the last folder action did, said with the next listing
         self.model = FolderModel(self)
         self.model.mime_of = self._mime
+        self._pending: list[FolderEntry] = []
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_MS)
+        self._flush_timer.timeout.connect(self._flush)
         self._build()
         self._arrived.connect(self._add)
         self.load(self.path, remember=False)
@@ -249,6 +255,8 @@ class FolderPane(QWidget):
         self.path = path
         self.generation += 1
         generation = self.generation
+        self._pending = []
+        self._flush_timer.stop()
         self.model.clear()
         self.path_bar.setText(self.where)
         self.listing = True
@@ -286,12 +294,25 @@ class FolderPane(QWidget):
         elif batch is None:
             self._listed(generation, self.model.every)
         else:
+            self._pending.extend(batch)
+            if not self.model.every:
+                self._flush()  # the first rows at once
+            elif not self._flush_timer.isActive():
+                self._flush_timer.start()
+
+    def _flush(self) -> None:
+        """What arrived since the last time, added in one go: a burst of batches costs one re-sort and one
+        repaint, not one each (every call into Qt may wait for the GIL while a transfer's threads run)."""
+        if self._pending:
+            batch, self._pending = self._pending, []
             self.model.append(batch)
             self.status.setText(f"{len(self.model.every):,} items so far…")
 
     def _listed(self, generation: int, entries) -> None:
         if generation != self.generation:
             return
+        self._flush_timer.stop()
+        self._flush()
         if not self.model.every and entries:  # a backend that answered all at once, without batches
             self.model.append(list(entries))
         self.listing = False
