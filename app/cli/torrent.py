@@ -83,7 +83,12 @@ def run_create(args: argparse.Namespace) -> int:
     print(f"Wrote {out} ({len(real)} file(s), {format_bytes(sum(f.size for f in real))}, {info.num_pieces()} "
           f"pieces, {'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
           f"{time.monotonic() - began:.1f} s.")
-    print(lt.make_magnet_uri(info))
+    if args.private:
+        # libtorrent never hands a private torrent's metadata to a peer that asks for it (ut_metadata is off
+        # for private torrents), so its magnet link could never fetch anything: the file is what to share
+        print(f"Share {out.name} itself: a private torrent cannot be fetched from a magnet link.")
+    else:
+        print(lt.make_magnet_uri(info))
     return 0
 
 

@@ -111,6 +111,11 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
             if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
                 swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
                 redialed = now
+            if now - last_progress > stall_seconds and not st.has_metadata:
+                raise Unreachable(
+                    f"The torrent's description (its metadata) did not arrive within {stall_seconds:.0f} s "
+                    f"({st.num_peers} peers connected). A magnet link works only for a public torrent whose peers "
+                    "are reachable; a private torrent's peers never hand it out. Ask for the .torrent file.")
             if now - last_progress > stall_seconds:
                 who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
                 raise (Unreachable if not st.num_peers else Transient)(

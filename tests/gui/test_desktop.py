@@ -123,3 +123,35 @@ def test_the_theme_follows_the_desktop_and_the_icons_follow_the_theme(window):
             QGuiApplication.styleHints().colorScheme().name == "Dark"
     finally:
         apply_theme("light")
+
+
+def test_a_magnet_given_to_a_second_start_is_fetched_by_the_open_window(qtbot, window, tmp_path, ferry_home,
+                                                                        monkeypatch):
+    """``labferry gui MAGNET`` while a window is open: the window asks which peer holds it, and fetches it."""
+    from PySide6.QtWidgets import QInputDialog
+
+    from app.ui.instance import InstanceServer
+    from tests.integration.conftest import labferry, sha256_of, write_random
+    from tests.integration.test_torrent import seeding
+
+    data = tmp_path / "shared"
+    data.mkdir()
+    write_random(data / "lane3.fastq.gz", 5 * 1024 * 1024, seed=33)
+    made = labferry("torrent", "create", str(data / "lane3.fastq.gz"), "-o", str(tmp_path / "lane3.torrent"),
+                    "--public", env_home=tmp_path / "seed-home")  # a private torrent has no usable magnet
+    assert made.returncode == 0, made.stderr
+    magnet = next(word for word in made.stdout.split() if word.startswith("magnet:?"))
+    with seeding(tmp_path / "lane3.torrent", data, tmp_path / "seed-home") as seed:
+        monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (f"127.0.0.1:{seed.port}", True))
+        server = InstanceServer(window.open_items, window)
+        second = subprocess.Popen([sys.executable, "-m", "app", "gui", magnet],
+                                  env=dict(os.environ, LABFERRY_HOME=str(ferry_home), QT_QPA_PLATFORM="offscreen"),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        qtbot.waitUntil(lambda: second.poll() is not None, timeout=30_000)
+        assert second.returncode == 0, second.stderr
+        qtbot.waitUntil(lambda: any(v.source.startswith("magnet:") and v.state.terminal
+                                    for v in window.queue_model.views()), timeout=120_000)
+        view = next(v for v in window.queue_model.views() if v.source.startswith("magnet:"))
+        assert view.state == JobState.DONE, view.error
+        server.close()
+    assert sha256_of(tmp_path / "lane3.fastq.gz") == sha256_of(data / "lane3.fastq.gz")

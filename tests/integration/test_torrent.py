@@ -72,7 +72,8 @@ def dataset(tmp_path_factory):
     for path in (big, folder):
         proc = labferry("torrent", "create", str(path), "-o", str(root / f"{path.name}.torrent"), env_home=home)
         assert proc.returncode == 0, proc.stderr
-        assert ", v2)" in proc.stdout and "private" in proc.stdout and "magnet:?" in proc.stdout
+        assert ", v2)" in proc.stdout and "private" in proc.stdout and "magnet:?" not in proc.stdout
+        assert "cannot be fetched from a magnet link" in proc.stdout
     yield {"root": root, "data": data, "big": big, "digest": digest, "folder": folder, "home": home}
     shutil.rmtree(root, ignore_errors=True)
 
@@ -284,3 +285,16 @@ def test_a_seed_whose_port_is_taken_says_so(dataset, tmp_path):
                         "--listen", f"127.0.0.1:{port}", "--connections", "1", env_home=tmp_path, timeout=60)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert f"Could not listen on port {port}" in proc.stderr
+
+
+def test_a_private_torrents_magnet_says_to_ask_for_the_file(dataset, tmp_path):
+    """libtorrent hands a private torrent's metadata to no one: its magnet link ends in a sentence, not a hang."""
+    import libtorrent as lt
+
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    magnet = lt.make_magnet_uri(lt.torrent_info(str(torrent)))
+    with seeding(torrent, dataset["data"], dataset["home"], connections=1) as seed:
+        proc = labferry("copy", magnet, f"{tmp_path / 'out'}/", "--peer", f"127.0.0.1:{seed.port}",
+                        "--stall-timeout", "5", env_home=tmp_path / "home", timeout=120)
+    assert proc.returncode != 0
+    assert "Ask for the .torrent file" in proc.stderr and "Traceback" not in proc.stderr
