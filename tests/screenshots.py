@@ -144,6 +144,9 @@ def public_data(window, server, work: Path, wait) -> None:
         middle.setSizes([260, 460])
     wait(lambda: False, 0.5)
     window.grab().save(str(OUT / "public-data-queue.png"))
+    # the study is shared as a torrent next: every file must be whole first (a torrent of files still being
+    # written is hashed over what was there, and its seed then serves pieces that fail the fetcher's checks)
+    wait(lambda: all(v.state.terminal for v in window.queue_model.views() if "PRJEB90777" in v.dest), 300)
     portal.stop()
 
 
@@ -173,6 +176,11 @@ def seeding(window, work: Path, wait) -> None:
     other = subprocess.Popen([sys.executable, "-m", "app", "copy", str(dialog.torrent), f"{work / 'other-lab-data'}/",
                               "--peer", f"127.0.0.1:{port}", "-q"], env=env)
     wait(lambda: other.poll() is not None, 120)
+    for view in window.seeding.views.values():
+        if view.error:
+            print(f"the seed failed: {view.error}", file=sys.stderr)
+    if other.poll() is None:
+        other.kill()
     window.tabs.setCurrentWidget(window.seeding)
     window.seeding.table.resizeColumnsToContents()
     window.seeding.table.selectRow(0)
@@ -190,6 +198,7 @@ def files(window, work: Path, wait) -> None:
     from app.store import Store
     from tests.servers.sshd import Sshd
 
+    os.chmod(work, 0o755)  # the server's test user reaches its home and keys below it
     sshd = Sshd(work / "sshd").start()
     project = sshd.home / "projects" / "lung-atlas"
     for run in ("run_2026_11_02", "run_2026_11_09", "run_2026_11_16"):

@@ -84,9 +84,11 @@ class FolderModel(QAbstractTableModel):
         if not index.isValid() or index.row() >= len(self.entries):
             return
         entry, column = self.entries[index.row()], index.column()
-        for slot in span:
+        for slot in span:  # every slot, an empty one cleared: the delegate reuses them from cell to cell
             value = self._value(entry, column, slot.role())
-            if value is not None:
+            if value is None:
+                slot.clearData()
+            else:
                 slot.setData(value)
 
     def _value(self, entry: FolderEntry, column: int, role):
