@@ -16,6 +16,8 @@ command -v pdftotext >/dev/null 2>&1 || need="$need poppler-utils"
 command -v gnome-keyring-daemon >/dev/null 2>&1 || need="$need gnome-keyring"
 command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
 command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
+# the window is tested offscreen and, for drags and the Files tab, on a real X server
+command -v xvfb-run >/dev/null 2>&1 || need="$need xvfb xauth"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"
