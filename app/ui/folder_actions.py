@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import QFile
+from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from backends.core.errors import TransferError
 from backends.core.urls import entry_name
 
-from .folder_pane import FolderPane, ask_text, confirm
+from .folder_pane import FolderPane
 
 
 def _checked(pane: FolderPane, name: str | None) -> str | None:
@@ -115,3 +116,15 @@ def delete_entries(pane: FolderPane) -> None:
             pane.said.emit(f"Could not move {path} to the trash; delete it in your file manager.")
             break
     pane.refresh()
+
+
+def ask_text(parent, title: str, label: str, text: str = "") -> str | None:
+    value, ok = QInputDialog.getText(parent, title, label, text=text)
+    return value.strip() if ok and value.strip() else None
+
+
+def confirm(parent, title: str, question: str) -> bool:
+    answer = QMessageBox.question(parent, title, question,
+                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                                  QMessageBox.StandardButton.Cancel)
+    return answer == QMessageBox.StandardButton.Yes

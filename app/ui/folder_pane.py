@@ -24,11 +24,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QHeaderView,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QMenu,
-    QMessageBox,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -399,14 +397,3 @@ class FolderPane(QWidget):
         QGuiApplication.clipboard().setText("\n".join(paths))
         self.status.setText(f"Copied {paths[0]}" + (f" and {len(paths) - 1} more" if len(paths) > 1 else ""))
 
-
-def ask_text(parent, title: str, label: str, text: str = "") -> str | None:
-    value, ok = QInputDialog.getText(parent, title, label, text=text)
-    return value.strip() if ok and value.strip() else None
-
-
-def confirm(parent, title: str, question: str) -> bool:
-    answer = QMessageBox.question(parent, title, question,
-                                  QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-                                  QMessageBox.StandardButton.Cancel)
-    return answer == QMessageBox.StandardButton.Yes

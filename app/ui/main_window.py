@@ -263,9 +263,9 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
 
     def browse_site(self, parent, folder: bool = False) -> str | None:
         """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""
-        sites = [s for s in self._sites() if s.protocol not in ("gsiftp", "sshftp")]
+        sites = self._sites()
         if not sites:
-            self._show_error("Browsing works for SSH, FTP and web sites; add one first (Add site).")
+            self._show_error("There is no site to browse yet; add one first (Add site).")
             return None
         name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
         if not ok:

@@ -80,7 +80,8 @@ class Opening:
         """Make a torrent of a file or folder (hashed off the GUI thread), then seed it if asked."""
         from .torrents import CreateTorrentDialog
 
-        dialog = CreateTorrentDialog(self, path)
+        writing = lambda: [v.dest for v in self.queue_model.views() if v.state.active and not v.seeding]  # noqa: E731
+        dialog = CreateTorrentDialog(self, path, writing)
         if not dialog.exec() or dialog.torrent is None:
             return
         self.status.setText(f"Wrote {dialog.torrent}")

@@ -39,14 +39,23 @@ from .dialogs import with_browse
 DEFAULT_LISTEN = "0.0.0.0:6881"
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
 class CreateTorrentDialog(QDialog):
     """What to share and how; ``torrent`` is the file written once the dialog is accepted."""
 
     hashed = Signal(int, int)  # pieces done, pieces in all (from the worker thread: queued)
     ended = Signal(object)  # the .torrent's path, or the error's sentence
 
-    def __init__(self, parent=None, path: str = "") -> None:
+    def __init__(self, parent=None, path: str = "", writing=None) -> None:
+        """``writing()``: the destinations of the transfers still running (nothing is shared from those)."""
         super().__init__(parent)
+        self.writing = writing or (lambda: [])
         self.setWindowTitle("Create a torrent")
         self.torrent: Path | None = None
         form = QFormLayout(self)
@@ -104,6 +113,11 @@ class CreateTorrentDialog(QDialog):
         data = Path(self.path.text().strip()).expanduser()
         if not self.path.text().strip() or not data.exists():
             self.message.setText("Choose a file or folder that exists to share.")
+            return
+        busy = [d for d in self.writing() if _inside(Path(d).expanduser(), data) or _inside(data, Path(d))]
+        if busy:  # hashed now, the pieces would not match the files once the transfer has written the rest
+            self.message.setText(f"A transfer is still writing into {busy[0]}. Share it once that transfer has "
+                                 "finished: a torrent is made of the files as they are now.")
             return
         target = self.target()
         if not target.parent.is_dir():

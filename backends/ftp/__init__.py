@@ -15,18 +15,16 @@ from pathlib import Path
 from ..core.base import (
     Availability,
     Capabilities,
-    EntriesSink,
-    FolderEntry,
     RemoteInfo,
     Result,
     Sink,
     TransferOptions,
     TransferRequest,
 )
+from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
 from ..core.registry import scheme_of
-from ..core.urls import entry_name
 from ..streams.partfile import PartFile, check_destination
 from .address import SCHEMES, FtpAddress
 from .options import FtpOptions
@@ -42,7 +40,7 @@ async def _opened(connect):
         await lead.close()
 
 
-class FtpBackend:
+class FtpBackend(BrowsesFolders):
     name = "ftp"
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True,
@@ -109,33 +107,14 @@ class FtpBackend:
         return RemoteInfo(url=address.shown, size=entry.size, last_modified=entry.modified,
                           accepts_ranges=lead.can_resume, is_dir=entry.kind == "dir")
 
-    async def listdir(self, url: str, options: TransferOptions,
-                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
-        """One folder's entries, for the window's panes (``MLSD`` or ``LIST``, as announced)."""
-        from .browse import list_folder
+    async def _browse(self, url: str, options: TransferOptions, action: str, *args):
+        """``await browse.<action>(lead, path, *args)`` on a lead control connection opened for it (``MLSD`` or
+        ``LIST`` as announced, ``MKD``, ``RNFR``/``RNTO``, ``DELE``, ``RMD``)."""
+        from . import browse
 
-        return await self._on_path(url, options, list_folder, on_entries)
-
-    async def make_folder(self, url: str, options: TransferOptions) -> None:
-        from .browse import make_folder
-
-        await self._on_path(url, options, make_folder)
-
-    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
-        from .browse import rename
-
-        await self._on_path(url, options, rename, entry_name(new_name))
-
-    async def remove(self, url: str, options: TransferOptions) -> int:
-        from .browse import remove
-
-        return await self._on_path(url, options, remove)
-
-    async def _on_path(self, url: str, options: TransferOptions, work, *args):
-        """``await work(lead, path, *args)`` on a lead control connection opened for it."""
         address = FtpAddress.parse(url)
         async with _opened(self._connector(address, options)) as lead:
-            return await work(lead, address.path, *args)
+            return await getattr(browse, action)(lead, address.path, *args)
 
     async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
         """The files ``request.options.files`` names (all on one server) into the folder ``request.dest``, as

@@ -28,9 +28,9 @@ from ..core.base import (
     TransferOptions,
     TransferRequest,
 )
+from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
-from ..core.urls import entry_name
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
 from ..streams.partfile import STATE_SUFFIX, check_destination, human_size
@@ -57,7 +57,7 @@ def _uncapped_note(options: TransferOptions) -> str | None:
             "sftp:// or https:// address, which keep the cap.")
 
 
-class GridftpBackend:
+class GridftpBackend(BrowsesFolders):
     name = "gridftp"
     #: ftp:// belongs to the native FTP backend; a GridFTP server reached over ftp:// uses this backend when it is
     #: named (``--backend gridftp``), for its parallel MODE E, server checksums and third-party copies
@@ -141,35 +141,24 @@ class GridftpBackend:
 
     async def listdir(self, url: str, options: TransferOptions,
                       on_entries: EntriesSink | None = None) -> list[FolderEntry]:
-        """One folder's entries (the window's panes); ftp:// only."""
-        from .browse import list_folder
+        """One folder's entries (the window's panes): over the control connection on ftp://, else by the tool."""
+        from .browse import list_with_tool
 
-        return await self._on_path(url, list_folder, on_entries)
+        if GridUrl.parse(url).scheme != "ftp":
+            return await list_with_tool(url, on_entries)
+        return await self._browse(url, options, "list_folder", on_entries)
 
-    async def make_folder(self, url: str, options: TransferOptions) -> None:
-        from .browse import make_folder
+    async def _browse(self, url: str, options: TransferOptions, action: str, *args):
+        """``browse.<action>(control, path, *args)`` in a thread, on a control connection of its own (ftp://)."""
+        from . import browse
 
-        await self._on_path(url, make_folder)
-
-    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
-        from .browse import rename
-
-        await self._on_path(url, rename, entry_name(new_name))
-
-    async def remove(self, url: str, options: TransferOptions) -> int:
-        from .browse import remove
-
-        return await self._on_path(url, remove)
-
-    async def _on_path(self, url: str, work, *args):
-        """``work(control, path, *args)`` in a thread, on a control connection opened for it (ftp:// only)."""
         remote = GridUrl.parse(url)
         control = await asyncio.to_thread(open_control, remote)
         if control is None:
-            raise BadRequest("Browsing needs an ftp:// GridFTP server here (Ferry does not speak GSI itself); type "
-                             "the path of the file instead.")
+            raise BadRequest("Folders on a gsiftp:// or sshftp:// server can be listed but not changed from Ferry (it "
+                             "does not speak GSI itself); change them with the server's own tools.")
         try:
-            return await asyncio.to_thread(work, control, remote.path, *args)
+            return await asyncio.to_thread(getattr(browse, action), control, remote.path, *args)
         finally:
             await asyncio.to_thread(control.close)
 

@@ -2,11 +2,14 @@
 with ``MLSD``, changed with ``MKD``, ``RNFR``/``RNTO``, ``DELE`` and ``RMD`` (a folder walked with one ``MLSR``
 and emptied deepest first). Names travel as command arguments, never through a shell.
 
-ftplib is blocking: callers run these in a thread.
+ftplib is blocking: callers run these in a thread. A ``gsiftp://`` or ``sshftp://`` server, which Ferry does
+not speak to itself (GSI, GridFTP over SSH), is listed by ``globus-url-copy -list`` (names only: the tool says
+no sizes or dates) and cannot be changed from a pane.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ftplib
 import posixpath
 
@@ -67,3 +70,44 @@ def remove(control: Control, path: str) -> int:
         _command(control, "delete", target, lambda t=target: control.ftp.rmd(t))
     _command(control, "delete", path, lambda: control.ftp.rmd(path))
     return len(children) + 1
+
+
+LIST_SECONDS = 120.0
+
+
+def parse_tool_listing(text: str) -> list[FolderEntry]:
+    """``globus-url-copy -list``: the folder's URL, then one entry per line indented by four spaces, a folder
+    ending in ``/`` and a file in one space."""
+    found = []
+    for line in text.splitlines()[1:]:
+        if not line.startswith("    ") or not line.strip():
+            continue
+        item = line[4:]
+        if item.endswith("/"):
+            found.append(FolderEntry(item[:-1], True))
+        else:
+            found.append(FolderEntry(item[:-1] if item.endswith(" ") else item, False))
+    return [e for e in found if e.name not in ("", ".", "..")]
+
+
+async def list_with_tool(url: str, on_entries: EntriesSink | None = None) -> list[FolderEntry]:
+    from ..host.procs import child_argv, child_kwargs
+    from . import guc
+    from .copy import tool
+
+    folder = url if url.endswith("/") else url + "/"
+    proc = await asyncio.create_subprocess_exec(*child_argv([tool(), "-list", folder]),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                **child_kwargs())
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), LIST_SECONDS)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        proc.kill()
+        await proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise guc.explain(err.decode("utf-8", "replace"), source=folder, dest="")
+    found = parse_tool_listing(out.decode("utf-8", "surrogateescape"))
+    if on_entries is not None and found:
+        on_entries(found)
+    return found

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 from ..core.base import (
     Availability,
     Capabilities,
-    EntriesSink,
-    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,
@@ -26,9 +24,9 @@ from ..core.base import (
     TransferOptions,
     TransferRequest,
 )
+from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
-from ..core.urls import entry_name
 from ..host.netprobe import begin_handshake
 from ..streams.partfile import PartFile, check_destination
 from .target import SCHEMES, SshOptions, parse_target, remote_join
@@ -62,7 +60,7 @@ def check_identity(identity: str) -> None:
                          f"({path.with_suffix('') if path.suffix == '.pub' else 'the file beside it'}).")
 
 
-class SshBackend:
+class SshBackend(BrowsesFolders):
     name = "ssh"
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, checksums=("sha256",))
@@ -135,36 +133,16 @@ class SshBackend:
             raise NotFound(f"There is no {path} on {session.target.host}.")
         return RemoteInfo(url, entry.size, None, str(entry.mtime), True, entry.is_dir)
 
-    async def listdir(self, url: str, options: TransferOptions,
-                      on_entries: EntriesSink | None = None) -> list[FolderEntry]:
-        """The entries of a remote folder (the window's panes), told in batches as they arrive."""
-        from .browse import list_folder
-
-        return await self._on_path(url, options, list_folder, on_entries)
-
-    async def make_folder(self, url: str, options: TransferOptions) -> None:
-        from .browse import make_folder
-
-        await self._on_path(url, options, make_folder)
-
-    async def rename(self, url: str, new_name: str, options: TransferOptions) -> None:
-        from .browse import rename
-
-        await self._on_path(url, options, rename, entry_name(new_name))
-
-    async def remove(self, url: str, options: TransferOptions) -> int:
-        from .browse import remove
-
-        return await self._on_path(url, options, remove)
-
-    async def _on_path(self, url: str, options: TransferOptions, work, *args):
-        """``work(control, absolute path, *args)`` in a thread, on a paramiko login of its own: a pane's
-        listing needs neither the OpenSSH streams nor the round-trip probe a transfer starts with."""
+    async def _browse(self, url: str, options: TransferOptions, action: str, *args):
+        """``browse.<action>(control, absolute path, *args)`` in a thread, on a paramiko login of its own: a pane
+        needs neither the OpenSSH streams nor the round-trip probe a transfer starts with."""
+        from . import browse
         from .control import Control
         from .session import ssh_options
 
         settings = ssh_options(options)
         target = parse_target(url, settings)
+        work = getattr(browse, action)
 
         def run():
             with Control(target, settings, None).connect() as control:

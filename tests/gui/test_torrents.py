@@ -73,3 +73,20 @@ def test_a_pasted_link_is_taken_as_a_drop(qtbot, window, nginx, plain_file, tmp_
     window.actions_by_name["paste"].trigger()
     qtbot.waitUntil(lambda: (j := job(window, "plain.bin")) is not None and j.state == JobState.DONE, timeout=60_000)
     assert (tmp_path / "plain.bin").stat().st_size == plain_file.size
+
+
+def test_a_folder_still_being_written_is_not_hashed_into_a_torrent(qtbot, tmp_path):
+    """A torrent made while a transfer still writes into the folder would describe files that then change."""
+    from app.ui.torrents import CreateTorrentDialog
+
+    share = tmp_path / "study"
+    share.mkdir()
+    (share / "a.fastq.gz").write_bytes(b"partial")
+    dialog = CreateTorrentDialog(None, str(share), writing=lambda: [str(share / "b.fastq.gz")])
+    qtbot.addWidget(dialog)
+    dialog.create_button.click()
+    assert "still writing into" in dialog.message.text() and dialog.torrent is None
+    assert not (tmp_path / "study.torrent").exists()
+    dialog.writing = lambda: [str(tmp_path / "elsewhere")]
+    dialog.create_button.click()
+    qtbot.waitUntil(lambda: (tmp_path / "study.torrent").exists(), timeout=30_000)

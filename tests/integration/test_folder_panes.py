@@ -178,3 +178,22 @@ def _page(url: str, options: TransferOptions) -> str:
     context = ssl.create_default_context(cafile=options.ca_file) if url.startswith("https") else None
     with urllib.request.urlopen(url, context=context) as answer:
         return answer.read().decode()[:3000]
+
+
+def test_globus_url_copy_lists_what_ferry_cannot_reach_itself(gridftp):
+    """gsiftp:// and sshftp:// folders are listed by ``globus-url-copy -list`` (the same code as for an ftp://
+    GridFTP server here): names with spaces, folders told apart, a missing folder in a sentence."""
+    from backends.gridftp.browse import list_with_tool
+
+    folder = gridftp.data / f"tool-{time.monotonic_ns()}"
+    (folder / "sub dir").mkdir(parents=True)
+    (folder / "a b.txt").write_text("ten bytes!")
+    (folder / "c.bin").write_bytes(b"c")
+    for path in (folder, *folder.rglob("*")):
+        gridftp.give(path)
+    batches: list = []
+    entries = _run(list_with_tool(gridftp.url(folder, folder=True), batches.append))
+    assert sorted((e.name, e.is_dir) for e in entries) == [("a b.txt", False), ("c.bin", False), ("sub dir", True)]
+    assert [e for batch in batches for e in batch] == entries
+    with pytest.raises(NotFound):
+        _run(list_with_tool(gridftp.url(folder / "nope", folder=True)))
