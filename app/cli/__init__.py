@@ -15,7 +15,7 @@ import sys
 from app import __version__
 from backends.core import errors
 
-from . import copy, listing, preflight, report, sites, torrent
+from . import agent, copy, listing, preflight, report, sites, torrent
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub)
     preflight.add_parsers(sub)
     torrent.add_parsers(sub)
+    agent.add_parsers(sub)
     return parser
 
 

@@ -64,6 +64,9 @@ def add_parser(sub) -> None:
     add_accession_arguments(p)
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    from .agent import add_on_flags
+
+    add_on_flags(p)
     p.set_defaults(handler=run)
 
 
@@ -99,6 +102,22 @@ def backend_options(args: argparse.Namespace) -> dict:
     from .torrent import torrent_options
 
     return torrent_options(args) | options_from_flags(args, SshOptions) | options_from_flags(args, HttpsOptions)
+
+
+def _run_on(args: argparse.Namespace) -> int:
+    from app.agent.protocol import overrides_to_wire
+
+    from .agent import client_for
+
+    with client_for(args) as client:
+        view = client.call("submit", source=args.source, dest=args.dest,
+                           overrides=overrides_to_wire(overrides_from(args)))
+    if args.json:
+        print(json.dumps(view))
+    else:
+        print(f"labferry: job {view['id']} queued on {args.on} ({view['state']}); it goes on without this computer. "
+              f"See it with: labferry queue --on {args.on}")
+    return 0
 
 
 class ProgressLine:
@@ -141,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
         args.source, args.dest = None, args.source  # the one word given is DEST
     elif args.source is None or args.dest is None:
         raise BadRequest("Give what to copy and where: labferry copy SRC DEST (or -i LIST DEST/).")
+    if args.on:  # the whole job runs on the agent, SRC and DEST as its host sees them
+        return _run_on(args)
     if args.input or is_accession(args.source):
         from .accession import run as fetch_accession
 

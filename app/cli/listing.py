@@ -16,6 +16,9 @@ def add_parsers(sub) -> None:
     q.add_argument("--json", action="store_true", help="one JSON object per job")
     q.add_argument("--run", action="store_true", help="run the queued jobs now (headless), then exit")
     q.add_argument("--jobs", type=int, default=3, metavar="N", help="with --run: jobs at once (default 3)")
+    from .agent import add_on_flags
+
+    add_on_flags(q)
     q.set_defaults(handler=run_queue)
 
     h = sub.add_parser("history", help="finished transfers, newest first")
@@ -28,6 +31,12 @@ def add_parsers(sub) -> None:
 
 
 def run_queue(args: argparse.Namespace) -> int:
+    if args.on:  # the queue of the agent on that site's host
+        from .agent import client_for, print_remote_queue
+
+        with client_for(args) as client:
+            print_remote_queue(client.call("jobs"), args.json, args.on)
+        return 0
     if args.run:
         return _drain(args.jobs)
     with Store(readonly=True) as store:

@@ -66,7 +66,18 @@ def other_process_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True  # someone else's
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that has ended but was not reaped yet (Linux's /proc; elsewhere: not known, so not one). A
+    killed agent, re-parented to an init that does not reap, stays one, and its jobs must not seem held."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return False
+    return data[data.rfind(b")") + 2:][:1] == b"Z"
 
 
 async def reap(proc) -> bytes:

@@ -1,0 +1,150 @@
+"""Ferry on a DTN: a real agent process reached over a real sshd, with a data folder of its own (the DTN's)
+apart from the laptop's. Jobs submitted with ``--on site:NAME`` run on the agent and survive the laptop's
+processes and the agent's own SIGKILL."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import MiB, labferry, sha256_of, write_random
+
+
+class Dtn:
+    def __init__(self, sshd, home: Path, command: Path) -> None:
+        self.sshd, self.home, self.command = sshd, home, command
+
+    def agent_pid(self) -> int | None:
+        pid = self.home / "agent" / "agent.pid"
+        return int(pid.read_text()) if pid.exists() else None
+
+
+@pytest.fixture
+def dtn(tmp_path_factory, ferry_home):
+    """An sshd for this user (the agent runs under the user's own account, as on a DTN), a DTN data folder,
+    the command that starts Ferry there, and the site "dtn" in the laptop's data folder."""
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.servers.sshd import Sshd
+
+    root = tmp_path_factory.mktemp("dtn")
+    os.chmod(root, 0o755)
+    server = Sshd(root / "sshd", user=getpass.getuser()).start()
+    home = root / "dtn-home"
+    home.mkdir()
+    command = root / "ferry-on-dtn"
+    command.write_text(f"#!/bin/sh\nLABFERRY_HOME={home} exec {sys.executable} -m app \"$@\"\n")
+    command.chmod(0o755)
+    with Store() as store:
+        SiteBook(store).save(Site("dtn", "sftp", "127.0.0.1", server.port, server.user, str(root), "auto",
+                                  str(server.key), {"known_hosts": str(server.known_hosts)}))
+    dtn = Dtn(server, home, command)
+    yield dtn
+    pid = dtn.agent_pid()
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    server.stop()
+
+
+def _on(dtn: Dtn, *args: str, home: Path, timeout: float = 60):
+    return labferry(*args, "--on", "site:dtn", "--agent-command", str(dtn.command), env_home=home, timeout=timeout)
+
+
+def _queue(dtn: Dtn, home: Path) -> list[dict]:
+    proc = _on(dtn, "queue", "--json", home=home)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _wait_done(dtn: Dtn, home: Path, job: int, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = next(j for j in _queue(dtn, home) if j["id"] == job)
+        if found["state"] in ("done", "failed", "cancelled"):
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"job {job} still {found['state']} on the agent: {found}")
+
+
+def test_a_job_sent_to_the_agent_goes_on_without_the_laptop(dtn, nginx, ferry_home, tmp_path):
+    source = nginx.data / "agent-source.bin"
+    digest = write_random(source, 24 * MiB, seed=251)
+    dest = dtn.home.parent / "incoming"
+    dest.mkdir()
+    proc = _on(dtn, "copy", nginx.url("agent-source.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
+               "8M", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout.splitlines()[-1])
+    assert job["state"] in ("queued", "running")
+    assert dtn.agent_pid() is not None  # started on demand by the first --stdio
+    # nothing of the laptop's runs now (the copy --on process has exited): the agent alone carries the job
+    done = _wait_done(dtn, ferry_home, job["id"])
+    assert done["state"] == "done", done["error"]
+    assert sha256_of(dest / "agent-source.bin") == digest
+
+
+def test_an_agent_killed_mid_job_resumes_it_when_reached_again(dtn, nginx, ferry_home):
+    source = nginx.data / "agent-resume.bin"
+    digest = write_random(source, 48 * MiB, seed=252)
+    dest = dtn.home.parent / "resumed"
+    dest.mkdir()
+    proc = _on(dtn, "copy", nginx.url("agent-resume.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
+               "8M", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout.splitlines()[-1])["id"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # well into the file, past a record of what is here
+        running = next(j for j in _queue(dtn, ferry_home) if j["id"] == job)
+        if running["bytes_done"] > 20 * MiB:
+            break
+        time.sleep(0.3)
+    assert running["bytes_done"] > 20 * MiB, running
+    first = dtn.agent_pid()
+    os.kill(first, signal.SIGKILL)
+    time.sleep(0.5)
+    done = _wait_done(dtn, ferry_home, job)  # this --stdio starts a new agent, which resumes the job
+    assert dtn.agent_pid() not in (None, first)
+    assert done["state"] == "done", done["error"]
+    assert sha256_of(dest / "agent-resume.bin") == digest
+    assert done["result"] and done["result"].get("resumed_from", 0) > 0
+
+
+def test_pause_resume_and_cancel_a_job_on_the_agent(dtn, nginx, ferry_home):
+    write_random(nginx.data / "agent-pause.bin", 32 * MiB, seed=253)
+    dest = dtn.home.parent / "paused"
+    dest.mkdir()
+    proc = _on(dtn, "copy", nginx.url("agent-pause.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
+               "4M", "--json", home=ferry_home)
+    job = json.loads(proc.stdout.splitlines()[-1])["id"]
+    paused = _on(dtn, "pause", str(job), home=ferry_home)
+    assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
+    assert _on(dtn, "resume", str(job), home=ferry_home).returncode == 0
+    cancelled = _on(dtn, "cancel", str(job), home=ferry_home)
+    assert cancelled.returncode == 0 and "cancelled" in cancelled.stdout, cancelled.stdout + cancelled.stderr
+
+
+def test_no_ferry_on_the_host_is_said_in_one_sentence(dtn, ferry_home):
+    proc = labferry("queue", "--on", "site:dtn", "--agent-command", "/nonexistent/labferry", env_home=ferry_home)
+    assert proc.returncode != 0
+    assert "There is no Ferry on 127.0.0.1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_socket_others_may_open_is_refused(dtn, ferry_home):
+    assert _on(dtn, "queue", home=ferry_home).returncode == 0  # the agent runs, its socket 0600 in a 0700 folder
+    socket_file = dtn.home / "agent" / "agent.sock"
+    assert oct(socket_file.stat().st_mode & 0o777) == "0o600"
+    assert oct(socket_file.parent.stat().st_mode & 0o777) == "0o700"
+    socket_file.chmod(0o666)
+    proc = _on(dtn, "queue", home=ferry_home)
+    assert proc.returncode != 0
+    assert "may be opened by other users" in proc.stderr and "Traceback" not in proc.stderr
