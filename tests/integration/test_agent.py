@@ -76,15 +76,20 @@ def _wait_done(dtn: Dtn, home: Path, job: int, timeout: float = 120) -> dict:
     raise AssertionError(f"job {job} still {found['state']} on the agent: {found}")
 
 
-def test_a_job_sent_to_the_agent_goes_on_without_the_laptop(dtn, nginx, ferry_home, tmp_path):
-    source = nginx.data / "agent-source.bin"
-    digest = write_random(source, 24 * MiB, seed=251)
-    dest = dtn.home.parent / "incoming"
+def _send(dtn: Dtn, nginx, home: Path, name: str, mib: int, rate: str) -> tuple[dict, str, Path]:
+    """``copy --on site:dtn`` of a new file on nginx into a new folder of the DTN: (the job, its digest, the
+    folder)."""
+    digest = write_random(nginx.data / name, mib * MiB, seed=sum(name.encode()))
+    dest = dtn.home.parent / name.removesuffix(".bin")
     dest.mkdir()
-    proc = _on(dtn, "copy", nginx.url("agent-source.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
-               "8M", "--json", home=ferry_home)
+    proc = _on(dtn, "copy", nginx.url(name), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate", rate,
+               "--json", home=home)
     assert proc.returncode == 0, proc.stderr
-    job = json.loads(proc.stdout.splitlines()[-1])
+    return json.loads(proc.stdout.splitlines()[-1]), digest, dest
+
+
+def test_a_job_sent_to_the_agent_goes_on_without_the_laptop(dtn, nginx, ferry_home):
+    job, digest, dest = _send(dtn, nginx, ferry_home, "agent-source.bin", 24, "8M")
     assert job["state"] in ("queued", "running")
     assert dtn.agent_pid() is not None  # started on demand by the first --stdio
     # nothing of the laptop's runs now (the copy --on process has exited): the agent alone carries the job
@@ -94,14 +99,8 @@ def test_a_job_sent_to_the_agent_goes_on_without_the_laptop(dtn, nginx, ferry_ho
 
 
 def test_an_agent_killed_mid_job_resumes_it_when_reached_again(dtn, nginx, ferry_home):
-    source = nginx.data / "agent-resume.bin"
-    digest = write_random(source, 48 * MiB, seed=252)
-    dest = dtn.home.parent / "resumed"
-    dest.mkdir()
-    proc = _on(dtn, "copy", nginx.url("agent-resume.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
-               "8M", "--json", home=ferry_home)
-    assert proc.returncode == 0, proc.stderr
-    job = json.loads(proc.stdout.splitlines()[-1])["id"]
+    sent, digest, dest = _send(dtn, nginx, ferry_home, "agent-resume.bin", 48, "8M")
+    job = sent["id"]
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # well into the file, past a record of what is here
         running = next(j for j in _queue(dtn, ferry_home) if j["id"] == job)
@@ -120,12 +119,7 @@ def test_an_agent_killed_mid_job_resumes_it_when_reached_again(dtn, nginx, ferry
 
 
 def test_pause_resume_and_cancel_a_job_on_the_agent(dtn, nginx, ferry_home):
-    write_random(nginx.data / "agent-pause.bin", 32 * MiB, seed=253)
-    dest = dtn.home.parent / "paused"
-    dest.mkdir()
-    proc = _on(dtn, "copy", nginx.url("agent-pause.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--limit-rate",
-               "4M", "--json", home=ferry_home)
-    job = json.loads(proc.stdout.splitlines()[-1])["id"]
+    job = _send(dtn, nginx, ferry_home, "agent-pause.bin", 32, "4M")[0]["id"]
     paused = _on(dtn, "pause", str(job), home=ferry_home)
     assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
     assert _on(dtn, "resume", str(job), home=ferry_home).returncode == 0
