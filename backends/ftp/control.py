@@ -21,7 +21,7 @@ from ..core.errors import BadRequest, TransferError
 from ..streams.slots import server_slots
 from .address import FtpAddress
 from .client import FtpClient
-from .faults import ftp_error, not_utf8
+from .faults import TLS_WORKED, ftp_error, not_utf8
 
 CONNECT_SECONDS = 30.0  # the TCP connection and the server's greeting
 #: how long a reply may take once a data connection was closed early (the end of a range)
@@ -97,6 +97,7 @@ class FtpControl:
             if address.scheme == "ftps":
                 step = "tls"
                 await self.client.upgrade_to_tls(tls_context(self.ca_file, self.insecure))
+                TLS_WORKED.add(address.where)
             step = "login"
             await self.client.login(address.user, address.password)
             step = "feat"

@@ -70,7 +70,8 @@ class FtpStreams(ParallelTransfer):
             if self.tuner:
                 self.tuner.maximum = self.tuner.streams = took
                 self.tuner.settled = True
-            raise StreamNotNeeded() from None
+            raise StreamNotNeeded(f"The FTP server at {self.address.where} takes {took} connections from here; "
+                                  "this stream bows out.") from None
 
     async def close_stream(self, stream: FtpControl) -> None:
         if stream is not None:

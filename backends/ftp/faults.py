@@ -34,6 +34,12 @@ def reply_of(exc: aioftp.StatusCodeError) -> tuple[str, str]:
     return code, " ".join(str(line).strip() for line in info).strip()
 
 
+#: servers (host:port) this process has completed a TLS handshake with: a later TLS failure there is a broken
+#: connection (a session killed while it answered: vsftpd's plain "500 OOPS" where TLS was due, read as
+#: WRONG_VERSION_NUMBER), retried; a first one is the server's setup, and final
+TLS_WORKED: set[str] = set()
+
+
 def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str | None = None,
               started: bool = False) -> TransferError:
     """``step``: connect, tls, login, feat, stat, list, read, write. ``started``: bytes had flowed."""
@@ -77,6 +83,8 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
     if isinstance(exc, ssl.SSLCertVerificationError):
         return certificate_error(address.host, exc.verify_message)
     if isinstance(exc, ssl.SSLError):
+        if where in TLS_WORKED:  # this server did TLS with this process: the connection failed, not the setup
+            return Transient(f"A TLS connection to the FTP server at {where} broke ({exc}); Ferry will retry.")
         return TlsError(f"The TLS handshake with the FTP server at {where} failed ({exc}).")
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Transient(f"The FTP server at {where} sent nothing for longer than the stall timeout while Ferry "

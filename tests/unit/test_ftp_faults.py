@@ -23,3 +23,22 @@ def test_vsftpd_oops_is_retried_only_when_its_session_broke(text, retried):
     error = ftp_error(aioftp.StatusCodeError("230", "500", text), ADDRESS, step="login")
     assert isinstance(error, Transient) is retried
     assert text in str(error)
+
+
+def test_a_tls_failure_is_final_at_first_and_retried_once_the_server_did_tls():
+    """A server whose TLS never worked is set up wrong (final); one that did TLS with this process and then
+    answers a handshake in plain text had a session killed under it (seen in connections_cut[ftps]): retried."""
+    import ssl
+
+    from backends.core.errors import TlsError
+    from backends.ftp.faults import TLS_WORKED
+
+    address = FtpAddress.parse("ftps://ferryftp@127.0.0.1:2990/data/cut.bam")
+    wrong = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    first = ftp_error(wrong, address, step="tls")
+    assert isinstance(first, TlsError) and not isinstance(first, Transient)
+    TLS_WORKED.add(address.where)
+    try:
+        assert isinstance(ftp_error(wrong, address, step="tls"), Transient)
+    finally:
+        TLS_WORKED.discard(address.where)
