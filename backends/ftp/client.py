@@ -25,6 +25,16 @@ from aioftp.client import DataConnectionThrottleStreamIO
 from aioftp.common import SSLSessionBoundContext, async_enterable, wrap_into_codes
 
 
+def ssl_object_of(transport) -> ssl.SSLObject | None:
+    """The transport's TLS object (None on a plain one). asyncio's TLS transport raises AttributeError once its
+    connection has closed (its protocol is gone): that is a broken connection, retried like one (seen when a
+    server's sessions were killed during an FTPS transfer)."""
+    try:
+        return transport.get_extra_info("ssl_object")
+    except AttributeError:
+        raise ConnectionResetError("the TLS connection was closed") from None
+
+
 class FtpClient(aioftp.Client):
     """aioftp's client, with FTPS data connections that start TLS after their command (plain FTP unchanged),
     and ``TYPE`` sent once per login rather than before every data connection (a round trip per range saved)."""
@@ -42,7 +52,7 @@ class FtpClient(aioftp.Client):
     def _control_tls(self) -> ssl.SSLObject | None:
         if self._stream is None:
             return None
-        return self._stream.writer.transport.get_extra_info("ssl_object")
+        return ssl_object_of(self._stream.writer.transport)
 
     async def _open_connection(self, host: str, port: int):
         if self._control_tls() is None:

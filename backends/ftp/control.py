@@ -20,7 +20,7 @@ import aioftp
 from ..core.errors import BadRequest, TransferError
 from ..streams.slots import server_slots
 from .address import FtpAddress
-from .client import FtpClient
+from .client import FtpClient, ssl_object_of
 from .faults import TLS_WORKED, ftp_error, not_utf8
 
 CONNECT_SECONDS = 30.0  # the TCP connection and the server's greeting
@@ -206,7 +206,11 @@ class FtpControl:
             await stream.finish()
             return
         transport = stream.writer.transport
-        if transport.get_extra_info("ssl_object") is not None:
+        try:
+            tls = ssl_object_of(transport) is not None
+        except ConnectionResetError:
+            tls = True  # closed already: aborting it again is harmless
+        if tls:
             # a TLS close waits for the server's close_notify, which a server still sending never gives:
             # drop the connection at once, as a plain one is dropped (the server answers 426)
             transport.abort()

@@ -42,3 +42,17 @@ def test_a_tls_failure_is_final_at_first_and_retried_once_the_server_did_tls():
         assert isinstance(ftp_error(wrong, address, step="tls"), Transient)
     finally:
         TLS_WORKED.discard(address.where)
+
+
+def test_a_closed_tls_transport_is_a_broken_connection_not_an_internal_error():
+    """asyncio's TLS transport answers get_extra_info with AttributeError once closed (seen in
+    connections_cut[ftps]); Ferry reads that as a connection that broke, which is retried."""
+    from backends.ftp.client import ssl_object_of
+
+    class ClosedTls:
+        def get_extra_info(self, name):
+            return None._get_extra_info(name)  # what asyncio's _SSLProtocolTransport does once closed
+
+    with pytest.raises(ConnectionResetError) as caught:
+        ssl_object_of(ClosedTls())
+    assert isinstance(ftp_error(caught.value, ADDRESS, step="read", started=True), Transient)
