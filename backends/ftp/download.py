@@ -149,7 +149,10 @@ class FtpStreams(ParallelTransfer):
 
 
 class StreamNotNeeded(TransferError):
-    """An extra stream the server has no room for: it bows out, the others go on."""
+    """An extra stream the server has no room for: it bows out, the others go on (even when, at that moment,
+    none is connected: those that got in may be between ranges)."""
+
+    bows_out = True
 
 
 async def download_file(address: FtpAddress, entry: Entry, request: TransferRequest, sink: Sink, connect,

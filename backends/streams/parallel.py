@@ -264,7 +264,7 @@ class ParallelTransfer:
                 if self.chunks.complete:
                     return _GAVE_UP  # the other streams finished the file meanwhile
                 if not err.retryable or failures > STREAM_RETRIES:
-                    if self._connected > 0:
+                    if self._connected > 0 or getattr(err, "bows_out", False):
                         return _GAVE_UP
                     if err is exc:
                         raise
