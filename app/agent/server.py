@@ -78,14 +78,14 @@ class Agent:
                         break
         finally:
             await asyncio.to_thread(self.engine.close)
-            with contextlib.suppress(OSError):
-                self.path.unlink()
-                pid_file.unlink()
+            for gone in (self.path, pid_file):
+                with contextlib.suppress(OSError):
+                    gone.unlink()
 
     def _busy(self) -> bool:
         if self.clients:
             return True
-        return any(v.state in (JobState.QUEUED, JobState.RUNNING) or v.state.active for v in self.engine.jobs())
+        return any(v.state == JobState.QUEUED or v.state.active for v in self.engine.jobs())
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.clients += 1

@@ -24,8 +24,7 @@ class RemoteBrowser(QDialog):
         layout = QVBoxLayout(self)
         if folder:
             layout.addWidget(QLabel("Open the folder the files should go into, then press Choose.", self))
-        self.pane = FolderPane(bridge, lambda: [site], lambda _site: secret, self)
-        self.pane.show_site(site)
+        self.pane = FolderPane(bridge, lambda: [site], lambda _site: secret, self, site=site)
         self.pane.view.doubleClicked.connect(self._maybe_choose_file)
         layout.addWidget(self.pane, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)

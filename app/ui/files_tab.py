@@ -71,9 +71,10 @@ class FilesTab(QWidget):
             pane.refresh_sites()
 
     def job_finished(self, view) -> None:
-        """A transfer ended: show what it brought into either pane's folder."""
+        """A transfer ended: show what it brought into a pane's folder (only there: listing a site's folder of
+        thousands again for every unrelated job would keep the server busy for nothing)."""
         for pane in self.panes():
-            if not pane.listing:
+            if not pane.listing and pane.shows(view.dest):
                 pane.refresh()
 
     def _send(self, pane: FolderPane) -> None:

@@ -126,12 +126,13 @@ class FolderPane(QWidget):
     said = Signal(str)  # an action's failure, as the sentence to show
     _arrived = Signal(int, object)  # generation, entries: emitted from the engine's or a scan's thread
 
-    def __init__(self, bridge, sites, secret_of, parent=None, home: str | None = None) -> None:
-        """``sites()``: the saved sites; ``secret_of(site)``: its keyring secret or None."""
+    def __init__(self, bridge, sites, secret_of, parent=None, site: Site | None = None) -> None:
+        """``sites()``: the saved sites; ``secret_of(site)``: its keyring secret or None; ``site``: the one to show
+        first (None: this computer's home folder)."""
         super().__init__(parent)
         self.bridge, self._sites, self._secret_of = bridge, sites, secret_of
-        self.site: Site | None = None
-        self.path = home or str(Path.home())
+        self.site: Site | None = site
+        self.path = "" if site else str(Path.home())
         self.history: list[str] = []
         self.generation = 0
         self.listing = False
@@ -213,6 +214,13 @@ class FolderPane(QWidget):
         self.history.clear()
         self.location.setCurrentIndex(max(self.location.findText(site.name if site else THIS_COMPUTER), 0))
         self.load(path if path is not None else ("" if site else str(Path.home())), remember=False)
+
+    def shows(self, dest: str) -> bool:
+        """Whether a transfer to ``dest`` may have changed what this pane lists (its folder or below it, on this
+        computer; anything on the pane's host, for a site, whose addresses name it)."""
+        if self.site is None:
+            return "://" not in dest and os.path.abspath(dest).startswith(os.path.join(self.path, ""))
+        return "://" in dest and self.site.host in dest.split("://", 1)[1].split("/", 1)[0]
 
     def _location_chosen(self, index: int) -> None:
         self.show_site(self.location.itemData(index))
