@@ -49,6 +49,10 @@ class Overrides:
     backend_options: dict = field(default_factory=dict)
     #: the backend the user named (``--backend``): GridFTP for a GridFTP server reached over ftp://
     backend: str | None = None
+    #: relay through the agent on this SSH site (``--via site:NAME``); the far side is as that host sees it
+    via: str | None = None
+    keep: bool | None = None  # a relay keeps its spool copy (``--keep``)
+    agent_command: str | None = None  # how Ferry starts on the relay's host (``--agent-command``)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     defaults = defaults or Defaults()
     registry = registry or default_registry
     dest = os.fspath(dest)
+    if overrides.via:
+        return _resolve_relay(source, dest, overrides, defaults, registry, store, sites)
     source, dest, site = _expand_sites(source, dest, store, sites)
     options = _merge(overrides, defaults, site)
     source = _absolute_local(source)
@@ -119,6 +125,51 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
+
+
+def _resolve_relay(source: str, dest: str, overrides: Overrides, defaults: Defaults, registry: Registry, store,
+                   sites) -> Request:
+    """SRC → DEST through the agent on the via site (``app.relay``). The far side (DEST of an upload, SRC of a
+    download) is left as the agent's host sees it: its own sites and front door resolve it there. This side's
+    hop takes the transfer's streams; the far hop the checks the user chose and the agent's own stream choice;
+    a rate cap holds on both."""
+    via = overrides.via.removeprefix("site:").strip("/")
+    if not via:
+        raise BadRequest("Give the relay as --via site:NAME (an SSH site whose host runs Ferry).")
+    if sites is None:
+        from app.sites import SiteBook
+        from app.store import Store
+
+        with Store() as own:
+            site = SiteBook(store or own).get(via)
+    else:
+        site = sites.get(via)
+    if site.protocol not in ("sftp", "scp"):
+        raise BadRequest(f"A relay goes through an SSH site's host; site {via} is {site.protocol}. Use an SSH site "
+                         "of the same host.")
+    uploads = not scheme_of(source) and not source.startswith("site:")
+    if uploads:
+        if scheme_of(dest) == "" and not dest.startswith("site:"):
+            raise BadRequest("A relayed upload goes to a server: give DEST as an address or site:NAME/path, as the "
+                             "relay's host sees it.")
+        source = _absolute_local(source)
+    else:
+        if scheme_of(dest) or dest.startswith("site:"):
+            raise BadRequest("A relay copies between this computer and a server, one side each; give DEST here.")
+        dest = resolve_destination(source, dest)
+    far = Overrides(checksum=overrides.checksum, limit_rate=overrides.limit_rate, ca_file=overrides.ca_file,
+                    insecure=overrides.insecure,
+                    overwrite=overrides.overwrite, sync=overrides.sync, verify=overrides.verify,
+                    backend_options=dict(overrides.backend_options), backend=overrides.backend)
+    from app.agent.protocol import overrides_to_wire
+
+    near = replace(overrides, backend_options={}, checksum=None, ca_file=None)
+    options = _merge(near, defaults, None)
+    relay = registry.get("relay")
+    settings = {"via": via, "agent_command": overrides.agent_command or "labferry", "keep": bool(overrides.keep),
+                "far": overrides_to_wire(far)}
+    options = replace(options, backend_options=check_backend_options(relay, settings))
+    return Request(source, dest, options, relay.name, site)
 
 
 def resolve_list(label: str, files: list[ListedFile], folder: str | os.PathLike,

@@ -15,6 +15,8 @@ PROTOCOL = 1
 HELLO = "labferry-agent"
 #: what a desktop may ask
 VERBS = ("submit", "jobs", "pause", "resume", "cancel", "stop")
+#: a relay's verbs (``app.agent.relay``), answered by ``Relays``
+RELAY_VERBS = ("relay_open", "relay_ranges", "relay_arrived", "relay_status", "relay_done")
 
 
 def hello() -> dict:

@@ -20,7 +20,7 @@ from app.engine import Engine, JobState
 from app.paths import data_dir, database_path
 from backends.core.errors import BadRequest, TransferError
 
-from .protocol import VERBS, encode, hello, job_dict, overrides_from_wire, socket_path
+from .protocol import RELAY_VERBS, VERBS, encode, hello, job_dict, overrides_from_wire, socket_path
 
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 600.0
@@ -64,6 +64,9 @@ class Agent:
         pid_file = self.path.with_name("agent.pid")
         pid_file.write_text(f"{os.getpid()}\n")
         self.engine = Engine(database_path(), max_jobs=self.max_jobs, run_queue=True).start()
+        from .relay import Relays
+
+        self.relays = Relays(self.folder, self.engine)
         server = await asyncio.start_unix_server(self._client, sock=listener)
         log.info("agent listening on %s", self.path)
         try:
@@ -71,6 +74,7 @@ class Agent:
                 while not self.stopping.is_set():
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self.stopping.wait(), 1.0)
+                    await asyncio.to_thread(self.relays.tend)
                     if self._busy():
                         self.last_busy = time.monotonic()
                     elif self.idle and time.monotonic() - self.last_busy > self.idle:
@@ -111,9 +115,13 @@ class Agent:
         try:
             request = json.loads(line)
             ident, verb = request.get("id"), request.get("verb")
-            if verb not in VERBS:
-                raise BadRequest(f"The agent does not know '{verb}'; it takes {', '.join(VERBS)}.")
-            result = await asyncio.to_thread(getattr(self, f"_{verb}"), request)
+            if verb in RELAY_VERBS:
+                work = getattr(self.relays, verb.removeprefix("relay_"))
+            elif verb in VERBS:
+                work = getattr(self, f"_{verb}")
+            else:
+                raise BadRequest(f"The agent does not know '{verb}'; it takes {', '.join(VERBS + RELAY_VERBS)}.")
+            result = await asyncio.to_thread(work, request)
             return {"id": ident, "ok": True, "result": result}
         except TransferError as exc:
             return {"id": ident, "ok": False, "error": str(exc), "kind": exc.kind}

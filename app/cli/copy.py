@@ -67,6 +67,11 @@ def add_parser(sub) -> None:
     from .agent import add_on_flags
 
     add_on_flags(p)
+    p.add_argument("--via", metavar="site:NAME",
+                   help="relay through the agent on that SSH site's host (store-and-forward with cut-through): this "
+                        "computer's hop over the last mile, the agent's over the backbone; the far side as that host "
+                        "sees it")
+    p.add_argument("--keep", action="store_true", help="with --via: keep the relay's copy after DEST verified it")
     p.set_defaults(handler=run)
 
 
@@ -91,6 +96,9 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         verify=False if args.no_verify else None,
         backend_options=backend_options(args),
         backend=args.backend,
+        via=getattr(args, "via", None),
+        keep=getattr(args, "keep", False) or None,
+        agent_command=getattr(args, "agent_command", None) if getattr(args, "via", None) else None,
     )
 
 
@@ -160,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         args.source, args.dest = None, args.source  # the one word given is DEST
     elif args.source is None or args.dest is None:
         raise BadRequest("Give what to copy and where: labferry copy SRC DEST (or -i LIST DEST/).")
+    if args.on and args.via:
+        raise BadRequest("Give --on (run the whole copy on that host) or --via (relay through it), not both.")
     if args.on:  # the whole job runs on the agent, SRC and DEST as its host sees them
         return _run_on(args)
     if args.input or is_accession(args.source):
@@ -261,6 +271,8 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
             f" sha256 {result['sha256']}; verified: {result['verify_method']}.",
             file=sys.stderr,
         )
+        for note in result.get("notes", []) if result.get("hops") else ():
+            print(f"labferry: {note}", file=sys.stderr)
         status = 0
     else:
         print(f"labferry: {view.error or 'the transfer did not finish.'}", file=sys.stderr)
@@ -293,6 +305,7 @@ def _json_result(view, status: int) -> dict:
         "resumed_from": result.get("resumed_from", 0),
         "rtt_ms": result.get("rtt_ms"),
         "notes": result.get("notes", []),
+        "hops": result.get("hops", []),
         "error": view.error,
         "error_kind": view.error_kind,
         "finished": time.time(),

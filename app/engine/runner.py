@@ -147,7 +147,7 @@ class JobRunner:
         if result.dest:
             job.dest = result.dest  # the server named the file (Content-Disposition)
         moved = result.bytes_fetched or result.bytes
-        job.result = asdict(result) | {"backend": job.backend, "retries": self.retries}
+        job.result = asdict(result) | {"backend": job.backend, "retries": self.retries, "finished": time.time()}
         job.result["throughput_mbps"] = moved * 8 / result.seconds / 1e6 if result.seconds > 0 else 0.0
         store.history.add(
             job_id=job.id, source=job.source, dest=job.dest, backend=job.backend, outcome="done", bytes=result.bytes,

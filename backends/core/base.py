@@ -90,6 +90,8 @@ class TransferOptions:
     backend_options: dict = field(default_factory=dict)
     #: a list job: these files into the folder DEST, as one job (a backend that is a ``ListFetcher``)
     files: tuple[ListedFile, ...] = ()
+    #: the source is a relay's spool, still arriving: the file that says what of it is ready (``Arriving``)
+    arriving: str | None = None
 
     @property
     def rate_cap(self) -> int | None:
@@ -115,6 +117,8 @@ class TransferOptions:
             d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
         if self.files:
             d["files"] = [f.to_dict() for f in self.files]
+        if self.arriving:
+            d["arriving"] = self.arriving
         return d
 
     @classmethod
@@ -137,6 +141,7 @@ class TransferOptions:
             name_from_source=bool(d.get("name_from_source", False)),
             backend_options=dict(d.get("backend_options") or {}),
             files=tuple(ListedFile.from_dict(f) for f in d.get("files") or ()),
+            arriving=d.get("arriving"),
         )
 
 
@@ -156,6 +161,40 @@ class RemoteInfo:
     name: str | None = None  # the file name the server gives (Content-Disposition), if any
 
 
+@runtime_checkable
+class Arriving(Protocol):
+    """A source that is still arriving while it is sent on (a relay's spool file, fed by another hop): which of
+    its bytes are there and checked, and, once whole, the SHA-256 of the original. A backend that honours it
+    (``request.arriving``) moves only ready ranges and waits for more, so two hops run as a pipeline; it takes
+    the file's size, mode and mtime from here (the spool file's own change as it fills), and compares its
+    result with ``whole()``'s digest instead of hashing a source that is not complete yet."""
+
+    size: int
+    mode: int
+    mtime: float
+
+    def ready(self) -> list[tuple[int, int]]:
+        """Merged ``[start, end)`` intervals that have arrived and been checked (a snapshot, cheap to call)."""
+        ...
+
+    async def more(self, timeout: float) -> None:
+        """Returns when more may have arrived, or after ``timeout``; raises ``TransferError`` when the hop that
+        feeds the file failed for good."""
+        ...
+
+    async def whole(self) -> str:
+        """Waits until every byte has arrived; returns the original's SHA-256 (hex)."""
+        ...
+
+
+@runtime_checkable
+class ForwardsArriving(Protocol):
+    """Sends a source that is still arriving (``TransferRequest.arriving``), ready ranges first: a relay's second
+    hop starts before its first ends. A backend without it gets the file once it is whole."""
+
+    def forwards_arriving(self) -> bool: ...
+
+
 @dataclass
 class TransferRequest:
     """One transfer as a backend sees it: where from, where to, how."""
@@ -169,6 +208,11 @@ class TransferRequest:
     #: the application's folder for a backend's own records (upload resume records, torrent resume data),
     #: handed down by the engine: backends never import the application to find it
     state_dir: str | None = None
+    #: the source is still arriving (a relay's spool): move only what is ready (``Arriving``)
+    arriving: Arriving | None = field(default=None, repr=False, compare=False)
+    #: told, from any thread, the ranges of the destination that are written and checked, as they grow (a
+    #: relay's first hop tells the agent, which forwards them before the hop ends)
+    on_ranges: Callable[[list[tuple[int, int]]], None] | None = field(default=None, repr=False, compare=False)
 
     def state_folder(self, name: str) -> Path:
         """``state_dir/name``, created on first use."""
@@ -194,6 +238,8 @@ class Result:
     resumed_from: int = 0  # bytes already present when this run began
     notes: list[str] = field(default_factory=list)
     dest: str | None = None  # the file written, when the backend named it otherwise than the request (a server's name)
+    #: a relayed job's hops, in order: route, streams, rate (Mbit/s) and seconds of each (``app.relay``)
+    hops: list[dict] = field(default_factory=list)
 
 
 @dataclass

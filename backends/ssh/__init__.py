@@ -28,6 +28,7 @@ from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
 from ..host.netprobe import begin_handshake
+from ..streams.arriving import arrivals_of
 from ..streams.partfile import PartFile, check_destination
 from .target import SCHEMES, SshOptions, parse_target, remote_join
 
@@ -192,7 +193,8 @@ class SshBackend(BrowsesFolders):
         check_destination(dest, request.options.overwrite)
         from .files import download_file
 
-        return await download_file(session, entry, remote, dest, request.options, sink, _source_id(request))
+        return await download_file(session, entry, remote, dest, request.options, sink, _source_id(request),
+                                   arrivals_of(request))
 
     async def _upload(self, session: SshSession, request: TransferRequest, sink: Sink):
         control = session.control
@@ -215,7 +217,13 @@ class SshBackend(BrowsesFolders):
             raise NotFound(f"The folder {parent} does not exist on {session.target.host}. Create it first.")
         from .files import upload_file
 
-        return await upload_file(session, local, remote, request.options, sink, request.state_folder("uploads"))
+        return await upload_file(session, local, remote, request.options, sink, request.state_folder("uploads"),
+                                 arrivals_of(request), request.on_ranges)
+
+    def forwards_arriving(self) -> bool:
+        """Uploads from a relay's spool and downloads of one follow its arrivals (``ParallelTransfer``'s gate);
+        the paramiko fallbacks wait for the whole file."""
+        return True
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         """``streams`` OpenSSH connections reading the file (or zeros) for ``seconds`` (one sweep step)."""

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
@@ -21,20 +21,25 @@ from .target import Entry
 
 
 async def download_file(session: SshSession, entry: Entry, remote: str, dest: Path, options: TransferOptions,
-                        sink: Sink | None, source_id: str) -> FileOutcome:
-    """``remote`` (absolute path, described by ``entry``) → local ``dest``, verified, atomically named."""
+                        sink: Sink | None, source_id: str, arriving: Arriving | None = None) -> FileOutcome:
+    """``remote`` (absolute path, described by ``entry``) → local ``dest``, verified, atomically named.
+
+    ``arriving``: ``remote`` is a relay's spool still being filled by the agent; only ready ranges are read, and
+    the result is compared with the original's SHA-256 as the agent's first hop found it."""
+    size, mode, mtime = (arriving.size, arriving.mode, arriving.mtime) if arriving else \
+        (entry.size, entry.mode, entry.mtime)
     remote_sum = asyncio.ensure_future(session.sha256(remote)) \
-        if entry.size > 0 and options.verify and await session.can_exec() else None
+        if size > 0 and options.verify and not arriving and await session.can_exec() else None
     part = PartFile(dest)
     try:
-        done = part.open(Identity(source_id, entry.size, None, str(entry.mtime)))
+        done = part.open(Identity(source_id, size, None, str(mtime)))
         resumed = total(done)
         if resumed and sink:
-            sink.note(f"Resuming {dest.name}: {human_size(resumed)} of {human_size(entry.size)} was already here.")
+            sink.note(f"Resuming {dest.name}: {human_size(resumed)} of {human_size(size)} was already here.")
         hasher = FollowingHasher(part.part)
         try:
-            chunks = ChunkMap(entry.size, done)
-            streams = session.streams(options, entry.size)
+            chunks = ChunkMap(size, done)
+            streams = session.streams(options, size)
             fast = session.openssh or session.sftp_ssh
             if fast is not None:
                 if session.openssh is not None:
@@ -42,31 +47,38 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                 else:  # an SFTP-only account: SFTP sessions over the OpenSSH connections
                     from .sftpstreams import SftpDownload as kind
                 run = kind(fast, remote, chunks, part, sink=sink, limiter=limiter_for(options),
-                           tuner=session.tuner(options, entry.size), streams=streams,
-                           max_streams=options.max_streams, rtt_s=session.rtt_s)
+                           tuner=session.tuner(options, size), streams=streams,
+                           max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving)
                 run.hasher = hasher
                 await run.run()
                 moved, peak = run.moved, run.peak_streams
             else:
                 from .sftpdata import sftp_download  # paramiko: a password login, or no OpenSSH client here
 
+                if arriving is not None:
+                    await arriving.whole()  # reads straight through: let the relay's copy arrive first
                 moved, peak = await sftp_download(session, remote, chunks, part, hasher, sink, streams or 4,
                                                   limiter_for(options))
             if sink:
                 sink.stage("verifying")
             # the last bytes are hashed while the server says whether the file changed meanwhile (a round trip)
-            digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, entry.size), session.stat(remote))
+            digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, size),
+                                                arriving.whole() if arriving else session.stat(remote))
         finally:
             hasher.stop()
-        if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
-            raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
-        server = await remote_sum if remote_sum else None
-        verified, method = _compare(digests["sha256"], server, remote, part) if options.verify \
-            else (False, NOT_COMPARED)
-        part.finish(entry.size)
-        os.chmod(dest, entry.mode & 0o777)
-        os.utime(dest, (entry.mtime, entry.mtime))
-        return FileOutcome(entry.size, moved, peak, digests["sha256"], verified, method, resumed)
+        if arriving is not None:
+            verified, method = _compare(digests["sha256"], now, remote, part)
+            method = "sha256 matched the original's, as the relay's first hop computed and checked it"
+        else:
+            if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
+                raise RemoteChanged(f"{remote} changed on the server during the transfer; starting again.")
+            server = await remote_sum if remote_sum else None
+            verified, method = _compare(digests["sha256"], server, remote, part) if options.verify \
+                else (False, NOT_COMPARED)
+        part.finish(size)
+        os.chmod(dest, mode & 0o777)
+        os.utime(dest, (mtime, mtime))
+        return FileOutcome(size, moved, peak, digests["sha256"], verified, method, resumed)
     except BaseException:
         if remote_sum:
             remote_sum.cancel()
@@ -93,9 +105,10 @@ def _compare(local: str, server: str | None, remote: str, part: PartFile | None)
 class UploadRecord:
     """Progress of an upload, kept here (LABFERRY_HOME/uploads) since the server only has bytes."""
 
-    def __init__(self, folder: Path, key: str) -> None:
+    def __init__(self, folder: Path, key: str, told=None) -> None:
         import hashlib
 
+        self.told = told  # also told what is done (a relay's first hop), from whichever thread saves
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
         self.identity: dict = {}
@@ -114,6 +127,8 @@ class UploadRecord:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"identity": self.identity, "done": [[s, e] for s, e in done], "saved": time.time()}))
         os.replace(tmp, self.path)
+        if self.told is not None:
+            self.told([(s, e) for s, e in done])
 
     def sync(self) -> None:
         return None
@@ -123,18 +138,23 @@ class UploadRecord:
 
 
 async def upload_file(session: SshSession, local: Path, remote: str, options: TransferOptions, sink: Sink | None,
-                      records: Path) -> FileOutcome:
-    """Local file → ``remote`` via ``remote.part`` and a rename, every range hashed on both ends."""
+                      records: Path, arriving: Arriving | None = None, on_ranges=None) -> FileOutcome:
+    """Local file → ``remote`` via ``remote.part`` and a rename, every range hashed on both ends.
+
+    ``arriving``: the local file is a relay's spool still being filled; only ready ranges go, and the result is
+    compared with the original's SHA-256 (``Arriving.whole``). ``on_ranges``: told the ranges verified on the
+    server as they grow (a relay's first hop, so the agent can send them on)."""
     control = session.control
     try:
         info = local.stat()
     except OSError as exc:
         raise LocalError(f"Cannot read {local} ({exc.strerror}). Check the path.") from None
-    size = info.st_size
+    size, mode, mtime = (arriving.size, arriving.mode, arriving.mtime) if arriving else \
+        (info.st_size, info.st_mode, info.st_mtime)
     part = remote + ".part"
-    local_sum = asyncio.ensure_future(asyncio.to_thread(hash_file, local))
-    record = UploadRecord(records, f"{session.target.display}|{remote}")
-    identity = {"local": str(local), "size": size, "mtime": int(info.st_mtime), "remote": remote}
+    local_sum = None if arriving else asyncio.ensure_future(asyncio.to_thread(hash_file, local))
+    record = UploadRecord(records, f"{session.target.display}|{remote}", told=on_ranges)
+    identity = {"local": str(local), "size": size, "mtime": int(mtime), "remote": remote}
     try:
         done = record.load(identity)
         existing = await asyncio.to_thread(control.stat, part)
@@ -144,13 +164,19 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         resumed = total(done)
         if resumed and sink:
             sink.note(f"Resuming {local.name}: {human_size(resumed)} of {human_size(size)} is already on the server.")
+        if done and on_ranges:
+            on_ranges(done)
         chunks = ChunkMap(size, done)
         streams = session.streams(options, size)
         verified_ranges = 0
+        gate = arriving
+        if gate is not None and session.openssh is None:
+            await gate.whole()  # the SFTP paths below read the file straight through: let it arrive first
+            gate = None
         if session.openssh is not None and size > 0:
             run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
-                            max_streams=options.max_streams, rtt_s=session.rtt_s)
+                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate)
             try:
                 await run.run()
             finally:
@@ -171,20 +197,25 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
                                                 limiter_for(options))
         if sink:
             sink.stage("verifying")
-        digest = (await local_sum)["sha256"]
+        # a relay's spool: the original's digest, as its first hop computed it from the original file
+        digest = (await local_sum)["sha256"] if local_sum is not None else await arriving.whole()
         if not options.verify:
             verified, method = False, NOT_COMPARED
         elif verified_ranges and resumed == 0 and size > 0:
             verified, method = True, "sha256 of every range, read back and computed by the server, matched"
+            if arriving is not None:
+                method = ("sha256 of every range matched on each hop (the relay's copy against the original, the "
+                          "destination against the relay's copy)")
         else:
             server = await asyncio.to_thread(control.sha256, part)
             verified, method = _compare(digest, server, remote, None)
         await asyncio.to_thread(control.rename, part, remote)
-        await asyncio.to_thread(control.finish_file, remote, info.st_mode, int(info.st_mtime))
+        await asyncio.to_thread(control.finish_file, remote, mode, int(mtime))
         record.remove()
         return FileOutcome(size, moved, peak, digest, verified, method, resumed)
     except BaseException:
-        local_sum.cancel()
+        if local_sum is not None:
+            local_sum.cancel()
         raise
 
 

@@ -158,6 +158,22 @@ class ChunkMap:
             self._pending[0] = (cut, end)
         return self._open(start, cut)
 
+    def lease_within(self, max_bytes: int, ready: list[Interval], min_bytes: int = 1) -> Lease | None:
+        """Like ``lease``, but only of bytes inside ``ready`` (merged intervals of a source still arriving, as
+        a relay's spool is): the first pending byte that has arrived, up to ``max_bytes`` and no further than
+        its ready interval reaches; a piece shorter than ``min_bytes`` only when it ends where the pending
+        work does (the file's end, or a gap another lease holds)."""
+        for index, (p_start, p_end) in enumerate(self._pending):
+            for r_start, r_end in ready:
+                start, end = max(p_start, r_start), min(p_end, r_end)
+                if start >= end or (end - start < min_bytes and end < p_end):
+                    continue
+                cut = min(end, self._round_up(start + max(1, max_bytes)))
+                rest = [(p_start, start), (cut, p_end)]
+                self._pending[index:index + 1] = [(s, e) for s, e in rest if e > s]
+                return self._open(start, cut)
+        return None
+
     def steal(self, min_split: int, rank=None, worth=None, keep=None) -> Lease | None:
         """Split the live lease with the most work left; the caller takes its back half.
 

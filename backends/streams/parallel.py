@@ -77,6 +77,7 @@ class ParallelTransfer:
         rtt_s: float | None = None,
         deadline: float | None = None,
         steal: bool = True,
+        arriving=None,
     ) -> None:
         self.chunks, self.record, self.sink, self.limiter, self.tuner = chunks, record, sink, limiter, tuner
         self.hasher: FollowingHasher | None = None
@@ -85,6 +86,8 @@ class ParallelTransfer:
         self.rtt_s = rtt_s
         self.deadline = deadline
         self.steal = steal
+        #: the source is still arriving (``backends.core.base.Arriving``): lease only what is ready, wait for more
+        self.arriving = arriving
         self.moved = 0  # bytes over the network in this run, discarded ones included
         self.peak_streams = 0
         self.first_byte_at: float | None = None
@@ -279,6 +282,9 @@ class ParallelTransfer:
                 return
             lease = self.take_lease(stream, number)
             if lease is None:
+                if self.arriving is not None and self.chunks.pending_bytes:
+                    await self.arriving.more(1.0)  # the rest has not arrived yet: this stream waits for it
+                    continue
                 return
             self._lease_began[lease.id] = time.monotonic()
             self._lease_stream[lease.id] = number
@@ -338,16 +344,23 @@ class ParallelTransfer:
         if self.past_deadline():
             return None
         number = self._lease_stream.get(current.id)
-        lease = self.chunks.lease(self._lease_size(number))
+        lease = self._fresh_lease(self._lease_size(number))
         if lease is not None and number is not None:
             self._lease_stream[lease.id] = number
         return lease
 
+    def _fresh_lease(self, size: int) -> Lease | None:
+        if self.arriving is None:
+            return self.chunks.lease(size)
+        # a lease worth its fixed cost (an SSH upload's channel and shell): wait for that much, unless it ends the file
+        return self.chunks.lease_within(size, self.arriving.ready(), min_bytes=max(self.lease_floor, MIN_LEASE))
+
     def _next_lease(self, number: int | None = None) -> Lease | None:
-        lease = self.chunks.lease(self._lease_size(number))
+        lease = self._fresh_lease(self._lease_size(number))
         if lease is None:
             lease = self.reclaim()
-        if lease is None and self.steal and self.chunks.size_known:
+        waiting = self.arriving is not None and self.chunks.pending_bytes > 0  # wait for more, do not split
+        if lease is None and self.steal and self.chunks.size_known and not waiting:
             lease = self.chunks.steal(self.steal_floor, rank=self._seconds_left, worth=self._worth_stealing,
                                      keep=self._victim_share)
         return lease

@@ -4,56 +4,13 @@ processes and the agent's own SIGKILL."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from tests.integration.conftest import MiB, labferry, sha256_of, write_random
-
-
-class Dtn:
-    def __init__(self, sshd, home: Path, command: Path) -> None:
-        self.sshd, self.home, self.command = sshd, home, command
-
-    def agent_pid(self) -> int | None:
-        pid = self.home / "agent" / "agent.pid"
-        return int(pid.read_text()) if pid.exists() else None
-
-
-@pytest.fixture
-def dtn(tmp_path_factory, ferry_home):
-    """An sshd for this user (the agent runs under the user's own account, as on a DTN), a DTN data folder,
-    the command that starts Ferry there, and the site "dtn" in the laptop's data folder."""
-    from app.sites import Site, SiteBook
-    from app.store import Store
-    from tests.servers.sshd import Sshd
-
-    root = tmp_path_factory.mktemp("dtn")
-    os.chmod(root, 0o755)
-    server = Sshd(root / "sshd", user=getpass.getuser()).start()
-    home = root / "dtn-home"
-    home.mkdir()
-    command = root / "ferry-on-dtn"
-    command.write_text(f"#!/bin/sh\nLABFERRY_HOME={home} exec {sys.executable} -m app \"$@\"\n")
-    command.chmod(0o755)
-    with Store() as store:
-        SiteBook(store).save(Site("dtn", "sftp", "127.0.0.1", server.port, server.user, str(root), "auto",
-                                  str(server.key), {"known_hosts": str(server.known_hosts)}))
-    dtn = Dtn(server, home, command)
-    yield dtn
-    pid = dtn.agent_pid()
-    if pid:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    server.stop()
+from tests.integration.conftest import Dtn, MiB, labferry, sha256_of, write_random
 
 
 def _on(dtn: Dtn, *args: str, home: Path, timeout: float = 60):

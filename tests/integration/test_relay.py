@@ -1,0 +1,189 @@
+"""Store-and-forward through a DTN (``labferry copy SRC DEST --via site:dtn``): a real agent behind a real sshd,
+its own data folder (the DTN's) apart from the laptop's, and a second sshd as the collaborator's server. Both
+directions arrive byte-exact, the second hop starts before the first ends (cut-through), and a relay survives
+the laptop's process and the agent being SIGKILLed."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import MiB, labferry, sha256_of, write_random
+
+
+@pytest.fixture
+def collab(tmp_path_factory, dtn):
+    """The collaborator's sshd, saved as site "collab" in the DTN's site book (the far side is as the DTN sees
+    it), and its folder for uploads."""
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.servers.sshd import Sshd
+
+    root = tmp_path_factory.mktemp("collab")
+    server = Sshd(root / "sshd", user=getpass.getuser()).start()
+    inbox = root / "inbox"
+    inbox.mkdir()
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        SiteBook(store).save(Site("collab", "sftp", "127.0.0.1", server.port, server.user, str(inbox), "auto",
+                                  str(server.key), {"known_hosts": str(server.known_hosts)}))
+    yield inbox
+    server.stop()
+
+
+def _args(dtn, *args: str) -> list[str]:
+    return ["copy", *args, "--via", "site:dtn", "--agent-command", str(dtn.command), "--json"]
+
+
+def _relay(dtn, *args: str, home: Path, timeout: float = 180) -> dict:
+    proc = labferry(*_args(dtn, *args), env_home=home, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _records(dtn) -> list[dict]:
+    folder = dtn.home / "agent" / "relays"
+    return [json.loads(p.read_text()) for p in folder.glob("*.json")] if folder.exists() else []
+
+
+def _wait_record(dtn, test, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for record in _records(dtn):
+            if test(record):
+                return record
+        time.sleep(0.2)
+    raise AssertionError(f"no relay record came to that state: {_records(dtn)}")
+
+
+def _agent_job(dtn, job: int) -> dict:
+    from app.store import Store
+
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        found = store.jobs.get(job)
+    return {"bytes_done": found.bytes_done, "state": found.state.value}
+
+
+def test_an_upload_relayed_through_the_agent_arrives_byte_exact_with_cut_through(dtn, collab, ferry_home, tmp_path):
+    source = tmp_path / "reads.fastq"
+    digest = write_random(source, 256 * MiB, seed=11)
+    result = _relay(dtn, str(source), "site:collab/", "--limit-rate", "32M", home=ferry_home)
+    assert result["ok"] and result["backend"] == "relay"
+    assert sha256_of(collab / "reads.fastq") == digest and result["sha256"] == digest
+    assert result["verified"] and "end to end through the relay" in result["verify_method"]
+    assert len(result["hops"]) == 2 and all(h["seconds"] for h in result["hops"])
+    record = _records(dtn)[0]
+    # the agent had sent bytes on to the collaborator before the laptop's last byte arrived
+    assert record["hop2_sent_before_hop1_ended"] > 0, record
+    assert any(n.startswith("Cut-through") for n in result["notes"])
+    assert record["state"] == "delivered" and not (dtn.home / "spool" / record["id"]).exists()
+
+
+def test_a_download_relayed_through_the_agent_arrives_byte_exact_with_cut_through(dtn, nginx, ferry_home, tmp_path):
+    digest = write_random(nginx.data / "relay-down.bin", 256 * MiB, seed=12)
+    result = _relay(dtn, nginx.url("relay-down.bin"), f"{tmp_path}/", "--ca-file", nginx.ca_file,
+                    "--limit-rate", "32M", home=ferry_home)
+    assert sha256_of(tmp_path / "relay-down.bin") == digest and result["sha256"] == digest
+    assert result["verified"] and len(result["hops"]) == 2
+    cut = [n for n in result["notes"] if n.startswith("Cut-through")]
+    assert cut, result["notes"]  # this computer's hop began before the agent's first hop ended
+    record = _records(dtn)[0]
+    assert record["state"] == "delivered" and not (dtn.home / "spool" / record["id"]).exists()
+
+
+def test_keep_leaves_the_relays_copy(dtn, collab, ferry_home, tmp_path):
+    source = tmp_path / "kept.bam"
+    digest = write_random(source, 8 * MiB, seed=13)
+    result = _relay(dtn, str(source), "site:collab/", "--keep", home=ferry_home)
+    assert sha256_of(collab / "kept.bam") == digest
+    record = _records(dtn)[0]
+    assert sha256_of(dtn.home / "spool" / record["id"] / "in" / "kept.bam") == digest
+    assert any("stays on" in n for n in result["notes"])
+
+
+def test_the_laptop_may_leave_once_the_first_hop_is_done(dtn, collab, ferry_home, tmp_path):
+    source = tmp_path / "leave.fastq"
+    digest = write_random(source, 64 * MiB, seed=14)
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home))
+    # the far hop is capped at 8 MB/s: it is still running when the laptop's hop (capped too) has ended
+    proc = subprocess.Popen([sys.executable, "-m", "app", *_args(dtn, str(source), "site:collab/", "--limit-rate",
+                                                                     "8M")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    record = _wait_record(dtn, lambda r: r["hop1"].get("last_at"), timeout=90)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert _agent_job(dtn, record["job"])["state"] in ("running", "queued", "verifying")
+    done = _wait_record(dtn, lambda r: r["state"] == "delivered", timeout=90)
+    assert sha256_of(collab / "leave.fastq") == digest
+    assert not (dtn.home / "spool" / done["id"]).exists()
+
+
+def test_a_laptop_killed_mid_first_hop_resumes_when_the_command_runs_again(dtn, collab, ferry_home, tmp_path):
+    source = tmp_path / "again.fastq"
+    digest = write_random(source, 96 * MiB, seed=15)
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home))
+    argv = [sys.executable, "-m", "app", *_args(dtn, str(source), "site:collab/", "--limit-rate", "8M")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = _wait_record(dtn, lambda r: r["hop1"].get("first_at"), timeout=90)  # ranges reached the agent
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    result = _relay(dtn, str(source), "site:collab/", home=ferry_home)
+    assert sha256_of(collab / "again.fastq") == digest
+    assert [r["id"] for r in _records(dtn)] == [first["id"]]  # the same relay, not a second one
+    assert result["resumed_from"] > 0 or any("Resuming" in n for n in result["notes"]), result
+
+
+def test_an_agent_killed_mid_relay_resumes_its_hop_without_sending_it_again(dtn, collab, ferry_home, tmp_path):
+    source = tmp_path / "agent-killed.fastq"
+    digest = write_random(source, 96 * MiB, seed=16)
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home))
+    argv = [sys.executable, "-m", "app", *_args(dtn, str(source), "site:collab/", "--limit-rate", "8M")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = _wait_record(dtn, lambda r: r.get("job") and _agent_job(dtn, r["job"])["bytes_done"] > 40 * MiB,
+                          timeout=90)
+    agent = dtn.agent_pid()
+    os.kill(agent, signal.SIGKILL)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert dtn.agent_pid() not in (None, agent)  # the laptop's side reached a new agent, which resumed the hop
+    assert sha256_of(collab / "agent-killed.fastq") == digest
+    from app.store import Store
+
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        sent = store.conn.execute("SELECT bytes FROM benchmarks WHERE job_id=?", (record["job"],)).fetchall()
+    # the restarted agent's run of the hop sent only what the killed one had not finished
+    assert sent and sent[-1][0] <= 96 * MiB - 32 * MiB, sent
+    assert json.loads(out.splitlines()[-1])["ok"]
+
+
+def test_a_spool_without_room_refuses_before_anything_is_sent(dtn, collab, ferry_home, tmp_path):
+    from app.store import Store
+
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        store.settings.set("spool_keep_free", 1 << 60)  # a DTN that keeps an exabyte free: no room for anything
+    source = tmp_path / "no-room.fastq"
+    write_random(source, 4 * MiB, seed=17)
+    proc = labferry(*_args(dtn, str(source), "site:collab/"), env_home=ferry_home)
+    assert proc.returncode != 0
+    assert "The relay's spool on" in proc.stderr and "Nothing was sent" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (collab / "no-room.fastq").exists() and not list(collab.iterdir())
+
+
+def test_a_relay_through_a_site_that_is_not_ssh_is_refused(dtn, ferry_home, tmp_path, nginx):
+    from app.sites import Site, SiteBook
+    from app.store import Store
+
+    with Store() as store:
+        SiteBook(store).save(Site("web", "https", "127.0.0.1", nginx.port))
+    source = tmp_path / "x.bin"
+    write_random(source, MiB, seed=18)
+    proc = labferry("copy", str(source), "sftp://elsewhere/x", "--via", "site:web", env_home=ferry_home)
+    assert proc.returncode != 0 and "A relay goes through an SSH site's host" in proc.stderr
