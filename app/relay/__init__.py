@@ -25,7 +25,7 @@ from backends.core.base import Availability, Capabilities, Result, Sink, Transfe
 from backends.core.errors import BadRequest, Corrupt, LocalError, TransferError
 from backends.core.options import option
 from backends.core.registry import registry
-from backends.core.urls import host_of, redact
+from backends.core.urls import redact
 from backends.streams.hashing import hash_file
 
 from .hops import AgentArrivals, AgentLink, HopSink, RangesReporter
@@ -228,9 +228,10 @@ def _hop_line(figures: dict) -> str:
 def _result(size: int, began: float, digest: str, far: dict, status: dict, hop: _Hop, dest: str, streams: int,
             near: Result | None = None) -> Result:
     """One result for the relayed job, with each hop in its notes (history and reports show them)."""
-    far_line = {"route": f"{hop.site.host} → {host_of(dest) or 'this computer'}" if status["direction"] == "up"
-                else f"{host_of(far.get('peer_host') or '') or far.get('peer_host') or 'the source'} → {hop.site.host}",
-                "streams": far.get("streams"), "rate": far.get("throughput_mbps"), "seconds": far.get("seconds")}
+    far_host = far.get("peer_host") or (redact(dest) if status["direction"] == "up" else "the source")
+    route = f"{hop.site.host} → {far_host}" if status["direction"] == "up" else f"{far_host} → {hop.site.host}"
+    far_line = {"route": route, "streams": far.get("streams"), "rate": far.get("throughput_mbps"),
+                "seconds": far.get("seconds")}
     if status["direction"] == "up":
         hops = [status["hop1"], far_line]
     else:
