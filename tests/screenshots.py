@@ -8,6 +8,7 @@ on purpose, so the details pane shows an error with its remedy), and a site prof
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,6 +97,7 @@ def main() -> int:
     public_data(window, server, work, wait)
     seeding(window, work, wait)
     files(window, work, wait)
+    agents(window, server, work, wait)
     QTimer.singleShot(0, lambda: None)
     window._really_quit = True
     window.close()
@@ -253,6 +255,47 @@ def files(window, work: Path, wait) -> None:
         right.actions_by_name["delete"].trigger()
     finally:
         actions.confirm = saved
+    sshd.stop()
+
+
+def agents(window, server, work: Path, wait) -> None:
+    """The Agents tab: a real agent behind a real sshd (its own data folder, as on a DTN) running jobs from the
+    slow nginx: one done, one running, one paused."""
+    import getpass
+
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.servers.sshd import Sshd
+
+    sshd = Sshd(work / "sshd-dtn", user=getpass.getuser()).start()
+    home = work / "dtn-home"
+    home.mkdir()
+    command = work / "ferry-on-dtn"
+    command.write_text(f"#!/bin/sh\nLABFERRY_HOME={home} exec {sys.executable} -m app \"$@\"\n")
+    command.chmod(0o755)
+    with Store() as store:
+        SiteBook(store).save(Site("lab-dtn", "sftp", "127.0.0.1", sshd.port, sshd.user, str(work), "auto",
+                                  str(sshd.key), {"known_hosts": str(sshd.known_hosts)}))
+        store.settings.set("agent.lab-dtn", {"command": str(command)})
+    window.refresh_sites()
+    storage = work / "dtn-storage"
+    storage.mkdir()
+    tab = window.agents
+    for name, rate in (("reference.fa", None), ("slow/cohort.bam", 6 * 2**20), ("sample_R1.fastq.gz", 2**20)):
+        overrides = {"limit_rate": rate} if rate else {}
+        tab.submit_on("lab-dtn", server.url(name, scheme="http"), f"{storage}/", overrides)
+        wait(lambda: False, 1.5)
+    window.tabs.setCurrentWidget(tab)
+    wait(lambda: sum(v.state.value in ("running", "done") for v in tab.model.views()) >= 3, 60)
+    last = max(v.id for v in tab.model.views())
+    tab.table.selectRow(tab.model.row_of(last))
+    tab.buttons["pause"].click()
+    wait(lambda: any(v.id == last and v.state.value == "paused" for v in tab.model.views()), 20)
+    wait(lambda: False, 2.0)
+    window.grab().save(str(OUT / "agents.png"))
+    tab.stop()
+    subprocess.run([sys.executable, "-m", "app", "agent", "--stop"], env=dict(os.environ, LABFERRY_HOME=str(home)),
+                   capture_output=True)
     sshd.stop()
 
 

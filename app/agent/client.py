@@ -25,6 +25,7 @@ class AgentClient:
         if not first:
             self._no_agent()
         said = json.loads(first)
+        self.version = said.get("version")
         if said.get("hello") != HELLO:
             self.close()
             raise TransferError(f"What answered on {where} is not Ferry's agent.")

@@ -14,9 +14,9 @@ from app import __version__
 PROTOCOL = 1
 HELLO = "labferry-agent"
 #: what a desktop may ask
-VERBS = ("submit", "jobs", "pause", "resume", "cancel", "stop")
+VERBS = ("submit", "jobs", "pause", "resume", "cancel", "stop", "preflight")
 #: a relay's verbs (``app.agent.relay``), answered by ``Relays``
-RELAY_VERBS = ("relay_open", "relay_ranges", "relay_arrived", "relay_status", "relay_done")
+RELAY_VERBS = ("relay_open", "relay_ranges", "relay_arrived", "relay_status", "relay_done", "relay_cancel")
 
 
 def hello() -> dict:

@@ -40,6 +40,8 @@ from .protocol import job_dict
 
 #: free space the spool leaves on its disk, whatever a relay needs (a DTN's disk also holds others' data)
 KEEP_FREE = 1 << 30
+#: a delivered relay's record is kept this long (what ``relay_status`` and a re-run find), then forgotten
+FORGET_DAYS = 7
 
 
 def relay_id(key: str) -> str:
@@ -109,8 +111,11 @@ class Relays:
         with self.lock:
             path = self.records / f"{ident}.json"
             if path.exists():
-                return self.status({"relay": ident})
+                if self._record(ident)["state"] not in ("delivered", "cancelled"):
+                    return self.status({"relay": ident})  # the same command again: resume it
+                path.unlink()  # delivered before: this is a new copy of the same file, sent again in full
             folder = self.spool / ident
+            shutil.rmtree(folder, ignore_errors=True)
             (folder / "in").mkdir(parents=True, exist_ok=True)
             (folder / "out").mkdir(exist_ok=True)
             overrides = overrides_from_wire(request.get("overrides"))
@@ -216,9 +221,27 @@ class Relays:
             self._deliver(record)
             return self.status({"relay": record["id"]})
 
+    def cancel(self, request: dict) -> dict:
+        """The laptop cancelled the relayed job: its hop here stops and the spool goes."""
+        ident = relay_id(json.dumps([request["direction"], request["key"], request["far"]]))
+        with self.lock:
+            try:
+                record = self._record(ident)
+            except NotFound:
+                return {"relay": ident, "state": "unknown"}
+            job = self._job(record)
+            if job and job["state"] not in ("done", "failed", "cancelled"):
+                self.engine.cancel(record["job"])
+            shutil.rmtree(self._folder(record), ignore_errors=True)
+            record["state"] = "cancelled"
+            record["delivered_at"] = time.time()  # forgotten after FORGET_DAYS like a delivered one
+            self._save(record)
+            return {"relay": ident, "state": "cancelled"}
+
     # -- housekeeping (each second, from the agent's loop thread pool) ----------------------------------
     def tend(self) -> None:
-        """Upload relays whose destination is verified lose their spool."""
+        """Upload relays whose destination is verified lose their spool; records of relays delivered more than
+        ``FORGET_DAYS`` ago go."""
         if not self.records.exists():
             return
         with self.lock:
@@ -226,6 +249,10 @@ class Relays:
                 try:
                     record = json.loads(path.read_text())
                 except (OSError, ValueError):
+                    continue
+                ended = record.get("delivered_at", 0)
+                if record["state"] in ("delivered", "cancelled") and time.time() - ended > FORGET_DAYS * 86400:
+                    path.unlink(missing_ok=True)
                     continue
                 if record["direction"] != "up" or record["state"] != "relaying":
                     continue

@@ -152,5 +152,18 @@ class Agent:
     def _cancel(self, request: dict) -> dict:
         return job_dict(self.engine.cancel(int(request["job"])))
 
+    def _preflight(self, request: dict) -> dict:
+        """A relay's second hop, measured from here: TARGET as this host sees it (its own sites)."""
+        from app.preflight import resolve_target, run_preflight
+        from app.store import Store
+        from backends.core.base import TransferOptions
+        from backends.core.registry import registry
+
+        with Store(database_path()) as store:
+            url, site, options = resolve_target(store, request["target"], TransferOptions())
+            analysis = asyncio.run(run_preflight(store, registry, url, options, site=site,
+                                                 quick=bool(request.get("quick"))))
+        return analysis.to_dict()
+
     def _stop(self, request: dict) -> str:
         return "stopping"

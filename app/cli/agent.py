@@ -35,13 +35,21 @@ def add_on_flags(parser, required: bool = False) -> None:
 
 def client_for(args: argparse.Namespace):
     from app.agent.client import site_client
+    from app.agent.watch import note_agent
     from app.sites import SiteBook
     from app.store import Store
+    from backends.core.errors import Unavailable
 
     name = args.on.removeprefix("site:").strip("/")
     with Store() as store:
         site = SiteBook(store).get(name)
-    return site_client(site, args.agent_command)
+    try:
+        client = site_client(site, args.agent_command)
+    except Unavailable as exc:  # the site profile remembers what trying found
+        note_agent(name, None, str(exc))
+        raise
+    note_agent(name, client.version)
+    return client
 
 
 def run_agent(args: argparse.Namespace) -> int:

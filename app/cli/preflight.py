@@ -42,6 +42,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--if-older", type=float, nargs="?", const=0.0, metavar="DAYS",
                    help="measure only if the last measurement of this host is older than DAYS (alone: the "
                         "Settings' re-measure age, 7 days by default); else show that one")
+    p.add_argument("--via", metavar="site:NAME",
+                   help="also measure the relay through the agent on that SSH site's host (the first hop from here, "
+                        "the second by the agent) and say whether --via would be faster")
+    p.add_argument("--agent-command", default="labferry", metavar="CMD",
+                   help="with --via: how Ferry is started on that host")
     p.add_argument("--apply", action="store_true",
                    help="save the recommended streams (and GridFTP TCP buffer) in the site's profile")
     _common(p)
@@ -79,6 +84,8 @@ def run_preflight(args: argparse.Namespace) -> int:
 
     if not 1 <= args.max_streams <= 64:
         raise BadRequest("--max-streams takes a number from 1 to 64.")
+    if args.via:
+        return _run_relay(args)
     with Store() as store:
         url, site, options = resolve_target(store, args.target, _options(args, max_streams=args.max_streams))
         if args.if_older is not None:
@@ -98,6 +105,25 @@ def run_preflight(args: argparse.Namespace) -> int:
         if args.apply:
             _apply(store, site, result)
     return _show(result, args.json)
+
+
+def _run_relay(args: argparse.Namespace) -> int:
+    from app.preflight.relay import measure_relay
+    from app.store import Store
+    from backends.core.registry import registry
+
+    with Store() as store:
+        result = asyncio.run(measure_relay(
+            store, registry, args.target, _options(args, max_streams=args.max_streams), args.via, args.agent_command,
+            quick=args.quick, on_progress=(lambda p: _say(f"  {p.message}")) if sys.stderr.isatty() else None))
+    for label, key in (("Direct", "direct"), ("Last mile", "first_hop"), ("Backbone", "second_hop")):
+        hop = result[key]
+        print(f"  {label:<13} {hop['host']}: {hop['mbps']:.0f} Mbit/s with {hop['streams']} streams, round trip "
+              f"{format_ms(hop['rtt_ms'])}")
+    print(f"  Relay         {result['why']}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
 
 
 def _apply(store, site: str | None, result: dict) -> None:

@@ -332,6 +332,11 @@ class Engine:
             asyncio.get_running_loop().call_soon(self._pump)
 
     def _fail(self, job: Job, runner: JobRunner, exc: TransferError) -> None:
+        if exc.pauses:  # waits for the user to fix something outside the job; Resume tries again
+            job.state, job.error, job.error_kind, job.rate, job.eta = JobState.PAUSED, str(exc), exc.kind, 0.0, None
+            self.persist(job)
+            self.publish(STATE, job)
+            return
         job.state, job.error, job.error_kind, job.rate, job.eta = JobState.FAILED, str(exc), exc.kind, 0.0, None
         runner.record_end("failed", exc)
         self.persist(job)

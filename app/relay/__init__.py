@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from backends.core.base import Availability, Capabilities, Result, Sink, TransferOptions, TransferRequest
-from backends.core.errors import BadRequest, Corrupt, LocalError, TransferError
+from backends.core.errors import BadRequest, Corrupt, LocalError, NoSpace, TransferError
 from backends.core.options import option
 from backends.core.registry import registry
 from backends.core.urls import redact
@@ -32,6 +32,7 @@ from .hops import AgentArrivals, AgentLink, HopSink, RangesReporter
 
 FOLLOW_EVERY = 0.5  # seconds between looks at the agent's hop while the laptop waits for it
 LINK_SECONDS = 120.0  # how long a download relay may take to begin its first hop's file
+LINK_POLL = 0.2  # seconds between looks while it has not begun (start-up counts on a 1 GiB file)
 
 
 @dataclass
@@ -70,10 +71,21 @@ class RelayBackend:
         raise BadRequest("A relay has no address of its own to look at.")
 
     def discard(self, request: TransferRequest) -> None:
+        """A cancelled relay: this computer's part file (a download), and on the agent its hop and its spool."""
         if not _uploads(request):
             from backends.streams.partfile import PartFile
 
             PartFile(request.dest).discard()
+        from app.agent.client import site_client
+
+        settings = request.options.backend_options
+        try:
+            site, _ = _site(settings["via"])
+            with site_client(site, settings.get("agent_command") or "labferry") as client:
+                client.call("relay_cancel", key=_key(request), direction="up" if _uploads(request) else "down",
+                            far=request.dest if _uploads(request) else request.source)
+        except TransferError:
+            pass  # the agent cannot be reached now: its spool goes when that relay is run again or delivered
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         self.check(request)
@@ -90,6 +102,30 @@ class RelayBackend:
             return await _down(client, hop, request, sink, settings)
         finally:
             await asyncio.to_thread(client.close)
+
+
+class SpoolFull(NoSpace):
+    """The relay's spool has no room for the file: the job pauses with the agent's sentence, nothing sent."""
+
+    pauses = True
+
+
+def _open(client, **params) -> dict:
+    try:
+        return client.call("relay_open", **params)
+    except BadRequest as exc:
+        if exc.kind == "no-space":
+            raise SpoolFull(str(exc)) from None
+        raise
+
+
+def _key(request: TransferRequest) -> str:
+    """What names a relay on the agent (with its direction and far end): this computer's file, so the same
+    command finds the same relay again."""
+    if _uploads(request):
+        info = Path(request.source).stat()
+        return f"{socket.gethostname()}:{request.source}:{info.st_size}:{int(info.st_mtime)}"
+    return f"{socket.gethostname()}:{request.dest}"
 
 
 def _uploads(request: TransferRequest) -> bool:
@@ -132,9 +168,9 @@ async def _up(client, hop: _Hop, request: TransferRequest, sink: Sink, settings:
     began = time.monotonic()
     local = Path(request.source)
     info = local.stat()
-    key = f"{socket.gethostname()}:{local}:{info.st_size}:{int(info.st_mtime)}"
+    key = _key(request)
     status = await asyncio.to_thread(
-        client.call, "relay_open", direction="up", key=key, name=local.name, size=info.st_size,
+        _open, client, direction="up", key=key, name=local.name, size=info.st_size,
         mode=info.st_mode & 0o777, mtime=info.st_mtime, far=request.dest, overrides=settings.get("far") or {},
         keep=bool(settings.get("keep")))
     relay = status["relay"]
@@ -155,7 +191,7 @@ async def _up(client, hop: _Hop, request: TransferRequest, sink: Sink, settings:
         digest = result1.sha256
         sink.note(f"The first hop is done ({_hop_line(status['hop1'])}); this computer may leave now: the agent on "
                   f"{hop.site.host} delivers the rest to {redact(request.dest)}.")
-    job = await _follow(client, relay, sink, info.st_size)
+    job = await _follow(client, relay, sink, info.st_size, hop.site.name)
     far = job["result"]
     original = digest or (await asyncio.to_thread(hash_file, local))["sha256"]
     if far["sha256"] != original:
@@ -165,7 +201,7 @@ async def _up(client, hop: _Hop, request: TransferRequest, sink: Sink, settings:
     return _result(info.st_size, began, original, far, status, hop, request.dest, first.streams, near=result1)
 
 
-async def _follow(client, relay: str, sink: Sink, size: int) -> dict:
+async def _follow(client, relay: str, sink: Sink, size: int, site: str) -> dict:
     """Waits for the agent's hop, showing what it delivered; its job when done."""
     while True:
         status = await asyncio.to_thread(client.call, "relay_status", relay=relay)
@@ -178,16 +214,16 @@ async def _follow(client, relay: str, sink: Sink, size: int) -> dict:
         if job["state"] in ("failed", "cancelled", "paused"):
             raise TransferError(f"The agent's hop to the destination is {job['state']}"
                                 f"{': ' + job['error'] if job.get('error') else ''}. Resume it with labferry resume "
-                                f"{job['id']} --on site:…, or run the copy again.")
+                                f"{job['id']} --on site:{site}, or run the copy again.")
         await asyncio.sleep(FOLLOW_EVERY)
 
 
 async def _down(client, hop: _Hop, request: TransferRequest, sink: Sink, settings: dict) -> Result:
     began = time.monotonic()
     dest = Path(request.dest)
-    key = f"{socket.gethostname()}:{dest}"
+    key = _key(request)
     status = await asyncio.to_thread(
-        client.call, "relay_open", direction="down", key=key, name=dest.name, far=request.source,
+        _open, client, direction="down", key=key, name=dest.name, far=request.source,
         overrides=settings.get("far") or {}, keep=bool(settings.get("keep")))
     relay = status["relay"]
     deadline = time.monotonic() + LINK_SECONDS
@@ -197,7 +233,7 @@ async def _down(client, hop: _Hop, request: TransferRequest, sink: Sink, setting
         if time.monotonic() > deadline:
             raise TransferError(f"The agent on {hop.site.host} did not begin the first hop within "
                                 f"{LINK_SECONDS:.0f} s; see labferry queue --on site:{hop.site.name}.")
-        await asyncio.sleep(FOLLOW_EVERY)
+        await asyncio.sleep(LINK_POLL)
         status = await asyncio.to_thread(client.call, "relay_status", relay=relay)
     arrivals = AgentArrivals(client, relay, status)
     second = HopSink(sink, "Last hop", last=True)

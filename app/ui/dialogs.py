@@ -91,7 +91,22 @@ class NewTransferDialog(QDialog):
             hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
             hint.setWordWrap(True)
             form.addRow("", hint)
+        ssh = [s.name for s in sites or [] if s.protocol in ("sftp", "scp")]
+        self.run_on = QComboBox(self)
+        self.run_on.addItem("This computer", "")
+        self.via = QComboBox(self)
+        self.via.addItem("Directly", "")
+        for name in ssh:
+            self.run_on.addItem(f"the agent on {name}", name)
+            self.via.addItem(f"through the agent on {name} (relay)", name)
+        self.run_on.setToolTip("Run the whole transfer on a site's host (Ferry's agent there): it goes on when this "
+                               "computer sleeps; From and To are as that host sees them")
+        self.via.setToolTip("Store-and-forward through a site's host: this computer's hop over the last mile, the "
+                            "agent's over the backbone, both at once")
         form.addRow("Streams", self.streams)
+        if ssh:
+            form.addRow("Run on", self.run_on)
+            form.addRow("Send", self.via)
         form.addRow("Checksum", self.checksum)
         form.addRow("Rate limit", self.limit)
         form.addRow("If files exist", self.existing)
@@ -114,6 +129,8 @@ class NewTransferDialog(QDialog):
             "checksum": parse_checksum(self.checksum.text()) if self.checksum.text().strip() else None,
             "limit_rate": parse_rate(self.limit.text()) if self.limit.text().strip() else None,
             "existing": dict(EXISTING_OPTIONS[self.existing.currentData()]),
+            "on": self.run_on.currentData() or None,
+            "via": self.via.currentData() or None,
         }
 
     def _accept(self) -> None:
@@ -122,6 +139,8 @@ class NewTransferDialog(QDialog):
             values = self.values()
             if not values["source"] or not values["dest"]:
                 problem = "Give both where to copy from and where to."
+            elif values["on"] and values["via"]:
+                problem = "Run on an agent or send through one, not both."
             elif values["streams"] != "auto" and not 1 <= values["streams"] <= 64:
                 problem = "Streams must be auto or a number from 1 to 64."
         except TransferError as exc:

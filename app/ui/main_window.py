@@ -31,6 +31,7 @@ from app.store import Store
 from app.units import format_rate
 from backends.core.errors import TransferError
 
+from .agents_tab import AgentsTab, RemoteJobs
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
 from .details import DetailsPane
@@ -49,7 +50,7 @@ from .torrents import SeedingView
 log = logging.getLogger(__name__)
 
 
-class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
+class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
         super().__init__()
         self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
@@ -59,6 +60,7 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.resize(1200, 760)
         self._really_quit = False
         self.last_error: str | None = None
+        self.last_notice: tuple[str, str] | None = None
         self.settings = self._load_settings()
         self.bridge = EngineBridge(engine, self)
         self.queue_model = QueueModel(self)
@@ -110,6 +112,10 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.tabs.addTab(self.benchmarks, "Benchmarks")
         self.seeding = SeedingView(self.bridge.call, self)
         self.tabs.addTab(self.seeding, "Seeding")
+        self.agents = AgentsTab(self._sites, self.db_path, self)
+        self.agents.remote_finished.connect(self._remote_finished)
+        self.agents.reached.connect(lambda *_: self.refresh_sites())
+        self.tabs.addTab(self.agents, "Agents")
         self.tabs.currentChanged.connect(self._tab_changed)
         self.details = DetailsPane(self)
         middle = QSplitter(Qt.Orientation.Vertical, self)
@@ -192,10 +198,9 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
         self.history_model.refresh()
         self.accession_finished(view)
         self.files.job_finished(view)
-        if self.tray and self.settings.get("notifications", True):
-            title = {JobState.DONE: "Transfer finished", JobState.FAILED: "Transfer failed"}.get(view.state)
-            if title:
-                self.tray.showMessage(title, view.error or view.dest, self.windowIcon(), 8000)
+        title = {JobState.DONE: "Transfer finished", JobState.FAILED: "Transfer failed"}.get(view.state)
+        if title:
+            self.notify(title, view.error or view.dest)
 
     def _show_error(self, message: str) -> None:
         """Say it without stopping the window: the box is window-modal but does not block the event loop."""
@@ -258,8 +263,12 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
             if accessions_in(values["source"]):  # an accession in the source box: what it resolves to, first
                 self.public_data(values["source"], values["dest"])
                 return
+            if values["on"]:  # the whole job on that site's agent, SRC and DEST as its host sees them
+                self.run_on_agent(values)
+                return
+            via = self.relay_choice(values)
             self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
-                        limit_rate=values["limit_rate"], **values["existing"])
+                        limit_rate=values["limit_rate"], **values["existing"], **via)
 
     def browse_site(self, parent, folder: bool = False) -> str | None:
         """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""
@@ -308,8 +317,12 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
             return SiteBook(store).secrets.get(site.name)
 
     def refresh_sites(self) -> None:
-        self.sidebar.set_sites(self._sites())
+        sites = self._sites()
+        with Store(self.db_path) as store:
+            agents = {s.name: (store.settings.get(f"agent.{s.name}") or {}).get("version") for s in sites}
+        self.sidebar.set_sites(sites, agents)
         self.files.refresh_sites()
+        self.agents.refresh_sites()
 
     def edit_site(self, name: str | None) -> None:
         site = None
@@ -382,6 +395,7 @@ class MainWindow(HistoryTab, PublicData, Opening, QMainWindow):
             if box.clickedButton() is not stop:
                 event.ignore()
                 return
+        self.agents.stop()
         self.bridge.close()
         if self.tray:
             self.tray.hide()

@@ -77,11 +77,13 @@ class Sidebar(QTreeWidget):
         self.expandAll()
         self.itemDoubleClicked.connect(self._activated)
 
-    def set_sites(self, sites: list[Site]) -> None:
+    def set_sites(self, sites: list[Site], agents: dict[str, str] | None = None) -> None:
+        """``agents``: site name → the Ferry version its host's agent answered with (found by trying)."""
         self.sites_item.takeChildren()
         for site in sites:
-            item = QTreeWidgetItem(self.sites_item, [site.name])
-            item.setToolTip(0, site.url())
+            version = (agents or {}).get(site.name)
+            item = QTreeWidgetItem(self.sites_item, [f"{site.name} · agent" if version else site.name])
+            item.setToolTip(0, site.url() + (f"\nRuns Ferry's agent ({version})" if version else ""))
             item.setData(0, SiteRole, site.name)
         self.sites_item.setExpanded(True)
 

@@ -18,6 +18,9 @@ class TransferError(Exception):
     kind = "error"
     #: CLI exit status for this kind of failure
     exit_status = 1
+    #: the job waits, paused with this sentence, for the user to fix something outside it (a relay's full spool)
+    #: instead of failing; resuming it tries again
+    pauses = False
 
     def __init__(self, message: str, *, detail: str | None = None) -> None:
         super().__init__(message)

@@ -10,6 +10,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from tests.integration.conftest import (  # noqa: E402,F401  (fixtures shared with the integration tests)
     big_file,
+    collab,
+    dtn,
     nginx,
     plain_file,
     remote_big,

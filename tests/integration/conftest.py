@@ -358,3 +358,20 @@ def dtn(tmp_path_factory, ferry_home):
     server.stop()
 
 
+@pytest.fixture
+def collab(tmp_path_factory, dtn):
+    """The collaborator's sshd, saved as site "collab" in the DTN's site book (the far side is as the DTN sees
+    it), and its folder for uploads."""
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.servers.sshd import Sshd
+
+    root = tmp_path_factory.mktemp("collab")
+    server = Sshd(root / "sshd", user=getpass.getuser()).start()
+    inbox = root / "inbox"
+    inbox.mkdir()
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        SiteBook(store).save(Site("collab", "sftp", "127.0.0.1", server.port, server.user, str(inbox), "auto",
+                                  str(server.key), {"known_hosts": str(server.known_hosts)}))
+    yield inbox
+    server.stop()

@@ -5,7 +5,6 @@ the laptop's process and the agent being SIGKILLed."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import signal
@@ -14,28 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.integration.conftest import MiB, labferry, sha256_of, write_random
-
-
-@pytest.fixture
-def collab(tmp_path_factory, dtn):
-    """The collaborator's sshd, saved as site "collab" in the DTN's site book (the far side is as the DTN sees
-    it), and its folder for uploads."""
-    from app.sites import Site, SiteBook
-    from app.store import Store
-    from tests.servers.sshd import Sshd
-
-    root = tmp_path_factory.mktemp("collab")
-    server = Sshd(root / "sshd", user=getpass.getuser()).start()
-    inbox = root / "inbox"
-    inbox.mkdir()
-    with Store(dtn.home / "ferry.sqlite3") as store:
-        SiteBook(store).save(Site("collab", "sftp", "127.0.0.1", server.port, server.user, str(inbox), "auto",
-                                  str(server.key), {"known_hosts": str(server.known_hosts)}))
-    yield inbox
-    server.stop()
 
 
 def _args(dtn, *args: str) -> list[str]:
@@ -68,6 +46,10 @@ def _agent_job(dtn, job: int) -> dict:
 
     with Store(dtn.home / "ferry.sqlite3") as store:
         found = store.jobs.get(job)
+        if found is None:  # ended and left the queue: its outcome is in the history
+            row = store.conn.execute("SELECT outcome, bytes FROM history WHERE job_id=? ORDER BY id DESC",
+                                     (job,)).fetchone()
+            return {"bytes_done": row[1] if row else 0, "state": row[0] if row else "gone"}
     return {"bytes_done": found.bytes_done, "state": found.state.value}
 
 
@@ -84,6 +66,11 @@ def test_an_upload_relayed_through_the_agent_arrives_byte_exact_with_cut_through
     assert record["hop2_sent_before_hop1_ended"] > 0, record
     assert any(n.startswith("Cut-through") for n in result["notes"])
     assert record["state"] == "delivered" and not (dtn.home / "spool" / record["id"]).exists()
+    from app.store import Store
+
+    with Store() as store:  # history (and the reports made from it) shows both hops
+        notes = json.loads(store.conn.execute("SELECT notes FROM history WHERE outcome='done'").fetchone()[0])
+    assert [n[:6] for n in notes[:2]] == ["Hop 1:", "Hop 2:"] and "streams" in notes[0] and "Mbit/s" in notes[1]
 
 
 def test_a_download_relayed_through_the_agent_arrives_byte_exact_with_cut_through(dtn, nginx, ferry_home, tmp_path):
@@ -172,6 +159,7 @@ def test_a_spool_without_room_refuses_before_anything_is_sent(dtn, collab, ferry
     write_random(source, 4 * MiB, seed=17)
     proc = labferry(*_args(dtn, str(source), "site:collab/"), env_home=ferry_home)
     assert proc.returncode != 0
+    assert json.loads(proc.stdout.splitlines()[-1])["state"] == "paused"  # waits for room; resume tries again
     assert "The relay's spool on" in proc.stderr and "Nothing was sent" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (collab / "no-room.fastq").exists() and not list(collab.iterdir())
@@ -187,3 +175,45 @@ def test_a_relay_through_a_site_that_is_not_ssh_is_refused(dtn, ferry_home, tmp_
     write_random(source, MiB, seed=18)
     proc = labferry("copy", str(source), "sftp://elsewhere/x", "--via", "site:web", env_home=ferry_home)
     assert proc.returncode != 0 and "A relay goes through an SSH site's host" in proc.stderr
+
+
+def test_the_preflight_measures_both_hops_and_says_whether_to_relay(dtn, collab, ferry_home):
+    from app.sites import SiteBook
+    from app.store import Store
+
+    with Store(dtn.home / "ferry.sqlite3") as store:  # the same server, known here by the same name
+        site = SiteBook(store).get("collab")
+    with Store() as store:
+        SiteBook(store).save(site)
+    proc = labferry("preflight", "site:collab", "--via", "site:dtn", "--agent-command", str(dtn.command), "--quick",
+                    "--json", env_home=ferry_home, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert {result[k]["host"] for k in ("direct", "first_hop", "second_hop")} == {"127.0.0.1"}
+    assert all(result[k]["mbps"] > 0 for k in ("direct", "first_hop", "second_hop"))
+    assert result["relay_mbps"] == min(result["first_hop"]["mbps"], result["second_hop"]["mbps"])
+    assert result["why"].startswith(("Send it via site:dtn", "Copy directly")) and "Mbit/s" in result["why"]
+    # the second hop was measured by the agent: the DTN's data folder holds its preflight, the laptop's two
+    with Store(dtn.home / "ferry.sqlite3") as store:
+        assert store.conn.execute("SELECT COUNT(*) FROM preflights").fetchone()[0] == 1
+    assert "Relay" in proc.stdout and "Last mile" in proc.stdout
+
+
+def test_cancelling_a_relayed_copy_stops_the_agents_hop_and_removes_its_spool(dtn, collab, ferry_home, tmp_path):
+    from app.engine import Engine
+    from app.requests import Overrides, resolve
+
+    source = tmp_path / "cancelled.fastq"
+    write_random(source, 48 * MiB, seed=19)
+    request = resolve(str(source), "site:collab/", Overrides(via="site:dtn", agent_command=str(dtn.command),
+                                                              limit_rate=4 * MiB))
+    with Engine(run_queue=False, max_jobs=1) as engine:
+        job = request.submit_to(engine).id
+        record = _wait_record(dtn, lambda r: r["hop1"].get("first_at"), timeout=90)
+        assert (dtn.home / "spool" / record["id"]).exists()
+        engine.cancel(job)
+        engine.wait(job, timeout=30)
+    cancelled = _wait_record(dtn, lambda r: r["state"] == "cancelled", timeout=30)
+    assert not (dtn.home / "spool" / cancelled["id"]).exists()
+    assert _agent_job(dtn, cancelled["job"])["state"] == "cancelled"
+    assert not (collab / "cancelled.fastq").exists()

@@ -6,6 +6,7 @@ from backends.core.base import (
     Backend,
     BufferAdvisor,
     FolderEditor,
+    ForwardsArriving,
     Lister,
     ListFetcher,
     PathProber,
@@ -23,13 +24,17 @@ from backends.torrent import TorrentBackend
 def test_each_backend_offers_exactly_the_abilities_it_implements():
     offers = {
         "https": {Lister, PathProber, Sweeper, ListFetcher},  # a web folder is read-only: no FolderEditor
-        "ssh": {Lister, FolderEditor, PathProber, Sweeper},
+        "ssh": {Lister, FolderEditor, PathProber, Sweeper, ForwardsArriving},
         "gridftp": {Lister, FolderEditor, PathProber, BufferAdvisor},
         "ftp": {Lister, FolderEditor, ListFetcher},
         "torrent": {RouteClaimer, Seeder},
+        "relay": set(),  # the application's relay: the plain interface only
     }
-    abilities = (Lister, FolderEditor, PathProber, Sweeper, BufferAdvisor, RouteClaimer, Seeder, ListFetcher)
-    for backend in (HttpsBackend(), SshBackend(), GridftpBackend(), FtpBackend(), TorrentBackend()):
+    abilities = (Lister, FolderEditor, PathProber, Sweeper, BufferAdvisor, RouteClaimer, Seeder, ListFetcher,
+                 ForwardsArriving)
+    from app.relay import RelayBackend
+
+    for backend in (HttpsBackend(), SshBackend(), GridftpBackend(), FtpBackend(), TorrentBackend(), RelayBackend()):
         assert isinstance(backend, Backend)
         assert {a for a in abilities if isinstance(backend, a)} == offers[backend.name], backend.name
 

@@ -120,3 +120,30 @@ def test_unknown_site_and_streams_are_bad_input(store):
         parse_streams("65")
     assert Defaults.from_settings({"default_streams": "8", "limit_rate": "400Mbit", "verify": False}) == \
         Defaults(streams=8, limit_rate=50_000_000, verify=False)
+
+
+def test_a_relay_leaves_the_far_side_to_the_agent_and_caps_each_hops_streams(store, tmp_path):
+    book = add_site(store, name="dtn", protocol="sftp", host="dtn.example")
+    local = tmp_path / "reads.fq"
+    local.write_bytes(b"x")
+    up = resolve(str(local), "site:collab/in/", Overrides(via="site:dtn", checksum=None, overwrite=True,
+                                                          limit_rate=1000), store=store, sites=book)
+    assert up.backend == "relay" and up.dest == "site:collab/in/"  # the DTN's own site, not looked up here
+    settings = up.options.backend_options
+    assert settings["via"] == "dtn" and settings["far"]["overwrite"] is True and settings["far"]["limit_rate"] == 1000
+    assert settings["far"]["max_streams"] == 16 and up.options.max_streams == 16
+    down = resolve("site:ebi/run1.bam", str(tmp_path) + "/", Overrides(via="site:dtn", max_streams=8), store=store,
+                   sites=book)
+    assert down.source == "site:ebi/run1.bam" and down.dest == str(tmp_path / "run1.bam")
+    assert down.options.max_streams == 8 and down.options.backend_options["far"]["max_streams"] == 8
+
+
+def test_a_relay_needs_an_ssh_site_and_one_local_side(store, tmp_path):
+    book = add_site(store)  # "core": an HTTPS site
+    with pytest.raises(BadRequest, match="A relay goes through an SSH site's host"):
+        resolve(str(tmp_path), "sftp://far/x", Overrides(via="site:core"), store=store, sites=book)
+    book = add_site(store, name="dtn", protocol="sftp", host="dtn.example")
+    with pytest.raises(BadRequest, match="one side each"):
+        resolve("sftp://a/x", "sftp://b/y", Overrides(via="site:dtn"), store=store, sites=book)
+    with pytest.raises(BadRequest, match="goes to a server"):
+        resolve(str(tmp_path), str(tmp_path / "copy"), Overrides(via="site:dtn"), store=store, sites=book)
