@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -99,3 +100,27 @@ def test_a_socket_others_may_open_is_refused(dtn, ferry_home):
     proc = _on(dtn, "queue", home=ferry_home)
     assert proc.returncode != 0
     assert "may be opened by other users" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_agent_of_another_version_is_refused_naming_both(dtn, ferry_home):
+    """A real agent process that says it is another Ferry (its version string changed before it starts, as an
+    older install on the DTN would say)."""
+    import subprocess
+
+    from app import __version__
+
+    code = ("import sys, app; app.__version__ = '0.0.1'; sys.argv = ['labferry', 'agent', '--serve', "
+            "'--idle-minutes', '1']; from app.cli import console; console()")
+    older = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, LABFERRY_HOME=str(dtn.home)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not (dtn.home / "agent" / "agent.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc = _on(dtn, "queue", home=ferry_home)
+        assert proc.returncode != 0
+        assert "Ferry 0.0.1" in proc.stderr and f"Ferry {__version__}" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    finally:
+        older.kill()
+        older.wait()
