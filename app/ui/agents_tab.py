@@ -53,6 +53,7 @@ class AgentsTab(QWidget):
     failed = Signal(str, str)  # site name, sentence
     reached = Signal(str, str)  # site name, the agent's version
     remote_finished = Signal(str, object)  # site name, JobView: a remote job ended while the window was open
+    job_selected = Signal(object)  # the JobView selected in the table (or None), for the details pane
 
     def __init__(self, sites, db_path, parent=None) -> None:
         super().__init__(parent)
@@ -72,6 +73,7 @@ class AgentsTab(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().hide()
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self.job_selected.emit(self.selected()))
         top = QHBoxLayout()
         top.addWidget(QLabel("Site:", self))
         top.addWidget(self.site, 1)
@@ -115,6 +117,7 @@ class AgentsTab(QWidget):
             return
         self.site.setCurrentText(name)
         self.command.setText(agent_command(self.db_path, name))
+        self.model.here = f"{name}'s host"
         self.model.reset([])
         self.state.setText(f"Reaching the agent on {name}…")
         self.watch(name)
@@ -153,10 +156,13 @@ class AgentsTab(QWidget):
                     self.remote_finished.emit(name, view)
         if name != self.site.currentText():
             return
+        chosen = self.selected()
         gone = {v.id for v in self.model.views()} - set(self._states[name])
         for job_id in gone:  # removed on the agent
             self.model.remove(job_id)
         self.model.apply({v.id: v for v in views})
+        if chosen is not None:
+            self.job_selected.emit(next((v for v in views if v.id == chosen.id), None))
         running = sum(v.state.active for v in views)
         self.state.setText(f"The agent on {name} runs: {len(views)} jobs, {running} running.")
 
@@ -169,6 +175,10 @@ class AgentsTab(QWidget):
             self.state.setText(f"Connected to the agent on {name} (Ferry {version}).")
 
     # -- actions ---------------------------------------------------------------------------------
+    def selected(self) -> JobView | None:
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        return self.model.view_at(rows[0]) if rows else None
+
     def _each_selected(self, verb: str) -> None:
         name = self.site.currentText()
         rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})

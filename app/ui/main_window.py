@@ -118,6 +118,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.tabs.addTab(self.agents, "Agents")
         self.tabs.currentChanged.connect(self._tab_changed)
         self.details = DetailsPane(self)
+        self.agents.job_selected.connect(self.details.show_job)
         middle = QSplitter(Qt.Orientation.Vertical, self)
         middle.addWidget(self.tabs)
         middle.addWidget(self.details)
@@ -368,6 +369,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     def _tab_changed(self, index: int) -> None:
         if self.tabs.widget(index) is self.benchmarks:
             self.benchmarks.refresh()
+        if self.tabs.widget(index) is self.agents:  # the details pane follows the tab's own selection
+            self.details.show_job(self.agents.selected())
 
     # -- closing ---------------------------------------------------------------------------------------
     def show_normal(self) -> None:

@@ -24,14 +24,15 @@ def display_name(view: JobView) -> str:
     return unquote(PurePosixPath(path.rstrip("/")).name) or location
 
 
-def route(view: JobView) -> str:
+def route(view: JobView, here: str = "this computer") -> str:
+    """Where a job goes from and to; ``here`` names the machine that runs it (a DTN's for an agent's job)."""
     def place(location: str) -> str:
         if "://" in location:
             parts = urlsplit(location)
             return f"{parts.hostname}"
         if location.startswith("ena:"):
             return "ENA"
-        return "this computer"
+        return here
 
     return f"{place(view.source)} → {place(view.dest)}"
 
@@ -42,6 +43,7 @@ class QueueModel(QAbstractTableModel):
         self._rows: list[JobView] = []
         self._index: dict[int, int] = {}
         self._icons: dict[str, object] = {}  # kind → icon, drawn once per theme
+        self.here = "this computer"  # the machine that runs these jobs (the Agents tab: a site's host)
 
     def refresh_icons(self) -> None:
         """Forget the drawn icons (the theme changed) and let the view ask again."""
@@ -81,7 +83,7 @@ class QueueModel(QAbstractTableModel):
         active = view.state.active
         return {
             "Name": display_name(view),
-            "Route": route(view),
+            "Route": route(view, self.here),
             "Backend": view.backend,
             "Size": format_bytes(view.bytes_total) if view.bytes_total is not None else "",
             "Progress": self.fraction(view),
