@@ -258,14 +258,17 @@ def main() -> int:
                 for direction in args.direction.split(","):
                     tools = tuple(t for t in TOOLS if t in args.tools.split(","))
                     order = tools[round_index % len(tools):] + tools[:round_index % len(tools)]
+                    this_round = {}
                     for tool in order:
                         row = one_run(top, tool, direction, name, size, digest, args)
                         rows.append(row)
-                        if args.json:
-                            print(json.dumps(row), flush=True)
-                        else:
+                        this_round[tool] = {k: v for k, v in row.items() if k not in ("tool", "direction", "size_mib")}
+                        if not args.json:
                             print(f"  {direction} {size // MiB} MiB {tool:<13} {row['mbps']:7.1f} Mbit/s "
                                   f"sha256 {row['sha256_ok']} {row.get('error', '')}", flush=True)
+                    if args.json:  # one line per round: each tool's Mbit/s and whether its SHA-256 matched
+                        print(json.dumps({"round": round_index + 1, "direction": direction, "size_mib": size // MiB,
+                                          **this_round}), flush=True)
     finally:
         top.close()
     command = "sudo .venv/bin/python tests/bench/relay_wan.py " + " ".join(sys.argv[1:])
