@@ -160,7 +160,8 @@ class Agent:
         from backends.core.registry import registry
 
         with Store(database_path()) as store:
-            url, site, options = resolve_target(store, request["target"], TransferOptions())
+            limit = TransferOptions(max_streams=max(1, min(64, int(request.get("max_streams") or 64))))
+            url, site, options = resolve_target(store, request["target"], limit)
             analysis = asyncio.run(run_preflight(store, registry, url, options, site=site,
                                                  quick=bool(request.get("quick"))))
         return analysis.to_dict()

@@ -78,7 +78,7 @@ async def measure_relay(store, registry, target: str, options: TransferOptions, 
 
     def far() -> dict:
         with site_client(site, agent_command) as client:
-            return client.call("preflight", target=target, quick=quick)
+            return client.call("preflight", target=target, quick=quick, max_streams=options.max_streams)
 
     second = await asyncio.to_thread(far)
     result = verdict(direct.to_dict(), first.to_dict(), second, f"site:{name}", RELAY_MAX_STREAMS)

@@ -186,7 +186,7 @@ def test_the_preflight_measures_both_hops_and_says_whether_to_relay(dtn, collab,
     with Store() as store:
         SiteBook(store).save(site)
     proc = labferry("preflight", "site:collab", "--via", "site:dtn", "--agent-command", str(dtn.command), "--quick",
-                    "--json", env_home=ferry_home, timeout=180)
+                    "--max-streams", "2", "--json", env_home=ferry_home, timeout=180)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])
     assert {result[k]["host"] for k in ("direct", "first_hop", "second_hop")} == {"127.0.0.1"}
