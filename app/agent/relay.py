@@ -73,12 +73,37 @@ class Relays:
         return self.spool / record["id"]
 
     def _job(self, record: dict) -> dict | None:
+        """The relay's job on this agent: live from the engine; once it ended, as the record kept it; and for a
+        job that ended just before this agent was killed (its queue no longer holds it), from the history."""
         if record.get("job") is None:
             return None
+        if record.get("job_ended"):
+            return record["job_ended"]
         try:
-            return job_dict(self.engine.job(record["job"]))
-        except Exception:  # the job was removed from the agent's queue
+            job = job_dict(self.engine.job(record["job"]))
+        except Exception:  # not in the queue any more: it ended under an agent that was killed
+            job = self._ended_job(record)
+        if job and job["state"] in ("done", "failed", "cancelled") and (job["state"] != "done" or job.get("result")):
+            record["job_ended"] = job
+            self._save(record)
+        return job
+
+    def _ended_job(self, record: dict) -> dict | None:
+        from app.store import Store
+
+        with Store() as store:
+            row = store.conn.execute(
+                "SELECT outcome, bytes, seconds, throughput_mbps, streams, sha256, verified, verify_method, peer_host,"
+                " error, error_kind, finished FROM history WHERE job_id=? AND started>=? ORDER BY id DESC",
+                (record["job"], record["created"])).fetchone()
+        if row is None:
             return None
+        result = None
+        if row["outcome"] == "done":
+            result = {k: row[k] for k in ("bytes", "seconds", "throughput_mbps", "streams", "sha256", "verify_method",
+                                          "peer_host", "finished")} | {"verified": bool(row["verified"])}
+        return {"id": record["job"], "state": row["outcome"], "bytes_done": row["bytes"] or 0, "streams": 0,
+                "error": row["error"], "error_kind": row["error_kind"], "result": result}
 
     def _room(self, size: int) -> None:
         """Room for the whole file before its first byte: a spool that fills mid-way would stall both hops."""
@@ -204,6 +229,10 @@ class Relays:
                       "spool": str(folder / "in" / record["name"]), "out": str(folder / "out" / record["name"]),
                       "job": job, "hop1": record["hop1"], "keep": record["keep"], "sha256": record.get("sha256"),
                       "hop2_sent_before_hop1_ended": record.get("hop2_sent_before_hop1_ended")}
+            if record["direction"] == "up" and record["state"] == "relaying" and job and job["state"] == "done" \
+                    and job.get("result"):
+                self._deliver(record)  # the destination verified it: the spool goes now, not at the next tend
+                answer["state"] = record["state"]
             if record["direction"] == "up":
                 arrivals = read_arrivals(record["arrivals"]) if Path(record["arrivals"]).exists() else {}
                 answer |= {"size": record["size"], "ready": arrivals.get("ready", [])}

@@ -220,9 +220,16 @@ def kill_after_progress(proc: subprocess.Popen, state: Path, min_bytes: int, tim
 
 
 def popen_labferry(*args: str, env_home: Path) -> subprocess.Popen:
+    """A Ferry process the test may stop with SIGINT: Ctrl-C's default handling even when the suite runs as a
+    shell's background job, whose children inherit SIGINT ignored (a seed then never stopped, and a copy meant to
+    be interrupted ran to its end)."""
     env = dict(os.environ, LABFERRY_HOME=str(env_home))
     return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="session")
