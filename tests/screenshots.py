@@ -265,14 +265,12 @@ def agents(window, server, work: Path, wait) -> None:
 
     from app.sites import Site, SiteBook
     from app.store import Store
+    from tests.servers.agent import ferry_command
     from tests.servers.sshd import Sshd
 
     sshd = Sshd(work / "sshd-dtn", user=getpass.getuser()).start()
     home = work / "dtn-home"
-    home.mkdir()
-    command = work / "ferry-on-dtn"
-    command.write_text(f"#!/bin/sh\nLABFERRY_HOME={home} exec {sys.executable} -m app \"$@\"\n")
-    command.chmod(0o755)
+    command = ferry_command(work / "ferry-on-dtn", home)
     with Store() as store:
         SiteBook(store).save(Site("lab-dtn", "sftp", "127.0.0.1", sshd.port, sshd.user, str(work), "auto",
                                   str(sshd.key), {"known_hosts": str(sshd.known_hosts)}))

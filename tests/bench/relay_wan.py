@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.bench.https_wan import make_file  # noqa: E402
 from tests.bench.report import WANEM, MiB, on_host, path_arguments, prepare_path, replace_section  # noqa: E402
+from tests.servers.agent import ferry_command  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
 TOOLS = ("scp", "ferry-direct", "ferry-via")
@@ -56,10 +57,7 @@ class Topology:
         self.srv = work / "collab"  # b's folder: the files it serves and receives
         self.srv.mkdir(exist_ok=True)
         self.dtn_home = work / "dtn-home"
-        self.dtn_home.mkdir(exist_ok=True)
-        self.command = work / "ferry-on-dtn"
-        self.command.write_text(f"#!/bin/sh\nLABFERRY_HOME={self.dtn_home} exec {sys.executable} -m app \"$@\"\n")
-        self.command.chmod(0o755)
+        self.command = ferry_command(work / "ferry-on-dtn", self.dtn_home)
         self._save_site(self.dtn_home, "collab", self.sshd_b, self.b, str(self.srv))
         from app.store import Store
 

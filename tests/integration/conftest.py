@@ -341,16 +341,14 @@ def dtn(tmp_path_factory, ferry_home):
     the command that starts Ferry there, and the site "dtn" in the laptop's data folder."""
     from app.sites import Site, SiteBook
     from app.store import Store
+    from tests.servers.agent import ferry_command
     from tests.servers.sshd import Sshd
 
     root = tmp_path_factory.mktemp("dtn")
     os.chmod(root, 0o755)
     server = Sshd(root / "sshd", user=getpass.getuser()).start()
     home = root / "dtn-home"
-    home.mkdir()
-    command = root / "ferry-on-dtn"
-    command.write_text(f"#!/bin/sh\nLABFERRY_HOME={home} exec {sys.executable} -m app \"$@\"\n")
-    command.chmod(0o755)
+    command = ferry_command(root / "ferry-on-dtn", home)
     with Store() as store:
         SiteBook(store).save(Site("dtn", "sftp", "127.0.0.1", server.port, server.user, str(root), "auto",
                                   str(server.key), {"known_hosts": str(server.known_hosts)}))
