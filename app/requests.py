@@ -134,6 +134,16 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
 RELAY_MAX_STREAMS = 16
 
 
+def resolve_here(source: str, dest: str | os.PathLike, overrides: Overrides | None = None, **kw) -> Request:
+    """``resolve`` against this installation's own store: its sites, its Settings as the defaults, its benchmark
+    log (the CLI's commands and the agent; the window passes the settings it holds)."""
+    from app.store import Store
+
+    with Store() as store:
+        return resolve(source, dest, overrides, store=store, defaults=Defaults.from_settings(store.settings.all()),
+                       **kw)
+
+
 def _resolve_relay(source: str, dest: str, overrides: Overrides, defaults: Defaults, registry: Registry, store,
                    sites) -> Request:
     """SRC → DEST through the agent on the via site (``app.relay``). The far side (DEST of an upload, SRC of a

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import threading
+import time
 
 from app import __version__
 from backends.core.errors import BadRequest, TransferError, Unavailable
@@ -73,6 +75,50 @@ class AgentClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class AgentLink:
+    """The agent over a site's SSH login, shared by several threads (one request at a time), and reached again
+    when it went away: an agent killed mid-job is started anew by the next ``--stdio`` and resumes its queue.
+    Connects on the first request; an agent not reached then (no Ferry there, another version) is said at once.
+    ``retries``: how often a link that was up is tried again before its sentence is raised (the window's watch
+    asks again each second by itself: 0). A refusal by the agent is raised at once."""
+
+    def __init__(self, connect, where: str, retries: int = 6,
+                 then: str = "run the same command again to go on") -> None:
+        """``then``: what to do when the link stays lost, the end of its sentence."""
+        self.connect, self.where, self.retries, self.then = connect, where, retries, then
+        self.lock = threading.Lock()
+        self.client: AgentClient | None = None
+        self.reached = False
+
+    def call(self, verb: str, **params):
+        with self.lock:
+            for attempt in range(self.retries + 1):
+                try:
+                    if self.client is None:
+                        self.client = self.connect()
+                        self.reached = True
+                    return self.client.call(verb, **params)
+                except BadRequest:
+                    raise  # the agent answered: a refusal, not a lost link
+                except (TransferError, OSError, ValueError) as exc:
+                    self._drop()
+                    if attempt == self.retries or not self.reached:
+                        if isinstance(exc, TransferError):
+                            raise
+                        raise TransferError(f"The link to the agent on {self.where} broke ({exc}); {self.then}.") \
+                            from None
+                    time.sleep(min(0.5 * 2 ** attempt, 8.0))
+
+    def _drop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
 
 
 def site_client(site, command: str = REMOTE_COMMAND) -> AgentClient:

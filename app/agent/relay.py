@@ -44,7 +44,9 @@ KEEP_FREE = 1 << 30
 FORGET_DAYS = 7
 
 
-def relay_id(key: str) -> str:
+def relay_id(request: dict) -> str:
+    """A relay's ID: its direction, this computer's file and the far end (the same command, the same relay)."""
+    key = json.dumps([request["direction"], request["key"], request["far"]])
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -123,8 +125,7 @@ class Relays:
     def open(self, request: dict) -> dict:
         """A new relay, or the one the same command made before (resumed)."""
         from app.agent.protocol import overrides_from_wire
-        from app.requests import Defaults, resolve
-        from app.store import Store
+        from app.requests import resolve_here
 
         direction = request["direction"]
         if direction not in ("up", "down"):
@@ -132,7 +133,7 @@ class Relays:
         name = Path(request["name"]).name
         if not name or name in (".", ".."):
             raise BadRequest("The relayed file needs a name.")
-        ident = relay_id(json.dumps([direction, request["key"], request["far"]]))
+        ident = relay_id(request)
         with self.lock:
             path = self.records / f"{ident}.json"
             if path.exists():
@@ -160,9 +161,7 @@ class Relays:
             else:
                 source, dest = request["far"], str(folder / "in" / name)
                 record |= {"mtime": record["created"]}
-            with Store() as store:
-                resolved = resolve(source, dest, overrides, store=store,
-                                   defaults=Defaults.from_settings(store.settings.all()))
+            resolved = resolve_here(source, dest, overrides)
             record["job"] = None
             if direction == "down" or isinstance(registry.get(resolved.backend), ForwardsArriving):
                 record["job"] = self._submit(resolved, record)
@@ -205,13 +204,10 @@ class Relays:
             record["hop1"]["last_at"] = time.time()
             if record.get("pending"):  # store-and-forward: the far backend takes only whole files
                 from app.agent.protocol import overrides_from_wire
-                from app.requests import Defaults, resolve
-                from app.store import Store
+                from app.requests import resolve_here
 
                 pending = record.pop("pending")
-                with Store() as store:
-                    resolved = resolve(pending["source"], pending["dest"], overrides_from_wire(pending["overrides"]),
-                                       store=store, defaults=Defaults.from_settings(store.settings.all()))
+                resolved = resolve_here(pending["source"], pending["dest"], overrides_from_wire(pending["overrides"]))
                 record["job"] = self._submit(resolved, record)
             job = self._job(record)
             # cut-through, shown: what the second hop had sent on when the first one's last byte arrived
@@ -252,7 +248,7 @@ class Relays:
 
     def cancel(self, request: dict) -> dict:
         """The laptop cancelled the relayed job: its hop here stops and the spool goes."""
-        ident = relay_id(json.dumps([request["direction"], request["key"], request["far"]]))
+        ident = relay_id(request)
         with self.lock:
             try:
                 record = self._record(ident)

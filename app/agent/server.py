@@ -131,13 +131,9 @@ class Agent:
 
     def _submit(self, request: dict) -> dict:
         """Through the front door, as a local copy: the agent's own sites, settings and defaults."""
-        from app.requests import Defaults, resolve
-        from app.store import Store
+        from app.requests import resolve_here
 
-        overrides = overrides_from_wire(request.get("overrides"))
-        with Store(database_path()) as store:
-            resolved = resolve(request["source"], request["dest"], overrides, store=store,
-                               defaults=Defaults.from_settings(store.settings.all()))
+        resolved = resolve_here(request["source"], request["dest"], overrides_from_wire(request.get("overrides")))
         return job_dict(self.engine.submit(*resolved.submit_args()))
 
     def _jobs(self, request: dict) -> list[dict]:

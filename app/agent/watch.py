@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from backends.core.errors import BadRequest, TransferError
+from backends.core.errors import TransferError, Unavailable
 
 POLL_SECONDS = 1.0
 
@@ -38,10 +38,11 @@ class AgentWatch:
     def __init__(self, site, command: str, on_jobs: Callable[[list[dict]], None],
                  on_error: Callable[[str], None], on_reached: Callable[[str], None] | None = None,
                  db_path=None) -> None:
+        from app.agent.client import AgentLink
+
         self.site, self.command, self.db_path = site, command, db_path
         self.on_jobs, self.on_error, self.on_reached = on_jobs, on_error, on_reached
-        self._client = None
-        self._lock = threading.Lock()
+        self.link = AgentLink(self._connect, site.host, retries=0, then="Ferry tries again")  # the poll retries
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"agent-{site.name}", daemon=True)
         self._thread.start()
@@ -64,7 +65,7 @@ class AgentWatch:
                 wait = POLL_SECONDS
                 self.on_jobs(jobs)
             except TransferError as exc:
-                if "There is no Ferry" in str(exc):
+                if isinstance(exc, Unavailable):  # no Ferry there: the site profile remembers it
                     note_agent(self.site.name, None, str(exc), db_path=self.db_path)
                 self.on_error(str(exc))
                 wait = min(30.0, wait * 2)
@@ -72,27 +73,8 @@ class AgentWatch:
 
     def call(self, verb: str, **params):
         """One request to the agent, from any thread (connecting first if needed)."""
-        with self._lock:
-            if self._client is None:
-                self._client = self._connect()
-            try:
-                return self._client.call(verb, **params)
-            except (OSError, ValueError) as exc:
-                self._drop()
-                raise TransferError(f"The link to the agent on {self.site.host} broke ({exc}); Ferry tries again.") \
-                    from None
-            except BadRequest:
-                raise  # the agent answered: a refusal, not a broken link
-            except TransferError:
-                self._drop()
-                raise
-
-    def _drop(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        return self.link.call(verb, **params)
 
     def stop(self) -> None:
         self._stop.set()
-        with self._lock:
-            self._drop()
+        self.link.close()

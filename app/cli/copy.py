@@ -14,7 +14,7 @@ from dataclasses import replace
 from app.cli.flags import add_option_flags, options_from_flags
 from app.engine import Engine, JobState
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
-from app.requests import Defaults, Overrides, parse_streams
+from app.requests import Overrides, parse_streams
 from app.units import counted, format_bytes, format_duration, format_rate, parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import BadRequest
@@ -159,8 +159,7 @@ class ProgressLine:
 def run(args: argparse.Namespace) -> int:
     from app.accessions.ids import is_accession
     from app.cli import EXIT_STATUSES
-    from app.requests import resolve
-    from app.store import Store
+    from app.requests import resolve_here
 
     if args.input:
         if args.source is None or args.dest is not None:
@@ -177,9 +176,7 @@ def run(args: argparse.Namespace) -> int:
 
         return fetch_accession(args, overrides_from(args))
 
-    with Store() as store:
-        request = resolve(args.source, args.dest, overrides_from(args), store=store,
-                          defaults=Defaults.from_settings(store.settings.all()))
+    request = resolve_here(args.source, args.dest, overrides_from(args))
     request = replace(request, source=ask_password(request.source))
     line = ProgressLine(not args.quiet)
     engine = Engine(run_queue=False, max_jobs=1).start()

@@ -98,16 +98,13 @@ def run_seed(args: argparse.Namespace) -> int:
 
     if not 1 <= args.connections <= 64:
         raise BadRequest("--connections takes a number from 1 to 64.")
-    from app.requests import Defaults, Overrides, resolve
-    from app.store import Store
+    from app.requests import Overrides, resolve_here
 
     chosen = Overrides(streams=args.connections, backend_options={
         "seed": True, "listen": args.listen, "connections": args.connections, "encryption": args.encryption,
         "discovery": args.discovery or None,
         "upload_limit": parse_rate(args.upload_limit) if args.upload_limit else None})
-    with Store() as store:
-        request = resolve(args.torrent, args.data, chosen, store=store, advice=False,
-                          defaults=Defaults.from_settings(store.settings.all()))
+    request = resolve_here(args.torrent, args.data, chosen, advice=False)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
     view = None

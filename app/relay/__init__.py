@@ -28,7 +28,7 @@ from backends.core.registry import registry
 from backends.core.urls import redact
 from backends.streams.hashing import hash_file
 
-from .hops import AgentArrivals, AgentLink, HopSink, RangesReporter
+from .hops import AgentArrivals, HopSink, RangesReporter
 
 FOLLOW_EVERY = 0.5  # seconds between looks at the agent's hop while the laptop waits for it
 LINK_SECONDS = 120.0  # how long a download relay may take to begin its first hop's file
@@ -91,10 +91,10 @@ class RelayBackend:
         self.check(request)
         settings = request.options.backend_options
         site, secret = await asyncio.to_thread(_site, settings["via"])
-        from app.agent.client import site_client
+        from app.agent.client import AgentLink, site_client
 
         command = settings.get("agent_command") or "labferry"
-        client = await asyncio.to_thread(AgentLink, lambda: site_client(site, command))
+        client = AgentLink(lambda: site_client(site, command), site.host)
         try:
             hop = _Hop(site, secret, request)
             if _uploads(request):

@@ -11,45 +11,8 @@ from backends.core.base import Sink, StreamRatesSink
 from backends.core.errors import TransferError
 from backends.streams.chunks import Interval
 
-RECONNECTS = 6  # tries to reach the agent again (it was killed and restarts on demand, or the link dropped)
 TELL_EVERY = 0.25  # seconds: how far the agent's view of the first hop may lag behind it
 ASK_EVERY = 0.25
-
-
-class AgentLink:
-    """The agent over the via site's SSH login, shared by the relay's threads (one request at a time), and
-    reached again when it went away: an agent killed mid-relay is started anew by the next ``--stdio`` and
-    resumes its hop from its queue, so the laptop's side goes on with it."""
-
-    def __init__(self, connect) -> None:
-        self.connect = connect
-        self.lock = threading.Lock()
-        self.client = connect()
-
-    def call(self, verb: str, **params):
-        from backends.core.errors import BadRequest
-
-        with self.lock:
-            for attempt in range(RECONNECTS + 1):
-                try:
-                    if self.client is None:
-                        self.client = self.connect()
-                    return self.client.call(verb, **params)
-                except BadRequest:
-                    raise  # the agent answered: a refusal, not a lost link
-                except (TransferError, OSError, ValueError):
-                    if self.client is not None:
-                        self.client.close()
-                        self.client = None
-                    if attempt == RECONNECTS:
-                        raise
-                    time.sleep(min(0.5 * 2 ** attempt, 8.0))
-
-    def close(self) -> None:
-        with self.lock:
-            if self.client is not None:
-                self.client.close()
-                self.client = None
 
 
 class RangesReporter:

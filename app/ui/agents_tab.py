@@ -29,7 +29,7 @@ from app.agent.watch import AgentWatch, agent_note, note_agent
 from app.engine import JobState, JobView
 from app.store import Store
 
-from .queue_model import PROGRESS, ProgressDelegate, QueueModel
+from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
 
 SSH = ("sftp", "scp")
 
@@ -176,13 +176,12 @@ class AgentsTab(QWidget):
 
     # -- actions ---------------------------------------------------------------------------------
     def selected(self) -> JobView | None:
-        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
-        return self.model.view_at(rows[0]) if rows else None
+        views = selected_views(self.table)
+        return views[0] if views else None
 
     def _each_selected(self, verb: str) -> None:
         name = self.site.currentText()
-        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
-        jobs = [v.id for v in (self.model.view_at(r) for r in rows) if v is not None]
+        jobs = [v.id for v in selected_views(self.table)]
         if name and jobs:
             self._in_thread(name, lambda watch: [watch.call(verb, job=j) for j in jobs])
 
@@ -243,4 +242,4 @@ class RemoteJobs:
             self.statusBar().showMessage(f"{title}: {text}", 8000)
 
 
-__all__ = ["AgentsTab", "RemoteJobs", "note_agent", "view_of"]
+__all__ = ["AgentsTab", "RemoteJobs", "agent_note", "note_agent", "view_of"]

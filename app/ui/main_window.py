@@ -31,7 +31,7 @@ from app.store import Store
 from app.units import format_rate
 from backends.core.errors import TransferError
 
-from .agents_tab import AgentsTab, RemoteJobs
+from .agents_tab import AgentsTab, RemoteJobs, agent_note
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
 from .details import DetailsPane
@@ -43,7 +43,7 @@ from .icons import ACTIONS, icon
 from .opening import Opening
 from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, empty_hint
 from .public_data import PublicData, accessions_in
-from .queue_model import PROGRESS, ProgressDelegate, QueueModel
+from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
 from .reporting import ReportExporter
 from .torrents import SeedingView
 
@@ -213,8 +213,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
 
     # -- actions ---------------------------------------------------------------------------------
     def selected_views(self) -> list[JobView]:
-        rows = sorted({i.row() for i in self.queue_view.selectionModel().selectedRows()})
-        return [v for v in (self.queue_model.view_at(r) for r in rows) if v is not None]
+        return selected_views(self.queue_view)
 
     def _selection_changed(self, *args) -> None:
         views = self.selected_views()
@@ -320,7 +319,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     def refresh_sites(self) -> None:
         sites = self._sites()
         with Store(self.db_path) as store:
-            agents = {s.name: (store.settings.get(f"agent.{s.name}") or {}).get("version") for s in sites}
+            agents = {s.name: (agent_note(store, s.name) or {}).get("version") for s in sites}
         self.sidebar.set_sites(sites, agents)
         self.files.refresh_sites()
         self.agents.refresh_sites()

@@ -37,6 +37,13 @@ def route(view: JobView, here: str = "this computer") -> str:
     return f"{place(view.source)} → {place(view.dest)}"
 
 
+def selected_views(table) -> list[JobView]:
+    """The jobs selected in ``table`` (a view of a ``QueueModel``), in row order."""
+    model = table.model()
+    rows = sorted({i.row() for i in table.selectionModel().selectedRows()})
+    return [v for v in (model.view_at(r) for r in rows) if v is not None]
+
+
 class QueueModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)

@@ -66,8 +66,8 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                                                 arriving.whole() if arriving else session.stat(remote))
         finally:
             hasher.stop()
-        if arriving is not None:
-            verified, method = _compare(digests["sha256"], now, remote, part)
+        if arriving is not None:  # ``now`` is the original's digest: a difference raises
+            verified, _ = _compare(digests["sha256"], now, remote, part)
             method = "sha256 matched the original's, as the relay's first hop computed and checked it"
         else:
             if now is None or (now.size, now.mtime) != (entry.size, entry.mtime):
