@@ -121,6 +121,8 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
                                                                               strict=strict))
     if advice and store is not None and options.streams == "auto" and not options.initial_streams:
         options = replace(options, initial_streams=_advised_streams(store, source, dest, backend.name))
+    if advice and store is not None and not options.path_rate:
+        options = replace(options, path_rate=_path_rate(store, source, dest, backend.name))
     given, dest = dest, resolve_destination(source, dest)
     if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
@@ -185,7 +187,7 @@ def _resolve_relay(source: str, dest: str, overrides: Overrides, defaults: Defau
     options = _merge(near, defaults, None)
     relay = registry.get("relay")
     settings = {"via": via, "agent_command": overrides.agent_command or "labferry", "keep": bool(overrides.keep),
-                "far": overrides_to_wire(far)}
+                "far": overrides_to_wire(far), "compress": overrides.backend_options.get("compress")}
     options = replace(options, backend_options=check_backend_options(relay, settings))
     return Request(source, dest, options, relay.name, site)
 
@@ -290,6 +292,14 @@ def _advised_streams(store, source: str, dest: str, backend: str) -> int | None:
     if not host:
         return None
     return advised_streams(store, host, backend)
+
+
+def _path_rate(store, source: str, dest: str, backend: str) -> int | None:
+    """The best rate (bytes/s) the benchmark log holds for this host and backend: what ``--compress auto`` weighs
+    the compressor's speed against (compressed transfers are logged at their wire rate)."""
+    host = host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
+    mbps = store.benchmarks.best_by_backend(host).get(backend) if host else None
+    return int(mbps * 1e6 / 8) if mbps else None
 
 
 def _site_backend(protocol: str, registry: Registry | None):

@@ -19,6 +19,9 @@ command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
 # the window is tested offscreen and, for drags and the Files tab, on a real X server
 command -v xvfb-run >/dev/null 2>&1 || need="$need xvfb xauth"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
+# --compress: the servers' zstd, and Illumina reads simulated over a generated reference (art_illumina)
+command -v zstd >/dev/null 2>&1 || need="$need zstd"
+command -v art_illumina >/dev/null 2>&1 || need="$need art-nextgen-simulation-tools"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"
 # ProFTPD and vsftpd conflict as Debian packages: vsftpd is installed, ProFTPD is unpacked into its own folder

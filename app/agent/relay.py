@@ -161,7 +161,8 @@ class Relays:
             else:
                 source, dest = request["far"], str(folder / "in" / name)
                 record |= {"mtime": record["created"]}
-            resolved = resolve_here(source, dest, overrides)
+            # the user's SSH options (--compress) reach the far hop when it is SSH, and are left out otherwise
+            resolved = resolve_here(source, dest, overrides, strict=False)
             record["job"] = None
             if direction == "down" or isinstance(registry.get(resolved.backend), ForwardsArriving):
                 record["job"] = self._submit(resolved, record)
@@ -207,7 +208,8 @@ class Relays:
                 from app.requests import resolve_here
 
                 pending = record.pop("pending")
-                resolved = resolve_here(pending["source"], pending["dest"], overrides_from_wire(pending["overrides"]))
+                resolved = resolve_here(pending["source"], pending["dest"], overrides_from_wire(pending["overrides"]),
+                                        strict=False)
                 record["job"] = self._submit(resolved, record)
             job = self._job(record)
             # cut-through, shown: what the second hop had sent on when the first one's last byte arrived

@@ -299,6 +299,7 @@ def _json_result(view, status: int) -> dict:
         "restarts": result.get("restarts", 0),
         "retries": result.get("retries", 0),
         "bytes_fetched": result.get("bytes_fetched"),
+        "bytes_on_wire": result.get("bytes_on_wire"),
         "resumed_from": result.get("resumed_from", 0),
         "rtt_ms": result.get("rtt_ms"),
         "notes": result.get("notes", []),

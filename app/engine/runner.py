@@ -158,8 +158,10 @@ class JobRunner:
             tcp=json.dumps(host_tcp().to_dict()),
         )
         if moved > 0 and result.seconds > 0:
+            # the path's rate: a compressed transfer's wire bytes, not what they unpacked to
             store.benchmarks.add(
-                job_id=job.id, backend=job.backend, peer_host=result.peer_host, streams=result.streams, bytes=moved,
+                job_id=job.id, backend=job.backend, peer_host=result.peer_host, streams=result.streams,
+                bytes=result.bytes_on_wire or moved,
                 seconds=result.seconds, rtt_ms=result.rtt_ms, started=self.started,
             )
 

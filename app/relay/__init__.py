@@ -20,8 +20,17 @@ import socket
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
-from backends.core.base import Availability, Capabilities, Result, Sink, TransferOptions, TransferRequest
+from backends.core.base import (
+    COMPRESSED_NOTE,
+    Availability,
+    Capabilities,
+    Result,
+    Sink,
+    TransferOptions,
+    TransferRequest,
+)
 from backends.core.errors import BadRequest, Corrupt, LocalError, NoSpace, TransferError
 from backends.core.options import option
 from backends.core.registry import registry
@@ -42,6 +51,7 @@ class RelayOptions:
     via: str = option("", "the SSH site whose host runs Ferry's agent (site:NAME)")
     agent_command: str = option("labferry", "how Ferry is started on that host")
     keep: bool = option(False, "keep the relay's spool copy after the destination verified it")
+    compress: Literal["auto", "zstd", "off"] | None = option(None, "zstd on the laptop's hop (SSH's --compress)")
     #: the user's choices for the far hop (checksum, overwrite, sync, CA…), as the agent's front door takes them
     far: dict = field(default_factory=dict)
 
@@ -155,6 +165,9 @@ class _Hop:
         self.options = replace(site_options(site), streams=own.streams, max_streams=own.max_streams,
                                limit_rate=own.limit_rate, shared_limit=own.shared_limit,
                                initial_streams=own.initial_streams, overwrite=True, verify=True)
+        compress = own.backend_options.get("compress")
+        if compress:
+            self.options = replace(self.options, backend_options=self.options.backend_options | {"compress": compress})
 
     def url(self, path: str) -> str:
         return replace(self.site, remote_folder="").url(path, self.secret)
@@ -276,6 +289,9 @@ def _result(size: int, began: float, digest: str, far: dict, status: dict, hop: 
                      "seconds": near.seconds if near else None}
         hops = [far_line, near_line]
     notes = [f"Hop {n}: {_hop_line(h)}." for n, h in enumerate(hops, 1)]
+    up = status["direction"] == "up"
+    for n, said in ((1 if up else 2, near.notes if near else []), (2 if up else 1, far.get("notes") or [])):
+        notes += [f"Hop {n}: {line}" for line in said if line.startswith(COMPRESSED_NOTE)]
     sent = status.get("hop2_sent_before_hop1_ended")
     if sent:
         notes.append(f"Cut-through: the agent had sent {sent / 1e6:.0f} MB on before the first hop's last byte.")
@@ -287,5 +303,6 @@ def _result(size: int, began: float, digest: str, far: dict, status: dict, hop: 
                   verify_method=f"end to end through the relay on {hop.site.host}: {method}",
                   peer_host=hop.site.host, bytes_fetched=near.bytes_fetched if near else 0,
                   resumed_from=near.resumed_from if near else 0, notes=notes,
+                  bytes_on_wire=near.bytes_on_wire if near else None,
                   hops=[{k: h.get(k) for k in ("route", "streams", "rate", "seconds")} for h in hops])
 

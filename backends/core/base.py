@@ -80,6 +80,9 @@ class TransferOptions:
     insecure: bool = False
     overwrite: bool = False
     initial_streams: int | None = None  # a starting point for "auto" (from the benchmark log)
+    #: the path's measured rate in bytes/s (a recent preflight's, else the best transfer's), for choices that
+    #: weigh CPU against the wire (``--compress auto``); None: never measured
+    path_rate: int | None = None
     sync: str | None = None  # skip files already there: "size-mtime" or "checksum"
     #: compare with the server's (or a published) checksum; off: only Ferry's own sha256 (Settings → Verify)
     verify: bool = True
@@ -113,6 +116,8 @@ class TransferOptions:
             "name_from_source": self.name_from_source,
             "backend_options": dict(self.backend_options),
         }
+        if self.path_rate:
+            d["path_rate"] = self.path_rate
         if self.checksum:
             d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
         if self.files:
@@ -142,8 +147,12 @@ class TransferOptions:
             backend_options=dict(d.get("backend_options") or {}),
             files=tuple(ListedFile.from_dict(f) for f in d.get("files") or ()),
             arriving=d.get("arriving"),
+            path_rate=d.get("path_rate"),
         )
 
+
+#: how the note of a transfer that travelled compressed begins (a relay repeats its hops' notes that begin so)
+COMPRESSED_NOTE = "Compressed on the wire:"
 
 #: the verification method when the user turned comparison off
 NOT_COMPARED = "sha256 computed here; comparison with the server turned off (Verify setting)"
@@ -235,6 +244,8 @@ class Result:
     rtt_ms: float | None = None
     restarts: int = 0  # times the transfer began again because the source changed
     bytes_fetched: int = 0  # bytes moved over the network (resume and restarts included)
+    #: bytes that crossed the wire when they travelled compressed (``bytes_fetched`` counts them as delivered)
+    bytes_on_wire: int | None = None
     resumed_from: int = 0  # bytes already present when this run began
     notes: list[str] = field(default_factory=list)
     dest: str | None = None  # the file written, when the backend named it otherwise than the request (a server's name)

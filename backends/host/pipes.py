@@ -61,6 +61,19 @@ class PipeSource:
         self._buf = bytearray(rest)
         return line + sep
 
+    async def read_some(self, limit: int = CHUNK) -> bytes:
+        """Whatever is there (up to ``limit``, at least one byte); b"" at end of stream."""
+        if self._buf:
+            data = bytes(self._buf[:limit])
+            del self._buf[:len(data)]
+            return data
+        return await self._read_some(limit)
+
+    def unread(self, data: bytes) -> None:
+        """Give back bytes read past what the caller wanted (they come first again)."""
+        if data:
+            self._buf[:0] = data
+
     async def discard(self, count: int) -> int:
         """Skip ``count`` bytes; returns how many there were."""
         skipped = min(count, len(self._buf))

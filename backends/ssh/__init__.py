@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.base import (
+    COMPRESSED_NOTE,
     Availability,
     Capabilities,
     ProbeResult,
@@ -168,11 +169,15 @@ class SshBackend(BrowsesFolders):
                              else self._upload(session, request, sink))
         finally:
             await session.close()
+        seconds = time.monotonic() - began
+        if outcome.on_wire:
+            notes.append(wire_note(outcome.moved, outcome.on_wire, seconds))
+            sink.note(notes[-1])
         return Result(
-            bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams, sha256=outcome.sha256,
+            bytes=outcome.bytes, seconds=seconds, streams=outcome.streams, sha256=outcome.sha256,
             verified=outcome.verified, verify_method=outcome.verify_method, peer_host=session.target.host,
             rtt_ms=session.rtt_s * 1000 if session.rtt_s else None, bytes_fetched=outcome.moved,
-            resumed_from=outcome.resumed_from, notes=notes,
+            resumed_from=outcome.resumed_from, notes=notes, bytes_on_wire=outcome.on_wire,
         )
 
     async def _download(self, session: SshSession, request: TransferRequest, sink: Sink):
@@ -235,6 +240,17 @@ class SshBackend(BrowsesFolders):
         from .probe import sweep
 
         return await sweep(url, counts, seconds, options, on_level)
+
+
+def wire_note(delivered: int, on_wire: int, seconds: float) -> str:
+    """Both rates of a compressed transfer, for its notes and history."""
+    from ..streams.partfile import human_size
+
+    def rate(n: int) -> str:
+        return f"{n * 8 / seconds / 1e6:,.0f} Mbit/s" if seconds > 0 else "?"
+
+    return (f"{COMPRESSED_NOTE} {human_size(on_wire)} crossed it for {human_size(delivered)} delivered "
+            f"({delivered / max(1, on_wire):.1f}×); delivered {rate(delivered)}, wire {rate(on_wire)}.")
 
 
 def _source_id(request: TransferRequest) -> str:

@@ -15,8 +15,9 @@ from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
 from ..streams.partfile import Identity, PartFile, human_size
 from ..streams.ratelimit import limiter_for
+from . import squeeze
 from .ranged import SshDownload, SshUpload
-from .session import SshSession
+from .session import SshSession, ssh_options
 from .target import Entry
 
 
@@ -41,17 +42,21 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
             chunks = ChunkMap(size, done)
             streams = session.streams(options, size)
             fast = session.openssh or session.sftp_ssh
+            on_wire = None
             if fast is not None:
+                extra = {}
                 if session.openssh is not None:
                     kind = SshDownload
+                    extra["packed"] = await _compress(session, options, remote, size - resumed, sink, None, arriving)
                 else:  # an SFTP-only account: SFTP sessions over the OpenSSH connections
                     from .sftpstreams import SftpDownload as kind
                 run = kind(fast, remote, chunks, part, sink=sink, limiter=limiter_for(options),
                            tuner=session.tuner(options, size), streams=streams,
-                           max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving)
+                           max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving, **extra)
                 run.hasher = hasher
                 await run.run()
                 moved, peak = run.moved, run.peak_streams
+                on_wire = run.on_wire if extra.get("packed") else None
             else:
                 from .sftpdata import sftp_download  # paramiko: a password login, or no OpenSSH client here
 
@@ -78,7 +83,7 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
         part.finish(size)
         os.chmod(dest, mode & 0o777)
         os.utime(dest, (mtime, mtime))
-        return FileOutcome(size, moved, peak, digests["sha256"], verified, method, resumed)
+        return FileOutcome(size, moved, peak, digests["sha256"], verified, method, resumed, on_wire)
     except BaseException:
         if remote_sum:
             remote_sum.cancel()
@@ -169,19 +174,22 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         chunks = ChunkMap(size, done)
         streams = session.streams(options, size)
         verified_ranges = 0
+        on_wire = None
         gate = arriving
         if gate is not None and session.openssh is None:
             await gate.whole()  # the SFTP paths below read the file straight through: let it arrive first
             gate = None
         if session.openssh is not None and size > 0:
+            packed = await _compress(session, options, remote, size - resumed, sink, local, gate)
             run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
-                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate)
+                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate, packed=packed)
             try:
                 await run.run()
             finally:
                 run.close()
             moved, peak, verified_ranges = run.moved, run.peak_streams, run.ranges_unverified == 0
+            on_wire = run.on_wire if packed else None
         elif session.sftp_ssh is not None and size > 0:  # an SFTP-only account: SFTP sessions over OpenSSH
             from .sftpstreams import SftpUpload
 
@@ -212,11 +220,41 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         await asyncio.to_thread(control.rename, part, remote)
         await asyncio.to_thread(control.finish_file, remote, mode, int(mtime))
         record.remove()
-        return FileOutcome(size, moved, peak, digest, verified, method, resumed)
+        return FileOutcome(size, moved, peak, digest, verified, method, resumed, on_wire)
     except BaseException:
         if local_sum is not None:
             local_sum.cancel()
         raise
+
+
+async def _compress(session: SshSession, options: TransferOptions, remote: str, left: int, sink: Sink | None,
+                    local: Path | None, arriving: Arriving | None = None) -> bool:
+    """Whether this file's ranges travel as zstd frames (``squeeze.decide``), said in the job's notes.
+
+    A download samples the file's start with the server's own zstd (its speed is what counts); an upload
+    compresses its start here and asks the server only whether it has zstd to unpack with. A relay's spool
+    still arriving is sampled once its start is there (before, it reads as zeros, which shrink to nothing)."""
+    mode = ssh_options(options).compress
+    name = (local.name if local else remote.rsplit("/", 1)[-1])
+    if mode == "off" or left <= 0 or (mode == "auto" and left < squeeze.AUTO_MIN_BYTES):
+        return False
+    wants_sample = mode == "auto" and not squeeze.known_compressed(name)
+    if wants_sample and arriving is not None:
+        head = min(squeeze.SAMPLE_BYTES, arriving.size)
+        while not any(s == 0 and e >= head for s, e in arriving.ready()):
+            await arriving.more(1.0)
+    sample = None
+    if local is not None:
+        if wants_sample:
+            sample = await asyncio.to_thread(squeeze.sample_local, str(local))
+        has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote, 0))
+    else:
+        has_zstd, sample = squeeze.remote_sample(
+            await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if wants_sample else 0))
+    choice = squeeze.decide(mode, name, left, sample, options.path_rate, has_zstd)
+    if choice.why and sink:
+        sink.note(choice.why)
+    return choice.on
 
 
 def _prepare_part(control, part: str, size: int) -> None:

@@ -25,7 +25,7 @@ from ..host.procs import reap
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
 from ..streams.partfile import PartFile, os_error
-from . import scripts
+from . import scripts, squeeze
 from .openssh import Master, OpenSsh, ssh_error
 
 BLOCK = 64 * 1024
@@ -75,16 +75,17 @@ class _Ask:
     block: int
     drop: int
     count: int
+    packed: bool = False  # asked as one zstd frame (``squeeze.py``)
     sent: bool = False
     reclaimed: bool = False  # an idle stream took the lease over before this stream began it
 
     @classmethod
-    def of(cls, lease: Lease) -> _Ask:
+    def of(cls, lease: Lease, packed: bool = False) -> _Ask:
         block = lease.cursor // BLOCK
-        return cls(lease, block, lease.cursor - block * BLOCK, -(-(lease.end - block * BLOCK) // BLOCK))
+        return cls(lease, block, lease.cursor - block * BLOCK, -(-(lease.end - block * BLOCK) // BLOCK), packed)
 
     def line(self) -> bytes:
-        return f"{self.block} {self.count}\n".encode()
+        return f"{self.block} {self.count}{' Z' if self.packed else ''}\n".encode()
 
 
 class _Reader:
@@ -134,9 +135,12 @@ class _Reader:
 class SshDownload(_SshStreams):
     asks_ahead = True
 
-    def __init__(self, ssh: OpenSsh, remote_path: str, chunks: ChunkMap, part: PartFile, **kw) -> None:
+    def __init__(self, ssh: OpenSsh, remote_path: str, chunks: ChunkMap, part: PartFile, *, packed: bool = False,
+                 **kw) -> None:
         super().__init__(ssh, chunks, record=part, **kw)
         self.remote_path, self.part = remote_path, part
+        self.packed = packed  # each range comes as one zstd frame
+        self.on_wire = 0  # bytes that crossed the network (compressed ones, when packed)
         self._readers: set[_Reader] = set()
 
     async def open_stream(self) -> _Reader:
@@ -185,7 +189,7 @@ class SshDownload(_SshStreams):
         stream.ahead = None
         try:
             if ask is None:
-                ask = _Ask.of(lease)
+                ask = _Ask.of(lease, self.packed)
                 proc.stdin.write(ask.line())
                 await proc.stdin.drain()
             length = await self._header(stream)
@@ -194,9 +198,16 @@ class SshDownload(_SshStreams):
                 raise RemoteChanged(f"{self.remote_path} changed size on the server; starting again.")
             nxt = self.lease_ahead(lease)
             if nxt is not None:
-                stream.ahead = _Ask.of(nxt)
+                stream.ahead = _Ask.of(nxt, self.packed)
                 proc.stdin.write(stream.ahead.line())
                 stream.ahead.sent = True
+            if ask.packed:
+                if length:
+                    await self._unpack(stream, lease, ask, length)
+                if await stream.out.readline() != b"FERRY-END\n":
+                    raise await self._broken(stream, "lost its framing")
+                return
+            self.on_wire += length
             drop = ask.drop
             if drop and await stream.out.discard(drop) != drop:  # the lease starts inside a dd block
                 raise await self._broken(stream, "stopped sending")
@@ -218,6 +229,39 @@ class SshDownload(_SshStreams):
             if stream.proc is not None and (lease.cursor < lease.end):
                 await stream.drop()
             raise
+
+    async def _unpack(self, stream: _Reader, lease: Lease, ask: _Ask, length: int) -> None:
+        """One range's zstd frame into the part file, counted as done only once the frame's checksum held: a
+        damaged block can unpack to wrong bytes before the check at the frame's end, so those bytes stay
+        unrecorded and the range is fetched again. A lease cut meanwhile (stolen) still reads its frame to the
+        end, writing only what is still its own."""
+        frame = squeeze.Unpacker(self.remote_path)
+        at = ask.block * BLOCK  # the file offset of the next byte out of the frame
+        end = at + length
+        while not frame.done:
+            data = await stream.out.read_some()
+            if not data:
+                raise await self._broken(stream, "stopped sending")
+            self.on_wire += len(data)
+            plain = await frame.unpack(data)
+            if at + len(plain) > end:
+                raise Transient(f"A compressed range of {self.remote_path} was longer than asked; Ferry fetches it "
+                                "again.")
+            first, last = max(lease.cursor, at), min(lease.end, at + len(plain))
+            if last > first:
+                try:
+                    os.pwrite(self.part.fd, memoryview(plain)[first - at:last - at], first)
+                except OSError as exc:
+                    raise os_error(exc, self.part.part, "write to") from exc
+                self.wire(lease, last - first)
+            if self.limiter:
+                await self.limiter.consume(len(data))
+            at += len(plain)
+        self.on_wire -= len(frame.rest)  # the stream's next bytes, counted when they are read again
+        stream.out.unread(frame.rest)
+        if at != end:
+            raise Transient(f"A compressed range of {self.remote_path} ended short; Ferry fetches it again.")
+        self.settle(lease, lease.end - lease.cursor)
 
     async def _into_part(self, stream: _Reader, lease: Lease, left: int) -> int:
         try:
@@ -252,9 +296,12 @@ class SshUpload(_SshStreams):
 
     lease_floor = 32 * 1024 * 1024
 
-    def __init__(self, ssh: OpenSsh, local_path: str, remote_part: str, chunks: ChunkMap, **kw) -> None:
+    def __init__(self, ssh: OpenSsh, local_path: str, remote_part: str, chunks: ChunkMap, *, packed: bool = False,
+                 **kw) -> None:
         super().__init__(ssh, chunks, steal=False, **kw)
         self.local_path, self.remote_part = local_path, remote_part
+        self.packed = packed  # each range goes as one zstd frame, unpacked by the server's zstd
+        self.on_wire = 0
         self.fd = os.open(local_path, os.O_RDONLY | os.O_CLOEXEC)
         self.ranges_verified = 0
         self.ranges_unverified = 0
@@ -269,8 +316,10 @@ class SshUpload(_SshStreams):
         start = block * BLOCK
         length = lease.end - start
         count = -(-length // BLOCK)
-        proc = await stream.channel(scripts.command(scripts.WRITE_RANGE, BLOCK, block, count))
+        script = scripts.WRITE_RANGE_Z if self.packed else scripts.WRITE_RANGE
+        proc = await stream.channel(scripts.command(script, BLOCK, block, count))
         local = hashlib.sha256()
+        packer = squeeze.Packer(lease.end - start) if self.packed else None
         try:
             proc.stdin.write(scripts.encode_path(self.remote_part))
             pos = start
@@ -279,12 +328,18 @@ class SshUpload(_SshStreams):
                 if not data:
                     raise TransferError(f"{self.local_path} became shorter while Ferry was sending it.")
                 local.update(data)
-                proc.stdin.write(data)
+                out = await packer.pack(data) if packer else data
+                self.on_wire += len(out)
+                proc.stdin.write(out)
                 await proc.stdin.drain()
                 pos += len(data)
                 self.wire(lease, len(data))
                 if self.limiter:
-                    await self.limiter.consume(len(data))
+                    await self.limiter.consume(len(out))
+            if packer:
+                tail = packer.end()
+                self.on_wire += len(tail)
+                proc.stdin.write(tail)
             proc.stdin.close()
             answer = await proc.stdout.read()
             await _finish(proc, self.ssh, "writing the file")
@@ -292,6 +347,9 @@ class SshUpload(_SshStreams):
             await reap(proc)
             raise
         remote = answer.split()[0].decode("ascii", "replace") if answer.split() else ""
+        if remote == "FERRY-BADFRAME":
+            raise Transient(f"The range {start}-{lease.end} of {self.local_path} arrived damaged on the server "
+                            "(zstd's frame check failed); Ferry sends it again.")
         whole_blocks = lease.end - start == count * BLOCK or lease.end == self.chunks.size
         if len(remote) == 64 and whole_blocks:  # the read-back covered exactly what was sent
             if remote != local.hexdigest():

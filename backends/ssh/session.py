@@ -273,6 +273,14 @@ class SshSession:
             return scripts.sha256_many_answer(status, out, len(rels))
         return await asyncio.to_thread((await self.ensure_control()).sha256_many, root, rels)
 
+    async def zstd_sample(self, path: str, sample_bytes: int) -> bytes:
+        """``scripts.ZSTD_SAMPLE`` on ``path`` (``sample_bytes`` 0: only whether the server has zstd)."""
+        command, stdin = scripts.command(scripts.ZSTD_SAMPLE, sample_bytes), scripts.encode_path(path)
+        if self.metadata is not None:
+            return (await self.metadata.master.run(command, stdin))[1]
+        control = await self.ensure_control()
+        return (await asyncio.to_thread(control.run, scripts.ZSTD_SAMPLE, stdin, sample_bytes, timeout=60))[1]
+
     def tuner(self, options: TransferOptions, size: int) -> StreamTuner | None:
         if options.streams != "auto":
             return None

@@ -12,7 +12,7 @@ import os
 import stat as statmod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import unquote, urlsplit
 
 from ..core.errors import BadRequest
@@ -37,6 +37,9 @@ class SshOptions:
     ssh_config: str | None = option(None, "ssh_config file (default ~/.ssh/config)")
     max_handshakes: int = option(8, "SSH logins at once (default 8; sshd's MaxStartups drops connections past 10)",
                                  flag="--max-handshakes", metavar="N")
+    compress: Literal["auto", "zstd", "off"] = option(
+        "auto", "zstd on the wire for big files: auto (where the file shrinks ≥ 1.3× and zstd keeps ahead of the "
+        "path), zstd (always), off", flag="--compress")
     none_cipher: bool = option(False, "with HPN-SSH only: switch to the NONE cipher after login (data unencrypted!)",
                                flag="--ssh-none-cipher")
 

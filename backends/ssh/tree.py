@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt
-from ..streams.folder import FileOutcome, FileSink, Totals, choose, safe_rel
+from ..streams.folder import FileOutcome, FileSink, Totals, choose, safe_rel, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
@@ -52,11 +52,14 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     hashes: dict[str, str] = {}
     methods: set[str] = set()
 
+    outcomes: list[FileOutcome] = []
+
     async def large_files() -> int:
         moved = 0
         for entry in large:
             out = await download_file(session, entry, remote_join(root, entry.rel), dest / entry.rel, options,
                                       FileSink(totals, entry.rel, sink), f"{session.target.display}|{entry.rel}")
+            outcomes.append(out)
             hashes[entry.rel] = out.sha256
             methods.add(out.verify_method)
             totals.live.pop(entry.rel, None)
@@ -88,8 +91,9 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         "; ".join(sorted(methods))
     if sink:
         sink.stage("verifying")
-    return FileOutcome(totals.total, totals.total - sum(e.size for e in large) + moved_large,
-                       max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
+    plain = totals.total - sum(e.size for e in large)
+    return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
+                       all_verified, summary, on_wire=wire_of(plain, outcomes))
 
 
 def _writable_folder(path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import LocalError
 from ..host.procs import child_argv, child_kwargs
-from ..streams.folder import FileOutcome, FileSink, Totals
+from ..streams.folder import FileOutcome, FileSink, Totals, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts
@@ -87,11 +87,14 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     hashes: dict[str, str] = {}
     methods: set[str] = set()
 
+    outcomes: list[FileOutcome] = []
+
     async def large_files() -> int:
         moved = 0
         for rel, st in large:
             out = await upload_file(session, root / rel, remote_join(remote_root, rel), options,
                                     FileSink(totals, rel, sink), records)
+            outcomes.append(out)
             hashes[rel] = out.sha256
             methods.add(out.verify_method)
             totals.live.pop(rel, None)
@@ -113,8 +116,9 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
         "; ".join(sorted(methods))
     all_verified = verified and all(m.startswith("sha256") for m in methods)
-    return FileOutcome(totals.total, totals.total - sum(st.st_size for _, st in large) + moved_large,
-                       max(1, totals.streams), manifest_digest(hashes), all_verified, summary)
+    plain = totals.total - sum(st.st_size for _, st in large)
+    return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
+                       all_verified, summary, on_wire=wire_of(plain, outcomes))
 
 
 def _open_folders(session: SshSession, locked: list[tuple[str, int]]) -> None:

@@ -116,6 +116,15 @@ class FileOutcome:
     verified: bool
     verify_method: str
     resumed_from: int = 0
+    on_wire: int | None = None  # bytes that crossed the wire, when some travelled compressed
+
+
+def wire_of(plain: int, outcomes: list[FileOutcome]) -> int | None:
+    """A folder's bytes on the wire when some of its files travelled compressed (``plain``: what went as it is,
+    its tar streams); None when none did."""
+    if not any(o.on_wire is not None for o in outcomes):
+        return None
+    return plain + sum(o.moved if o.on_wire is None else o.on_wire for o in outcomes)
 
 
 def unchanged_here(path: Path, file: RemoteFile) -> bool:

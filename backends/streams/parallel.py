@@ -317,8 +317,13 @@ class ParallelTransfer:
 
     def account(self, lease: Lease, nbytes: int) -> int:
         """``nbytes`` arrived for ``lease`` (at its cursor); returns how many belong to it."""
-        take = self.chunks.record(lease, min(nbytes, lease.end - lease.cursor))
         self.wire(lease, nbytes)
+        return self.settle(lease, nbytes)
+
+    def settle(self, lease: Lease, nbytes: int) -> int:
+        """``nbytes`` at ``lease``'s cursor are done (their ``wire`` was counted as they came, before a check
+        that had to hold first); returns how many belong to it."""
+        take = self.chunks.record(lease, min(nbytes, lease.end - lease.cursor))
         if self.chunks.bytes_done - self._saved_bytes >= CHECKPOINT_BYTES:
             self.checkpoint()
         return take

@@ -227,3 +227,17 @@ def test_cancelling_a_relayed_copy_stops_the_agents_hop_and_removes_its_spool(dt
     assert not (dtn.home / "spool" / cancelled["id"]).exists()
     assert _agent_job(dtn, cancelled["job"])["state"] == "cancelled"
     assert not (collab / "cancelled.fastq").exists()
+
+
+def test_compressed_reads_are_relayed_compressed_on_both_hops(dtn, collab, ferry_home, tmp_path):
+    """--compress reaches both SSH hops: the laptop's into the spool and the agent's on to the collaborator."""
+    from tests.genomic import simulate
+
+    reads = simulate(tmp_path / "reads", 40 * MiB, sam=False)
+    source = tmp_path / "run7_R1.fastq"
+    reads.fastq.rename(source)
+    result = _relay(dtn, str(source), "site:collab/", "--compress", "zstd", home=ferry_home)
+    assert sha256_of(collab / "run7_R1.fastq") == sha256_of(source) == result["sha256"] and result["verified"]
+    assert result["bytes_on_wire"] < result["bytes"] / 2, result
+    assert {n[:29] for n in result["notes"] if "Compressed on the wire" in n} == \
+        {"Hop 1: Compressed on the wire", "Hop 2: Compressed on the wire"}, result["notes"]

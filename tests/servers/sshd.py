@@ -48,8 +48,10 @@ def keygen(path: Path) -> Path:
 
 class Sshd:
     def __init__(self, root: Path, *, listen: str = "127.0.0.1", sftp_only: bool = False, user: str | None = None,
-                 host_key: Path | None = None, client_key: Path | None = None, max_startups: str | None = None) -> None:
+                 host_key: Path | None = None, client_key: Path | None = None, max_startups: str | None = None,
+                 env_path: str | None = None) -> None:
         self.root, self.listen, self.sftp_only, self.max_startups = root, listen, sftp_only, max_startups
+        self.env_path = env_path  # the PATH its sessions get (sshd's SetEnv): a server without a tool, or a faulty one
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o755)
         self.home = root / "home"
@@ -80,6 +82,8 @@ class Sshd:
             lines.append(f"MaxStartups {self.max_startups}")
         if self.sftp_only:
             lines.append("ForceCommand internal-sftp")
+        if self.env_path:
+            lines.append(f"SetEnv PATH={self.env_path}")
         return "\n".join(lines) + "\n"
 
     def start(self, argv_prefix: tuple[str, ...] = ()) -> Sshd:
