@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
@@ -44,19 +46,20 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
             fast = session.openssh or session.sftp_ssh
             on_wire = None
             if fast is not None:
-                extra = {}
+                choosing = None
                 if session.openssh is not None:
                     kind = SshDownload
-                    extra["packed"] = await _compress(session, options, remote, size - resumed, sink, None, arriving)
+                    choosing = _compress(session, options, remote, size - resumed, sink, None, arriving)
                 else:  # an SFTP-only account: SFTP sessions over the OpenSSH connections
                     from .sftpstreams import SftpDownload as kind
                 run = kind(fast, remote, chunks, part, sink=sink, limiter=limiter_for(options),
                            tuner=session.tuner(options, size), streams=streams,
-                           max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving, **extra)
+                           max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving)
                 run.hasher = hasher
-                await run.run()
+                async with _deciding(run, choosing):
+                    await run.run()
                 moved, peak = run.moved, run.peak_streams
-                on_wire = run.on_wire if extra.get("packed") else None
+                on_wire = run.on_wire if getattr(run, "packed", False) else None
             else:
                 from .sftpdata import sftp_download  # paramiko: a password login, or no OpenSSH client here
 
@@ -180,16 +183,16 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
             await gate.whole()  # the SFTP paths below read the file straight through: let it arrive first
             gate = None
         if session.openssh is not None and size > 0:
-            packed = await _compress(session, options, remote, size - resumed, sink, local, gate)
             run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
-                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate, packed=packed)
+                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate)
             try:
-                await run.run()
+                async with _deciding(run, _compress(session, options, remote, size - resumed, sink, local, gate)):
+                    await run.run()
             finally:
                 run.close()
             moved, peak, verified_ranges = run.moved, run.peak_streams, run.ranges_unverified == 0
-            on_wire = run.on_wire if packed else None
+            on_wire = run.on_wire if run.packed else None
         elif session.sftp_ssh is not None and size > 0:  # an SFTP-only account: SFTP sessions over OpenSSH
             from .sftpstreams import SftpUpload
 
@@ -227,6 +230,28 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         raise
 
 
+#: seconds the streams wait for ``--compress``'s choice before they start plain
+DECIDE_WAIT = 1.0
+
+
+@contextlib.asynccontextmanager
+async def _deciding(run, choosing: Coroutine | None):
+    """Runs ``choosing`` (``_compress``) before ``run``: the choice takes a round trip and a sample (~20 ms of
+    zstd), and the first ranges wait for it, as they would each go plain otherwise (a stream's first two
+    leases can be most of a 1 GiB file). A server slower than ``DECIDE_WAIT`` to answer does not hold the
+    streams: they start plain, and the ranges asked after the choice travel as it says."""
+    if choosing is None:
+        yield
+        return
+    task = asyncio.ensure_future(choosing)
+    task.add_done_callback(lambda t: setattr(run, "packed", True) if not t.cancelled() and t.result() else None)
+    try:
+        await asyncio.wait({task}, timeout=DECIDE_WAIT)
+        yield
+    finally:
+        task.cancel()
+
+
 async def _compress(session: SshSession, options: TransferOptions, remote: str, left: int, sink: Sink | None,
                     local: Path | None, arriving: Arriving | None = None) -> bool:
     """Whether this file's ranges travel as zstd frames (``squeeze.decide``), said in the job's notes.
@@ -236,25 +261,30 @@ async def _compress(session: SshSession, options: TransferOptions, remote: str, 
     still arriving is sampled once its start is there (before, it reads as zeros, which shrink to nothing)."""
     mode = ssh_options(options).compress
     name = (local.name if local else remote.rsplit("/", 1)[-1])
-    if mode == "off" or left <= 0 or (mode == "auto" and left < squeeze.AUTO_MIN_BYTES):
-        return False
-    wants_sample = mode == "auto" and not squeeze.known_compressed(name)
-    if wants_sample and arriving is not None:
-        head = min(squeeze.SAMPLE_BYTES, arriving.size)
-        while not any(s == 0 and e >= head for s, e in arriving.ready()):
-            await arriving.more(1.0)
-    sample = None
-    if local is not None:
-        if wants_sample:
-            sample = await asyncio.to_thread(squeeze.sample_local, str(local))
-        has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote, 0))
-    else:
-        has_zstd, sample = squeeze.remote_sample(
-            await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if wants_sample else 0))
-    choice = squeeze.decide(mode, name, left, sample, options.path_rate, has_zstd)
+    asks_server = mode == "zstd" or mode == "auto" and left >= squeeze.AUTO_MIN_BYTES \
+        and not squeeze.known_compressed(name)
+    sample, has_zstd = None, True
+    if asks_server and left > 0:
+        if mode == "auto" and arriving is not None:
+            head = min(squeeze.SAMPLE_BYTES, arriving.size)
+            while not any(s == 0 and e >= head for s, e in arriving.ready()):
+                await arriving.more(1.0)
+        try:
+            if local is not None:
+                if mode == "auto":
+                    sample = await asyncio.to_thread(squeeze.sample_local, str(local))
+                has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote, 0))
+            else:
+                has_zstd, sample = squeeze.remote_sample(
+                    await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if mode == "auto" else 0))
+        except (TransferError, OSError) as exc:
+            if sink:
+                sink.note(f"{name} went uncompressed: Ferry could not ask the server about zstd ({exc}).")
+            return False
+    choice = squeeze.decide(mode, name, max(0, left), sample, options.path_rate, has_zstd)
     if choice.why and sink:
         sink.note(choice.why)
-    return choice.on
+    return choice.on and left > 0
 
 
 def _prepare_part(control, part: str, size: int) -> None:

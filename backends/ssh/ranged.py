@@ -135,11 +135,10 @@ class _Reader:
 class SshDownload(_SshStreams):
     asks_ahead = True
 
-    def __init__(self, ssh: OpenSsh, remote_path: str, chunks: ChunkMap, part: PartFile, *, packed: bool = False,
-                 **kw) -> None:
+    def __init__(self, ssh: OpenSsh, remote_path: str, chunks: ChunkMap, part: PartFile, **kw) -> None:
         super().__init__(ssh, chunks, record=part, **kw)
         self.remote_path, self.part = remote_path, part
-        self.packed = packed  # each range comes as one zstd frame
+        self.packed = False  # the ranges asked from now on come as zstd frames (``files._compress`` chose)
         self.on_wire = 0  # bytes that crossed the network (compressed ones, when packed)
         self._readers: set[_Reader] = set()
 
@@ -296,11 +295,10 @@ class SshUpload(_SshStreams):
 
     lease_floor = 32 * 1024 * 1024
 
-    def __init__(self, ssh: OpenSsh, local_path: str, remote_part: str, chunks: ChunkMap, *, packed: bool = False,
-                 **kw) -> None:
+    def __init__(self, ssh: OpenSsh, local_path: str, remote_part: str, chunks: ChunkMap, **kw) -> None:
         super().__init__(ssh, chunks, steal=False, **kw)
         self.local_path, self.remote_part = local_path, remote_part
-        self.packed = packed  # each range goes as one zstd frame, unpacked by the server's zstd
+        self.packed = False  # the ranges begun from now on go as zstd frames, unpacked by the server's zstd
         self.on_wire = 0
         self.fd = os.open(local_path, os.O_RDONLY | os.O_CLOEXEC)
         self.ranges_verified = 0

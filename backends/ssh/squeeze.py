@@ -23,7 +23,7 @@ from ..core.errors import Transient
 
 Mode = Literal["auto", "zstd", "off"]
 LEVEL = 1  # zstd -1: 3.1× on FASTQ at ~230 MB/s a core; -3 gains 2 % for 15 % more CPU
-SAMPLE_BYTES = 8 * 1024 * 1024
+SAMPLE_BYTES = 2 * 1024 * 1024  # ~10 ms of zstd: the streams wait for the choice
 #: ``auto`` looks only at files this large: below it the sample and the server's zstd start cost more than
 #: the bytes saved (a folder's small files go as one tar stream anyway)
 AUTO_MIN_BYTES = 32 * 1024 * 1024
@@ -64,17 +64,15 @@ def decide(mode: Mode, name: str, size: int, sample: Sample | None, path_rate: i
     ``zstd`` always (where the server can), ``off`` never; ``auto`` when the file is large, not of a compressed
     type, shrinks by ``MIN_RATIO`` and the compressing side (all its cores) keeps ahead of ``path_rate`` (the
     path's measured rate in bytes/s: a recent preflight's or transfer's; unknown, the ratio decides alone)."""
-    if mode == "off":
+    if mode == "off" or mode == "auto" and size < AUTO_MIN_BYTES:
         return Choice(False, "")
+    if mode == "auto" and known_compressed(name):
+        return Choice(False, f"{name} went uncompressed: its type is compressed already.")
     if not server_has_zstd:
         return Choice(False, f"{name} went uncompressed: the server has no zstd command (install the zstd package "
                              "there to let Ferry compress).")
     if mode == "zstd":
         return Choice(True, f"{name} travelled compressed (zstd -{LEVEL}, as asked).")
-    if size < AUTO_MIN_BYTES:
-        return Choice(False, "")
-    if known_compressed(name):
-        return Choice(False, f"{name} went uncompressed: its type is compressed already.")
     if sample is None:
         return Choice(False, "")
     if sample.ratio < MIN_RATIO:
