@@ -39,7 +39,19 @@ def add_parsers(sub) -> None:
     public.add_argument("--public", action="store_false", dest="private", help="allow DHT and peer exchange")
     c.add_argument("--hybrid", action="store_true",
                    help="also SHA-1 pieces, for BitTorrent v1 clients (the default is v2 only: half the hashing)")
+    c.add_argument("--tls", action="store_true",
+                   help="a TLS torrent: peers must hold a certificate from the lab CA (Ferry's own, made on first "
+                        "use, or --ca); TLS instead of RC4, and plaintext peers refused. For swarms of Ferry peers")
+    _ca_arguments(c)
     c.set_defaults(handler=run_create)
+
+    k = verbs.add_parser("cert", help="issue a peer certificate from the lab CA, for a collaborator's TLS torrents")
+    k.add_argument("output", metavar="NAME", help="writes NAME.pem (the certificate) and NAME.key (its key)")
+    k.add_argument("--torrent-name", default="*", metavar="NAME",
+                   help="the torrent it is for (its name, as in the .torrent); default * (every torrent of the lab)")
+    k.add_argument("--days", type=int, default=365, help="how long it is valid (default 365)")
+    _ca_arguments(k)
+    k.set_defaults(handler=run_cert)
 
     s = sub.add_parser("seed", help="serve a torrent's data to other labs until stopped (Ctrl-C)")
     s.add_argument("torrent", metavar="FILE.torrent")
@@ -51,7 +63,47 @@ def add_parsers(sub) -> None:
     s.add_argument("--encryption", choices=("required", "preferred", "off"), default="required")
     s.add_argument("--discovery", action="store_true", help="also announce to trackers, DHT and local discovery")
     s.add_argument("--upload-limit", metavar="RATE", help="cap the upload rate (50M = 50 MiB/s, 400Mbit)")
+    s.add_argument("--tls-cert", metavar="FILE.pem",
+                   help="a TLS torrent: this peer's certificate (default: Ferry's own)")
+    s.add_argument("--tls-key", metavar="FILE.key", help="the key of --tls-cert")
     s.set_defaults(handler=run_seed)
+
+
+def _ca_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ca", metavar="FILE.pem", help="the lab CA's certificate (default: Ferry's own lab CA)")
+    p.add_argument("--ca-key", metavar="FILE.key", help="the lab CA's key (with --ca)")
+
+
+def _lab_ca(args: argparse.Namespace):
+    """The CA given with --ca/--ca-key, else this installation's own (made on first use, with Ferry's own peer
+    certificate from it, so that this machine can seed what it creates)."""
+    from app.paths import data_dir
+    from backends.torrent.tls import Identity, lab_ca, own_identity
+
+    if bool(args.ca) != bool(args.ca_key):
+        raise BadRequest("Give both --ca and --ca-key (the lab CA's certificate and its key).")
+    if args.ca:
+        return Identity(Path(args.ca).expanduser(), Path(args.ca_key).expanduser())
+    folder = data_dir() / "tls"
+    ca = lab_ca(folder)
+    own_identity(folder)
+    return ca
+
+
+def run_cert(args: argparse.Namespace) -> int:
+    from backends.torrent.tls import issue
+
+    if not 1 <= args.days <= 3650:
+        raise BadRequest("--days takes a number from 1 to 3650.")
+    out = Path(args.output).expanduser()
+    if not out.parent.is_dir():
+        raise LocalError(f"The folder {out.parent} does not exist. Create it first.")
+    made = issue(_lab_ca(args), out.with_name(out.name + ".pem"), out.with_name(out.name + ".key"),
+                 names=(args.torrent_name,), days=args.days)
+    print(f"Wrote {made.cert} and {made.key} (valid {args.days} days, for "
+          f"{'every torrent of the lab' if args.torrent_name == '*' else args.torrent_name}). Give both to the peer: "
+          "labferry copy X.torrent DEST --tls-cert … --tls-key … (keep the key private).")
+    return 0
 
 
 def run_create(args: argparse.Namespace) -> int:
@@ -69,8 +121,15 @@ def run_create(args: argparse.Namespace) -> int:
             shown[0] = time.monotonic()
             sys.stderr.write(f"\rhashing {100 * done / total:5.1f}%  ({done}/{total} pieces)")
 
+    root = None
+    if args.tls:
+        from backends.torrent.tls import root_pem
+
+        root = root_pem(_lab_ca(args))
+    elif args.ca or args.ca_key:
+        raise BadRequest("--ca and --ca-key make a TLS torrent: add --tls.")
     data = create(path, web_seeds=tuple(args.web_seed or ()), private=args.private, v2_only=not args.hybrid,
-                  trackers=tuple(args.tracker or ()), progress=progress)
+                  trackers=tuple(args.tracker or ()), progress=progress, root_cert=root)
     if sys.stderr.isatty():
         sys.stderr.write("\r" + " " * 50 + "\r")
     out.write_bytes(data)
@@ -81,7 +140,8 @@ def run_create(args: argparse.Namespace) -> int:
     info = lt.torrent_info(str(out))
     real = data_files(info)  # v2 pads every file to a piece boundary: the pads are not data
     print(f"Wrote {out} ({len(real)} file(s), {format_bytes(sum(f.size for f in real))}, {info.num_pieces()} "
-          f"pieces, {'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}) in "
+          f"pieces, {'private' if args.private else 'public'}, {'v1+v2 hybrid' if args.hybrid else 'v2'}"
+          f"{', TLS: peers need a certificate from the lab CA' if root else ''}) in "
           f"{time.monotonic() - began:.1f} s.")
     if args.private:
         # libtorrent never hands a private torrent's metadata to a peer that asks for it (ut_metadata is off
@@ -102,7 +162,7 @@ def run_seed(args: argparse.Namespace) -> int:
 
     chosen = Overrides(streams=args.connections, backend_options={
         "seed": True, "listen": args.listen, "connections": args.connections, "encryption": args.encryption,
-        "discovery": args.discovery or None,
+        "discovery": args.discovery or None, "tls_cert": args.tls_cert, "tls_key": args.tls_key,
         "upload_limit": parse_rate(args.upload_limit) if args.upload_limit else None})
     request = resolve_here(args.torrent, args.data, chosen, advice=False)
     engine = Engine(run_queue=False, max_jobs=1).start()

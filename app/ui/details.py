@@ -47,6 +47,11 @@ def render(view: JobView | None) -> str:
             ("SHA-256", result.get("sha256") or ""),
             ("Verified", ("yes — " if result.get("verified") else "no — ") + (result.get("verify_method") or "")),
         ]
+        wire, seconds = result.get("bytes_on_wire"), result.get("seconds")
+        if wire and seconds:  # travelled compressed: the path's own rate beside the delivered one
+            delivered = result.get("bytes_fetched") or result.get("bytes") or 0
+            rows.append(("On the wire", f"{format_bytes(wire)} at {wire * 8 / seconds / 1e6:.0f} Mbit/s (zstd, "
+                                        f"{delivered / wire:.1f}× fewer bytes than delivered)"))
         if result.get("rtt_ms"):
             rows.append(("Round trip", format_ms(result["rtt_ms"])))
         if result.get("restarts"):

@@ -81,8 +81,9 @@ class TorrentBackend:
         extra = read_options(TorrentOptions, request.options.backend_options)
         if extra.seed:
             return await self.seed(request, sink)
-        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0)
         params = load_torrent(request.source)
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0,
+                           tls=_is_tls(params))
         from .fetch import fetch
 
         for url in extra.web_seeds:
@@ -94,6 +95,7 @@ class TorrentBackend:
         # in a swarm, rarest-first keeps the pieces the fetchers trade different
         sequential = len(peers) == 1 and not lab.discovery
         swarm = Swarm(lab)
+        swarm.identity = _identity(extra, request, params) if lab.tls else None
         try:
             return await fetch(params, Path(request.dest), swarm, peers, per_peer, request.state_folder("torrents"),
                                sink, extra.stall_seconds, sequential=sequential)
@@ -106,17 +108,47 @@ class TorrentBackend:
         from .swarm import Swarm, load_torrent
 
         extra = read_options(TorrentOptions, request.options.backend_options)
-        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0)
+        params = load_torrent(request.source)
+        lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0,
+                           tls=_is_tls(params))
         swarm = Swarm(lab, sessions=extra.connections or DEFAULT_CONNECTIONS)
+        swarm.identity = _identity(extra, request, params) if lab.tls else None
         try:
-            return await seed(load_torrent(request.source), Path(request.dest), swarm, sink)
+            return await seed(params, Path(request.dest), swarm, sink)
         finally:
             await swarm.close()
 
 
-def _lab_options(extra: TorrentOptions, default_listen: str, download_limit: int = 0):
-    """``download_limit``: ``--limit-rate`` (the GUI's bandwidth cap), kept by libtorrent for the whole session."""
+def _lab_options(extra: TorrentOptions, default_listen: str, download_limit: int = 0, tls: bool = False):
+    """``download_limit``: ``--limit-rate`` (the GUI's bandwidth cap), kept by libtorrent for the whole session.
+    A TLS torrent's connections are TLS already: no RC4 inside them."""
     from .lab import LabOptions
 
-    return LabOptions(listen=extra.listen or default_listen, discovery=extra.discovery, encryption=extra.encryption,
-                      upload_limit=extra.upload_limit, download_limit=int(download_limit))
+    return LabOptions(listen=extra.listen or default_listen, discovery=extra.discovery,
+                      encryption="off" if tls else extra.encryption, upload_limit=extra.upload_limit,
+                      download_limit=int(download_limit), tls=tls)
+
+
+def _is_tls(params) -> bool:
+    return params.ti is not None and bool(params.ti.ssl_cert())
+
+
+def _identity(extra: TorrentOptions, request: TransferRequest, params):
+    """This peer's certificate for a TLS torrent: the one given, else Ferry's own (where it made the lab CA); a
+    certificate its peers would refuse is said here, in words, instead of as TLS alerts from every peer."""
+    from .tls import Identity, existing_identity, problem_with
+
+    if bool(extra.tls_cert) != bool(extra.tls_key):
+        raise BadRequest("Give both --tls-cert and --tls-key (the certificate and its key).")
+    if extra.tls_cert:
+        identity = Identity(Path(extra.tls_cert).expanduser(), Path(extra.tls_key).expanduser())
+    else:
+        identity = existing_identity(request.state_folder("tls"))
+        if identity is None:
+            raise BadRequest(f"{params.ti.name()} is a TLS torrent: its peers accept only certificates from its lab "
+                             "CA. Give this peer's with --tls-cert and --tls-key (made with labferry torrent cert "
+                             "where the CA is).")
+    problem = problem_with(identity, params.ti.ssl_cert(), params.ti.name())
+    if problem:
+        raise BadRequest(problem)
+    return identity

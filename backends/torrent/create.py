@@ -18,7 +18,9 @@ from ..core.errors import BadRequest, LocalError
 
 def create(path: Path, *, web_seeds: tuple[str, ...] = (), private: bool = True, v2_only: bool = True,
            trackers: tuple[str, ...] = (), piece_size: int = 0,
-           progress: Callable[[int, int], None] | None = None) -> bytes:
+           progress: Callable[[int, int], None] | None = None, root_cert: str | None = None) -> bytes:
+    """``root_cert``: a lab CA's certificate (PEM): a TLS torrent, whose peers must hold certificates it signed
+    (``tls.py``)."""
     path = path.expanduser().resolve()
     if not path.exists():
         raise LocalError(f"{path} does not exist. Check the file or folder to share.")
@@ -31,6 +33,8 @@ def create(path: Path, *, web_seeds: tuple[str, ...] = (), private: bool = True,
     ct = lt.create_torrent(files, piece_size, lt.create_torrent.v2_only if v2_only else 0)
     ct.set_priv(private)
     ct.set_creator("labferry")
+    if root_cert:
+        ct.set_root_cert(root_cert)
     for url in web_seeds:
         ct.add_url_seed(url)
     for tier, url in enumerate(trackers):

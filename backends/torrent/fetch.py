@@ -17,7 +17,7 @@ from pathlib import Path
 import libtorrent as lt
 
 from ..core.base import Result, Sink
-from ..core.errors import LocalError, Transient, Unreachable
+from ..core.errors import AuthError, LocalError, Transient, Unreachable
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import room_for
 from .digest import TorrentDigest
@@ -118,6 +118,11 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
                     "are reachable; a private torrent's peers never hand it out. Ask for the .torrent file.")
             if now - last_progress > stall_seconds:
                 who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
+                if swarm.refused and not st.num_peers:
+                    raise AuthError(
+                        f"No peer of this TLS torrent accepted this peer's certificate within {stall_seconds:.0f} s "
+                        f"({'; '.join(f'{p}: {w}' for p, w in swarm.refused.items())}). Ask the torrent's creator for "
+                        "a certificate from its lab CA (labferry torrent cert), and give it with --tls-cert/--tls-key.")
                 raise (Unreachable if not st.num_peers else Transient)(
                     f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
                     "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
@@ -184,4 +189,7 @@ def _read_alerts(swarm: Swarm, resume_file: Path, notes: list[str], sink: Sink,
         elif isinstance(alert, (lt.file_error_alert, lt.torrent_error_alert)):
             raise LocalError(f"Writing the torrent's files failed: {alert.message()}. Check the destination's "
                              "space and permissions.")
+        elif (refused := swarm.tls_refusal(alert)) is not None:
+            notes.append(refused)
+            sink.note(refused)
     return failed

@@ -56,6 +56,8 @@ class LabOptions:
     encryption: str = "required"  # "required" | "preferred" | "off"
     upload_limit: int = 0  # bytes/s, 0: none
     download_limit: int = 0
+    #: a TLS torrent (``tls.py``): every session listens for TLS only, so plaintext and RC4 peers cannot connect
+    tls: bool = False
 
 
 def settings(options: LabOptions, *, listen: str | None = None) -> dict:
@@ -97,5 +99,5 @@ def settings(options: LabOptions, *, listen: str | None = None) -> dict:
         "tick_interval": 100,  # ms; connection attempts to named peers wait for a tick (default 500)
         "user_agent": "labferry",
         "alert_mask": lt.alert_category.error | lt.alert_category.status | lt.alert_category.storage
-        | lt.alert_category.peer,
+        | lt.alert_category.peer | lt.alert_category.connect,  # connect: peer_disconnected_alert (TLS refusals)
     }

@@ -26,3 +26,6 @@ class TorrentOptions:
     upload_limit: int = option(0, "cap what this peer serves to others (50M, 400Mbit)", flag="--upload-limit",
                                metavar="RATE", rate=True)
     seed: bool = option(False, "serve the data instead of fetching it (labferry seed)")
+    tls_cert: str | None = option(None, "a TLS torrent: this peer's certificate from the torrent's lab CA (default: "
+                                        "Ferry's own, where it made the CA)", flag="--tls-cert", metavar="FILE.pem")
+    tls_key: str | None = option(None, "a TLS torrent: the key of --tls-cert", flag="--tls-key", metavar="FILE.key")

@@ -35,7 +35,8 @@ async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Si
     began = time.monotonic()
     ports = await swarm.listening()
     swarm.add(params, save_path, seed=True)
-    sink.note(f"Seeding {info.name()} on port(s) {', '.join(str(p) for p in ports)}.")
+    sink.note(f"Seeding {info.name()} on port(s) {', '.join(str(p) for p in ports)}"
+              f"{' (TLS only: peers need a certificate from its lab CA)' if swarm.tls else ''}.")
     size = info.total_size()
     uploaded = 0
     try:
@@ -47,6 +48,8 @@ async def seed(params: lt.add_torrent_params, data: Path, swarm: Swarm, sink: Si
                               "served (the file changed or is damaged).")
                 elif isinstance(alert, (lt.file_error_alert, lt.torrent_error_alert)):
                     raise LocalError(f"Reading the data failed: {alert.message()}.")
+                elif (refused := swarm.tls_refusal(alert)) is not None:
+                    sink.note(refused)
             statuses = [h.status() for h in swarm.handles]
             uploaded = sum(s.all_time_upload for s in statuses)
             peers = sum(s.num_peers for s in statuses)

@@ -87,13 +87,16 @@ class Swarm:
             options = replace(options, upload_limit=max(1, options.upload_limit // sessions))  # shared by all
         self.first_port = int(port)  # 0: any free port
         self.sessions = []
+        self.tls = options.tls
         for index in range(sessions):
-            listen = f"{host}:{self.first_port + index if self.first_port else 0}"
+            listen = f"{host}:{self.first_port + index if self.first_port else 0}{'s' if self.tls else ''}"
             self.sessions.append(lt.session(settings(options, listen=listen)))
         self.handles: list[lt.torrent_handle] = []
+        self.identity = None  # this peer's certificate and key, for a TLS torrent (``tls.Identity``)
+        self.refused: dict[str, str] = {}  # peer → why its TLS handshake failed (logged once each)
 
     def ports(self) -> list[int]:
-        return [s.listen_port() for s in self.sessions]
+        return [s.ssl_listen_port() if self.tls else s.listen_port() for s in self.sessions]
 
     async def listening(self) -> list[int]:
         """Wait for the listening sockets (opened on libtorrent's thread); a port in use fails in words."""
@@ -115,7 +118,13 @@ class Swarm:
             p.flags &= ~lt.torrent_flags.paused
             if seed:
                 p.flags |= lt.torrent_flags.seed_mode  # trust the data; each piece is checked when first sent
-            self.handles.append(session.add_torrent(p))
+            handle = session.add_torrent(p)
+            if self.identity is not None:
+                from .tls import FFDHE2048
+
+                handle.set_ssl_certificate_buffer(self.identity.cert.read_text(), self.identity.key.read_text(),
+                                                  FFDHE2048)
+            self.handles.append(handle)
 
     def dial(self, peers: list[Peer], per_peer: int) -> None:
         """Connect to each named peer's first ``per_peer`` ports (a seed's extra sessions listen on the next)."""
@@ -133,6 +142,20 @@ class Swarm:
             found.extend(session.pop_alerts())
         return found
 
+    def tls_refusal(self, alert) -> str | None:
+        """A sentence for a peer whose TLS handshake failed (another CA's certificate, an expired one, none), the
+        first time that peer is seen so; None for anything else. The transfer goes on with the other peers."""
+        if not isinstance(alert, lt.peer_disconnected_alert):
+            return None
+        if not alert.error.category().name().startswith("asio.ssl"):
+            return None  # asio.ssl: a handshake that failed; asio.ssl.stream: the peer hung up during it
+        who = f"{alert.ip[0]}:{alert.ip[1]}" if isinstance(alert.ip, tuple) else str(alert.ip)
+        why = alert.error.message()
+        if self.refused.get(who) == why:
+            return None
+        self.refused[who] = why
+        return f"TLS refused the connection with {who}: {_tls_reason(why)} ({why})."
+
     async def close(self) -> None:
         sessions, self.sessions, self.handles = self.sessions, [], []
 
@@ -142,6 +165,18 @@ class Swarm:
             sessions.clear()  # the last reference: the destructor waits for disk and network threads
 
         await asyncio.to_thread(shut)
+
+
+def _tls_reason(message: str) -> str:
+    """What a TLS handshake's failure means for a lab peer, in words."""
+    low = message.lower()
+    if "verify failed" in low or "evp lib" in low:  # EVP: signed by another CA of the same name
+        return "its certificate is not from this torrent's lab CA, or has expired"
+    if "truncated" in low:
+        return "it hung up during the handshake (a plaintext or RC4 peer, or one that refused this certificate)"
+    if "unknown ca" in low or "certificate" in low:
+        return "it refused this peer's certificate"
+    return "the handshake failed"
 
 
 def _copy_params(params: lt.add_torrent_params) -> lt.add_torrent_params:

@@ -188,7 +188,7 @@ def main() -> int:
     text = render(rows, args, command.strip())
     print(text, file=sys.stderr)
     if args.write:
-        replace_section(args.write, f"## Compression (--compress) on {args.rtt:g} ms", text)
+        replace_section(args.write, text.splitlines()[0], text)
     return 0
 
 
