@@ -78,6 +78,11 @@ class CreateTorrentDialog(QDialog):
         self.private = QCheckBox("Private: only peers you name (no DHT or peer exchange)", self)
         self.private.setChecked(True)
         self.hybrid = QCheckBox("Also for BitTorrent v1 clients (SHA-1 pieces too)", self)
+        # the lab default between Ferry peers: TLS (AES, authenticated peers) instead of RC4 for anyone
+        self.tls = QCheckBox("TLS: only peers with a certificate from this lab's CA (Ferry peers; give others one "
+                             "with labferry torrent cert)", self)
+        self.tls.setChecked(True)
+        self.tls.setToolTip("Unchecked: RC4 encryption, for swarms with other BitTorrent clients.")
         self.seed = QCheckBox("Seed it now", self)
         self.seed.setChecked(True)
         self.listen = QLineEdit(DEFAULT_LISTEN, self)
@@ -90,7 +95,8 @@ class CreateTorrentDialog(QDialog):
         self.buttons.accepted.connect(self._start)
         self.buttons.rejected.connect(self.reject)
         for label, widget in (("Share", row), ("Torrent file", self.output), ("Web seeds", self.web_seeds),
-                              ("Trackers", self.trackers), ("", self.private), ("", self.hybrid), ("", self.seed),
+                              ("Trackers", self.trackers), ("", self.private), ("", self.hybrid), ("", self.tls),
+                              ("", self.seed),
                               ("Listen on", self.listen), ("", self.progress), ("", self.message),
                               ("", self.buttons)):
             form.addRow(label, widget)
@@ -129,15 +135,23 @@ class CreateTorrentDialog(QDialog):
         seeds = tuple(s.strip() for s in self.web_seeds.toPlainText().splitlines() if s.strip())
         trackers = tuple(self.trackers.text().split())
         threading.Thread(target=self._work, name="ferry-torrent", daemon=True,
-                         args=(data, target, seeds, trackers, self.private.isChecked(), not self.hybrid.isChecked())
-                         ).start()
+                         args=(data, target, seeds, trackers, self.private.isChecked(), not self.hybrid.isChecked(),
+                               self.tls.isChecked())).start()
 
-    def _work(self, data: Path, target: Path, seeds, trackers, private: bool, v2_only: bool) -> None:  # no Qt here
+    def _work(self, data: Path, target: Path, seeds, trackers, private: bool, v2_only: bool,
+              tls: bool) -> None:  # no Qt here
         from backends.torrent.create import create
 
         try:
+            root = None
+            if tls:  # this installation's lab CA, and its own certificate from it to seed with
+                from app.paths import data_dir
+                from backends.torrent.tls import lab_ca, own_identity, root_pem
+
+                root = root_pem(lab_ca(data_dir() / "tls"))
+                own_identity(data_dir() / "tls")
             body = create(data, web_seeds=seeds, private=private, v2_only=v2_only, trackers=trackers,
-                          progress=lambda done, total: self.hashed.emit(done, total))
+                          progress=lambda done, total: self.hashed.emit(done, total), root_cert=root)
             target.write_bytes(body)
             self.ended.emit(target)
         except TransferError as exc:

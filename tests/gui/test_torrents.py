@@ -1,11 +1,14 @@
-"""Torrents in the window: a folder made into a private v2 torrent in the Create dialog (hashed off the GUI
-thread), seeded by the window on a port it names, fetched from it by another Ferry process byte for byte, listed
+"""Torrents in the window: a folder made into a private v2 TLS torrent in the Create dialog (hashed off the GUI
+thread), seeded by the window on a port it names, refused to another Ferry process without a certificate from the
+window's lab CA and fetched by it byte for byte with one, listed
 in the Seeding tab with what it served and its ratio, and stopped from there; a magnet or link pasted works as a
 drop."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
@@ -41,7 +44,16 @@ def test_create_a_torrent_seed_it_and_watch_it_served(qtbot, window, tmp_path, m
     qtbot.waitUntil(lambda: bool(window.seeding.views) and next(iter(window.seeding.views.values())).state
                     == JobState.RUNNING, timeout=30_000)
     _wait_listening(port)
-    fetched = labferry("copy", str(torrent), f"{tmp_path / 'there'}/", "--peer", f"127.0.0.1:{port}",
+    import libtorrent as lt
+
+    assert lt.torrent_info(str(torrent)).ssl_cert()  # TLS is the window's default: the collaborator gets a cert
+    cert = labferry("torrent", "cert", str(tmp_path / "collab"), env_home=Path(os.environ["LABFERRY_HOME"]))
+    assert cert.returncode == 0, cert.stderr
+    refused = labferry("copy", str(torrent), f"{tmp_path / 'there'}/", "--peer", f"127.0.0.1:{port}",
+                       env_home=tmp_path / "other-lab", timeout=120)
+    assert refused.returncode != 0 and "is a TLS torrent" in refused.stderr
+    fetched = labferry("copy", str(torrent), f"{tmp_path / 'there'}/", "--peer", f"127.0.0.1:{port}", "--tls-cert",
+                       str(tmp_path / "collab.pem"), "--tls-key", str(tmp_path / "collab.key"),
                        env_home=tmp_path / "other-lab", timeout=120)
     assert fetched.returncode == 0, fetched.stderr
     for name in ("run42_1.fastq.gz", "run42_2.fastq.gz"):
