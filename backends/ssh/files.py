@@ -287,6 +287,42 @@ async def _compress(session: SshSession, options: TransferOptions, remote: str, 
     return choice.on and left > 0
 
 
+async def compress_tar(session: SshSession, options: TransferOptions, small: list[tuple[str, int]], sink: Sink | None,
+                       remote_root: str, local_root: Path | None = None) -> bool:
+    """Whether a folder's small files travel in zstd-framed tar streams (``--compress``), said in the notes.
+
+    ``auto`` asks it only of ≥ 32 MiB of small files, most of them not of a compressed type, and samples their
+    start: a download the largest one with the server's zstd, an upload the first ones here."""
+    from .untar import native_tar
+
+    mode = ssh_options(options).compress
+    total = sum(size for _, size in small)
+    plain = [(rel, size) for rel, size in small if not squeeze.known_compressed(rel)]
+    if mode == "off" or not small or local_root is None and native_tar() is None:
+        return False  # without GNU tar or bsdtar here the stream is read by tarfile, which takes it plain
+    if mode == "auto" and (total < squeeze.AUTO_MIN_BYTES or sum(size for _, size in plain) < total / 2):
+        return False
+    label = f"The folder's {len(small)} small files"
+    sample = None
+    try:
+        if local_root is not None:
+            if mode == "auto":
+                sample = await asyncio.to_thread(squeeze.sample_files, [local_root / rel for rel, _ in plain])
+            has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote_root, 0))
+        else:
+            biggest = max(plain or small, key=lambda item: item[1])[0]
+            has_zstd, sample = squeeze.remote_sample(await session.zstd_sample(
+                remote_root.rstrip("/") + "/" + biggest, squeeze.SAMPLE_BYTES if mode == "auto" else 0))
+    except (TransferError, OSError) as exc:
+        if sink:
+            sink.note(f"{label} went uncompressed: Ferry could not ask the server about zstd ({exc}).")
+        return False
+    choice = squeeze.decide(mode, label, total, sample, options.path_rate, has_zstd)
+    if choice.why and sink:
+        sink.note(choice.why)
+    return choice.on
+
+
 def _prepare_part(control, part: str, size: int) -> None:
     """An empty remote part file of the final size (sparse), after checking there is room."""
     free = control.free_bytes(os.path.dirname(part) or ".")

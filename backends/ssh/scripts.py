@@ -23,7 +23,9 @@ _PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'
 # download starts one before the path is known to be a file; when it is a folder, a "TAR" line turns the
 # channel into ``TAR_CREATE`` for it (the names follow as in ``many_names``), without a new channel's round trips.
 READ_RANGES = (
-    _PATH + '; while read -r o n z; do if [ "$o" = TAR ]; then cd "$f" || exit 91; exec tar -cf - --null -T -; fi; '
+    _PATH + '; while read -r o n z; do if [ "$o" = TAR ]; then cd "$f" || exit 91; '
+    'if [ "$n" = Z ]; then exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } | zstd -1 -cq >&4; } 3>&1 ); '
+    'exit "$r"; fi; exec tar -cf - --null -T -; fi; '
     's=$(($(wc -c <"$f"))) || exit 91; a=$((o * $1)); e=$(((o + n) * $1)); '
     '[ "$e" -gt "$s" ] && e=$s; l=$((e - a)); [ "$l" -lt 0 ] && l=0; printf "FERRY %s\\n" "$l"; '
     'if [ "$l" -gt 0 ]; then if [ "$z" = Z ]; then dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null '
@@ -101,6 +103,13 @@ SET_FOLDERS = (
 # a tar stream of the named files (NUL-separated list after the folder line), relative to the folder
 TAR_CREATE = _PATH + '; cd "$f" || exit 91; exec tar -cf - --null -T -'
 TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'
+# the same as one zstd frame (``--compress``): tar's own status is the answer (it comes back on fd 3), so a file
+# that could not be read fails the stream as it does without compression
+TAR_CREATE_Z = (
+    _PATH + '; cd "$f" || exit 91; exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } | zstd -1 -cq >&4; } '
+    '3>&1 ); exit "$r"'
+)
+TAR_EXTRACT_Z = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; zstd -dcq | tar -xpf -'
 FREE_BYTES = _PATH + '; df -Pk "$f" | awk \'NR==2 {print $4 * 1024}\''
 
 
@@ -116,9 +125,10 @@ def many_names(root: str, rels: list[str]) -> bytes:
     return encode_path(root) + _names(rels)
 
 
-def tar_request(rels: list[str]) -> bytes:
-    """What turns a ``READ_RANGES`` channel opened on a folder into a tar stream of ``rels`` in it."""
-    return b"TAR\n" + _names(rels)
+def tar_request(rels: list[str], packed: bool = False) -> bytes:
+    """What turns a ``READ_RANGES`` channel opened on a folder into a tar stream of ``rels`` in it (``packed``:
+    as one zstd frame)."""
+    return (b"TAR Z\n" if packed else b"TAR\n") + _names(rels)
 
 
 def _names(rels: list[str]) -> bytes:

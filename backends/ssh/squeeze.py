@@ -104,6 +104,25 @@ def sample_local(path: str) -> Sample:
                   os.cpu_count() or 1)
 
 
+def sample_files(paths: list) -> Sample:
+    """``sample_local`` over the start of several small files, as a tar stream of them would begin."""
+    import zstandard
+
+    data = bytearray()
+    for path in paths:
+        with open(path, "rb") as fh:
+            data += fh.read(SAMPLE_BYTES - len(data))
+        if len(data) >= SAMPLE_BYTES:
+            break
+    if not data:
+        return Sample(1.0, None)
+    began = time.perf_counter()
+    packed = zstandard.ZstdCompressor(level=LEVEL).compress(bytes(data))
+    seconds = time.perf_counter() - began
+    return Sample(len(data) / max(1, len(packed)), len(data) / seconds if seconds > 0 else None,
+                  os.cpu_count() or 1)
+
+
 def remote_sample(answer: bytes) -> tuple[bool, Sample | None]:
     """``scripts.ZSTD_SAMPLE``'s answer: whether the server has zstd, and what its sample showed."""
     fields = answer.decode("ascii", "replace").split()
@@ -134,6 +153,57 @@ class Packer:
 
     def end(self) -> bytes:
         return self._obj.flush()
+
+
+class StreamPacker:
+    """A file-like writer that sends what tar writes as one zstd frame (an upload's tar stream)."""
+
+    def __init__(self, sink) -> None:
+        import zstandard
+
+        self._obj = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compressobj()
+        self._sink = sink
+        self.wire = 0
+
+    def write(self, data: bytes) -> int:
+        out = self._obj.compress(bytes(data))
+        if out:
+            self._sink.write(out)
+            self.wire += len(out)
+        return len(data)
+
+    def flush(self) -> None:
+        return None
+
+    def end(self) -> None:
+        tail = self._obj.flush()
+        self._sink.write(tail)
+        self.wire += len(tail)
+
+
+class StreamUnpacker:
+    """A tar stream's zstd frame, unpacked as it arrives (in the thread that pumps it into tar)."""
+
+    def __init__(self, what: str) -> None:
+        import zstandard
+
+        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        self._error = zstandard.ZstdError
+        self.what = what
+        self.wire = 0  # compressed bytes read
+
+    def unpack(self, data: bytes) -> bytes:
+        self.wire += len(data)
+        try:
+            return self._obj.decompress(data)
+        except self._error as exc:
+            raise Transient(f"The compressed tar stream of {self.what} arrived damaged ({exc}); Ferry fetches "
+                            "those files again.") from None
+
+    def check_end(self) -> None:
+        if not self._obj.eof:
+            raise Transient(f"The compressed tar stream of {self.what} ended before its frame did; Ferry fetches "
+                            "those files again.")
 
 
 class Unpacker:

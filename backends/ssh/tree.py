@@ -25,7 +25,7 @@ from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .faults import dropped_is_transient
-from .files import download_file
+from .files import compress_tar, download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
 from .untar import EarlyTar, place, tar_get
@@ -70,7 +70,9 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
 
     # the server hashes the small files while it sends them (they are in its page cache by then)
     server_sums = asyncio.ensure_future(session.sha256_many(root, [e.rel for e in small] if options.verify else []))
-    small_task = _small_downloads(session, root, dest, small, totals, sink)
+    wire = [] if session.openssh is not None and await compress_tar(
+        session, options, [(e.rel, e.size) for e in small], sink, root) else None
+    small_task = _small_downloads(session, root, dest, small, totals, sink, wire)
     try:
         small_hashes, moved_large = await asyncio.gather(small_task, large_files())
     except BaseException:
@@ -93,7 +95,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         sink.stage("verifying")
     plain = totals.total - sum(e.size for e in large)
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
-                       all_verified, summary, on_wire=wire_of(plain, outcomes))
+                       all_verified, summary,
+                       on_wire=wire_of(plain if wire is None else sum(wire), outcomes, wire is not None))
 
 
 def _writable_folder(path: Path) -> None:
@@ -132,7 +135,8 @@ async def over_masters(session: SshSession, groups: list[list], work) -> list:
 
 
 async def _small_downloads(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
-                           sink: Sink | None) -> dict[str, str]:
+                           sink: Sink | None, wire: list[int] | None = None) -> dict[str, str]:
+    """``wire``: the tar streams come as zstd frames; what crossed is added to it."""
     if not small:
         return {}
     if session.openssh is None:
@@ -147,7 +151,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
             totals.live[key] = nbytes
             totals.report(sink)
 
-        hashes = tar_get(session, root, dest, group, progress, socket, early)
+        hashes = tar_get(session, root, dest, group, progress, socket, early, wire)
         totals.live.pop(key, None)
         totals.add(sum(e.size for e in group), sink)
         return hashes
@@ -157,7 +161,7 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
         early = master.take_early()
         if early is None:
             return await asyncio.to_thread(fetch, group, master.socket, None)
-        proc, sent = await EarlyTar.ask(early, [e.rel for e in group])
+        proc, sent = await EarlyTar.ask(early, [e.rel for e in group], wire is not None)
         try:
             return await asyncio.to_thread(fetch, group, master.socket, proc)
         finally:

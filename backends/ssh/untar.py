@@ -35,7 +35,7 @@ from ..core.errors import Corrupt, TransferError
 from ..host.procs import child_argv, child_kwargs
 from ..streams.folder import safe_rel
 from ..streams.partfile import os_error
-from . import scripts
+from . import scripts, squeeze
 from .openssh import ssh_error
 from .target import Entry
 
@@ -57,18 +57,20 @@ def native_tar() -> str | None:
 
 
 def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket,
-            early: EarlyTar | None = None) -> dict[str, str]:
+            early: EarlyTar | None = None, wire: list[int] | None = None) -> dict[str, str]:
     """Fetch ``small`` (files under ``root``) over one connection; returns {rel: sha256}.
 
     ``progress(nbytes)`` is called as file bytes arrive (from this thread). With ``early``, the stream
     comes over the channel the connection opened at login (``scripts.READ_RANGES`` turned into tar),
-    already asked for on the event loop; else over a new channel.
+    already asked for on the event loop; else over a new channel. ``wire``: the stream comes as one zstd frame
+    (``--compress``; asked of the early channel by ``EarlyTar.ask``), and the bytes that crossed are added to it.
     """
     feeder = None
     if early is not None:
         proc = early
     else:
-        argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_CREATE))
+        argv = session.openssh.channel_argv(socket, scripts.command(
+            scripts.TAR_CREATE_Z if wire is not None else scripts.TAR_CREATE))
         request = scripts.many_names(root, [e.rel for e in small])
         proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, **child_kwargs())
@@ -77,7 +79,7 @@ def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket
     tar = native_tar()
     try:
         if tar:
-            hashes = _unpack_native(tar, proc, dest, small, progress, session.target.host)
+            hashes = _unpack_native(tar, proc, dest, small, progress, session.target.host, wire)
         else:
             hashes = _unpack_python(proc, dest, small, progress, session.target.host)
     finally:
@@ -104,14 +106,14 @@ class EarlyTar:
         self.stderr = self
 
     @classmethod
-    async def ask(cls, early: tuple[asyncio.subprocess.Process, int],
-                  rels: list[str]) -> tuple[EarlyTar, asyncio.Future]:
+    async def ask(cls, early: tuple[asyncio.subprocess.Process, int], rels: list[str],
+                  packed: bool = False) -> tuple[EarlyTar, asyncio.Future]:
         """Send the tar request down the early channel; the future ends when the names are all written."""
         proc, read_end = early
 
         async def send() -> None:
             try:
-                proc.stdin.write(scripts.tar_request(rels))
+                proc.stdin.write(scripts.tar_request(rels, packed))
                 await proc.stdin.drain()
                 proc.stdin.close()
             except (ConnectionError, OSError):
@@ -144,7 +146,7 @@ def _feed(proc: subprocess.Popen, data: bytes) -> None:
 # -- the system's tar --------------------------------------------------------------------------
 
 def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Entry], progress,
-                   host: str) -> dict[str, str]:
+                   host: str, wire: list[int] | None = None) -> dict[str, str]:
     try:
         work = Path(tempfile.mkdtemp(prefix=".ferry-tar-", dir=dest))
     except OSError as exc:
@@ -154,11 +156,18 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
         untar = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, **child_kwargs())
         total = sum(e.size for e in small)
-        _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)))
+        frame = squeeze.StreamUnpacker(f"the files from {host}") if wire is not None else None
+        try:
+            _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)), frame)
+        finally:
+            if frame is not None:
+                wire.append(frame.wire)
         status = untar.wait()
         complaint = untar.stderr.read().decode("utf-8", "replace").strip()
         if proc.wait() != 0:
             return {}  # the server's side failed (a file removed meanwhile): the caller reports ssh's message
+        if frame is not None:
+            frame.check_end()
         if status != 0:
             if "No space left" in complaint:
                 raise os_error(OSError(errno.ENOSPC, "No space left on device"), dest / "x", "write")
@@ -170,12 +179,15 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _pump(source, sink, moved_so_far) -> None:
-    """ssh's stdout into tar's stdin, counting (the count is the progress bar's; headers included)."""
+def _pump(source, sink, moved_so_far, frame: squeeze.StreamUnpacker | None = None) -> None:
+    """ssh's stdout into tar's stdin, counting (the count is the progress bar's; headers included); ``frame``
+    unpacks a zstd-framed stream on the way."""
     moved = 0
     fd_in, fd_out = source.fileno(), sink.fileno()
     try:
         while block := os.read(fd_in, PUMP_BLOCK):
+            if frame is not None:
+                block = frame.unpack(block)
             view = memoryview(block)
             while view:
                 view = view[os.write(fd_out, view):]

@@ -21,9 +21,9 @@ from ..host.procs import child_argv, child_kwargs
 from ..streams.folder import FileOutcome, FileSink, Totals, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
-from . import scripts
+from . import scripts, squeeze
 from .faults import dropped_is_transient
-from .files import upload_file
+from .files import compress_tar, upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
@@ -102,8 +102,10 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
             moved += out.moved
         return moved
 
+    wire = [] if session.openssh is not None and await compress_tar(
+        session, options, [(rel, st.st_size) for rel, st in small], sink, remote_root, root) else None
     small_hashes, moved_large = await asyncio.gather(
-        _small_uploads(session, root, remote_root, small, folders, totals, sink), large_files())
+        _small_uploads(session, root, remote_root, small, folders, totals, sink, wire), large_files())
     hashes.update(small_hashes)
     await asyncio.to_thread(_set_folders, session, root, remote_root, folders, {rel for rel, _ in files}, sink)
     rels = [rel for rel, _ in small]
@@ -118,7 +120,8 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     all_verified = verified and all(m.startswith("sha256") for m in methods)
     plain = totals.total - sum(st.st_size for _, st in large)
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
-                       all_verified, summary, on_wire=wire_of(plain, outcomes))
+                       all_verified, summary,
+                       on_wire=wire_of(plain if wire is None else sum(wire), outcomes, wire is not None))
 
 
 def _open_folders(session: SshSession, locked: list[tuple[str, int]]) -> None:
@@ -166,7 +169,8 @@ def _parents(rel: str) -> list[str]:
 
 
 async def _small_uploads(session: SshSession, root: Path, remote_root: str, small, folders: list[str],
-                         totals: Totals, sink: Sink | None) -> dict[str, str]:
+                         totals: Totals, sink: Sink | None, wire: list[int] | None = None) -> dict[str, str]:
+    """``wire``: each tar stream goes as one zstd frame; what crossed is added to it."""
     if not small and not folders:
         return {}
     if session.openssh is None:
@@ -174,12 +178,12 @@ async def _small_uploads(session: SshSession, root: Path, remote_root: str, smal
     groups = split_groups(small, lambda item: item[1].st_size, tar_stream_count(small, lambda item: item[1].st_size))
     groups = groups or [[]]
     results = await over_masters(session, groups, lambda group, master: asyncio.to_thread(
-        _tar_put, session, root, remote_root, group, folders, totals, sink, master.socket))
+        _tar_put, session, root, remote_root, group, folders, totals, sink, master.socket, wire))
     return {rel: digest for result in results for rel, digest in result.items()}
 
 
 def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: list[str], totals: Totals,
-             sink: Sink | None, socket) -> dict[str, str]:
+             sink: Sink | None, socket, wire: list[int] | None = None) -> dict[str, str]:
     """One tar stream to the server's ``tar -x``: every folder first (parents before children), then ``small``.
 
     Every stream carries every folder. The streams unpack side by side, and GNU tar gives up on a file whose
@@ -189,14 +193,16 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
     while only the first stream carried the folders). A folder that exists already is fine for tar. Folders
     go owner-writable (each stream applies that at its end); ``_set_folders`` gives them their own mode last.
     """
-    argv = session.openssh.channel_argv(socket, scripts.command(scripts.TAR_EXTRACT))
+    argv = session.openssh.channel_argv(socket, scripts.command(
+        scripts.TAR_EXTRACT_Z if wire is not None else scripts.TAR_EXTRACT))
     proc = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, **child_kwargs())
     hashes: dict[str, str] = {}
+    out = squeeze.StreamPacker(proc.stdin) if wire is not None else proc.stdin
     try:
         proc.stdin.write(scripts.encode_path(remote_root))
         # dereference: a symlinked file goes as the file it names (a link header with data broke the stream)
-        with tarfile.open(fileobj=proc.stdin, mode="w|", format=tarfile.PAX_FORMAT, dereference=True) as tar:
+        with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT, dereference=True) as tar:
             for rel in folders:
                 info = tar.gettarinfo(str(root / rel), arcname=rel)
                 info.mode |= 0o700  # writable while the streams fill it: its own mode is set at the end
@@ -210,6 +216,9 @@ def _tar_put(session: SshSession, root: Path, remote_root: str, small, folders: 
                 totals.pay(len(data))
                 tar.addfile(info, _Bytes(data))
                 totals.add(len(data), sink)
+        if out is not proc.stdin:
+            out.end()
+            wire.append(out.wire)
         proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass  # the remote side failed; its stderr says why

@@ -119,10 +119,10 @@ class FileOutcome:
     on_wire: int | None = None  # bytes that crossed the wire, when some travelled compressed
 
 
-def wire_of(plain: int, outcomes: list[FileOutcome]) -> int | None:
-    """A folder's bytes on the wire when some of its files travelled compressed (``plain``: what went as it is,
-    its tar streams); None when none did."""
-    if not any(o.on_wire is not None for o in outcomes):
+def wire_of(plain: int, outcomes: list[FileOutcome], packed: bool = False) -> int | None:
+    """A folder's bytes on the wire when some of it travelled compressed (``plain``: what its tar streams carried;
+    ``packed``: they were compressed); None when nothing was."""
+    if not packed and not any(o.on_wire is not None for o in outcomes):
         return None
     return plain + sum(o.moved if o.on_wire is None else o.on_wire for o in outcomes)
 

@@ -217,3 +217,27 @@ def test_a_folders_big_reads_travel_compressed_both_ways(sshd, reads, tmp_path, 
     assert out["verified"] is True and out["bytes_on_wire"] < out["bytes"] / 2, out
     assert sha256_of(tmp_path / "back" / "sample_R1.fastq") == sha256_of(reads.fastq)
     assert len(list((tmp_path / "back" / "logs").iterdir())) == 20
+
+
+def test_a_folder_of_small_reads_goes_in_compressed_tar_streams_both_ways(sshd, reads, tmp_path, ferry_home):
+    """24 chunks of 2 MiB (each below the 4 MiB that goes by ranges): tar streams as zstd frames, auto."""
+    run = tmp_path / "amplicons"
+    run.mkdir()
+    data = reads.fastq.read_bytes()
+    chunk = 2 * MiB
+    for i in range(24):
+        (run / f"amp{i:02d}.fastq").write_bytes(data[i * chunk:(i + 1) * chunk])
+    folder = _folder(sshd, "small-up")
+    up = labferry("copy", str(run), sshd.url(str(folder)) + "/", *sshd.args(), "--json", env_home=ferry_home)
+    assert up.returncode == 0, up.stderr
+    out = result_of(up)
+    assert "small files travelled compressed" in up.stderr and out["verified"] is True
+    assert out["bytes_on_wire"] < out["bytes"] / 2, out
+    assert all(sha256_of(folder / "amplicons" / p.name) == sha256_of(p) for p in run.iterdir())
+    down = labferry("copy", sshd.url(str(folder / "amplicons")), str(tmp_path / "back"), *sshd.args(), "--json",
+                    env_home=ferry_home)
+    assert down.returncode == 0, down.stderr
+    out = result_of(down)
+    assert "small files travelled compressed" in down.stderr and out["verified"] is True
+    assert out["bytes_on_wire"] < out["bytes"] / 2, out
+    assert all(sha256_of(tmp_path / "back" / p.name) == sha256_of(p) for p in run.iterdir())

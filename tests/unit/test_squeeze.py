@@ -71,3 +71,27 @@ def test_frames_round_trip_and_a_damaged_one_is_transient():
         assert zstandard.get_frame_parameters(frame).has_checksum
 
     asyncio.run(run())
+
+
+def test_a_tar_streams_frame_round_trips_and_a_damaged_or_cut_one_is_transient():
+    import io
+
+    sink = io.BytesIO()
+    packer = squeeze.StreamPacker(sink)
+    data = b"@r\nACGT\n+\nFFFF\n" * 50_000
+    for i in range(0, len(data), 4096):
+        packer.write(data[i:i + 4096])
+    packer.end()
+    frame = sink.getvalue()
+    assert packer.wire == len(frame) < len(data) / 5
+    whole = squeeze.StreamUnpacker("x")
+    assert whole.unpack(frame) == data
+    whole.check_end()
+    cut = squeeze.StreamUnpacker("x")
+    cut.unpack(frame[: len(frame) // 2])
+    with pytest.raises(Transient, match="ended before its frame did"):
+        cut.check_end()
+    bad = bytearray(frame)
+    bad[len(bad) // 2] ^= 0x5A
+    with pytest.raises(Transient, match="arrived damaged"):
+        squeeze.StreamUnpacker("x").unpack(bytes(bad))
