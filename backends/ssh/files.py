@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import time
-from collections.abc import Coroutine
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
@@ -17,9 +15,9 @@ from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
 from ..streams.partfile import Identity, PartFile, human_size
 from ..streams.ratelimit import limiter_for
-from . import squeeze
+from .compression import compress_file, deciding
 from .ranged import SshDownload, SshUpload
-from .session import SshSession, ssh_options
+from .session import SshSession
 from .target import Entry
 
 
@@ -49,14 +47,14 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
                 choosing = None
                 if session.openssh is not None:
                     kind = SshDownload
-                    choosing = _compress(session, options, remote, size - resumed, sink, None, arriving)
+                    choosing = compress_file(session, options, remote, size - resumed, sink, None, arriving)
                 else:  # an SFTP-only account: SFTP sessions over the OpenSSH connections
                     from .sftpstreams import SftpDownload as kind
                 run = kind(fast, remote, chunks, part, sink=sink, limiter=limiter_for(options),
                            tuner=session.tuner(options, size), streams=streams,
                            max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=arriving)
                 run.hasher = hasher
-                async with _deciding(run, choosing):
+                async with deciding(run, choosing):
                     await run.run()
                 moved, peak = run.moved, run.peak_streams
                 on_wire = run.on_wire if getattr(run, "packed", False) else None
@@ -187,7 +185,8 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
                             max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate)
             try:
-                async with _deciding(run, _compress(session, options, remote, size - resumed, sink, local, gate)):
+                async with deciding(run, compress_file(session, options, remote, size - resumed, sink, local,
+                                                       gate)):
                     await run.run()
             finally:
                 run.close()
@@ -228,113 +227,6 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         if local_sum is not None:
             local_sum.cancel()
         raise
-
-
-#: seconds the streams wait for ``--compress``'s choice before they start plain
-DECIDE_WAIT = 1.0
-
-
-@contextlib.asynccontextmanager
-async def _deciding(run, choosing: Coroutine | None):
-    """Runs ``choosing`` (``_compress``) before ``run``: the choice takes a round trip and a sample (~20 ms of
-    zstd), and the first ranges wait for it, as they would each go plain otherwise (a stream's first two
-    leases can be most of a 1 GiB file). A server slower than ``DECIDE_WAIT`` to answer does not hold the
-    streams: they start plain, and the ranges asked after the choice travel as it says."""
-    if choosing is None:
-        yield
-        return
-    task = asyncio.ensure_future(choosing)
-
-    def chosen(done: asyncio.Future) -> None:
-        if done.cancelled() or done.exception() is not None or not done.result():
-            return
-        run.packed = True
-        # a third of the bytes need a third of the streams; each more costs a zstd process on the server and CPU
-        # the compressors need (measured on 50 ms / 1e-4: auto let grow to 64 streams moved 4 GiB at 790 Mbit/s,
-        # slower than the same file plain)
-        run.max_streams = min(run.max_streams, squeeze.MAX_STREAMS)
-        if run.tuner is not None:
-            run.tuner.maximum = min(run.tuner.maximum, squeeze.MAX_STREAMS)
-            run.tuner.streams = min(run.tuner.streams, run.tuner.maximum)
-            run.tuner.settled = run.tuner.settled or run.tuner.streams >= run.tuner.maximum
-
-    task.add_done_callback(chosen)
-    try:
-        await asyncio.wait({task}, timeout=DECIDE_WAIT)
-        yield
-    finally:
-        task.cancel()
-
-
-async def _compress(session: SshSession, options: TransferOptions, remote: str, left: int, sink: Sink | None,
-                    local: Path | None, arriving: Arriving | None = None) -> bool:
-    """Whether this file's ranges travel as zstd frames (``squeeze.decide``), said in the job's notes.
-
-    A download samples the file's start with the server's own zstd (its speed is what counts); an upload
-    compresses its start here and asks the server only whether it has zstd to unpack with. A relay's spool
-    still arriving is sampled once its start is there (before, it reads as zeros, which shrink to nothing)."""
-    mode = ssh_options(options).compress
-    name = (local.name if local else remote.rsplit("/", 1)[-1])
-    asks_server = mode == "zstd" or mode == "auto" and left >= squeeze.AUTO_MIN_BYTES \
-        and not squeeze.known_compressed(name)
-    sample, has_zstd = None, True
-    if asks_server and left > 0:
-        if mode == "auto" and arriving is not None:
-            head = min(squeeze.SAMPLE_BYTES, arriving.size)
-            while not any(s == 0 and e >= head for s, e in arriving.ready()):
-                await arriving.more(1.0)
-        try:
-            if local is not None:
-                if mode == "auto":
-                    sample = await asyncio.to_thread(squeeze.sample_local, str(local))
-                has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote, 0))
-            else:
-                has_zstd, sample = squeeze.remote_sample(
-                    await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if mode == "auto" else 0))
-        except (TransferError, OSError) as exc:
-            if sink:
-                sink.note(f"{name} went uncompressed: Ferry could not ask the server about zstd ({exc}).")
-            return False
-    choice = squeeze.decide(mode, name, max(0, left), sample, options.path_rate, has_zstd)
-    if choice.why and sink:
-        sink.note(choice.why)
-    return choice.on and left > 0
-
-
-async def compress_tar(session: SshSession, options: TransferOptions, small: list[tuple[str, int]], sink: Sink | None,
-                       remote_root: str, local_root: Path | None = None) -> bool:
-    """Whether a folder's small files travel in zstd-framed tar streams (``--compress``), said in the notes.
-
-    ``auto`` asks it only of ≥ 32 MiB of small files, most of them not of a compressed type, and samples their
-    start: a download the largest one with the server's zstd, an upload the first ones here."""
-    from .untar import native_tar
-
-    mode = ssh_options(options).compress
-    total = sum(size for _, size in small)
-    plain = [(rel, size) for rel, size in small if not squeeze.known_compressed(rel)]
-    if mode == "off" or not small or local_root is None and native_tar() is None:
-        return False  # without GNU tar or bsdtar here the stream is read by tarfile, which takes it plain
-    if mode == "auto" and (total < squeeze.AUTO_MIN_BYTES or sum(size for _, size in plain) < total / 2):
-        return False
-    label = f"The folder's {len(small)} small files"
-    sample = None
-    try:
-        if local_root is not None:
-            if mode == "auto":
-                sample = await asyncio.to_thread(squeeze.sample_files, [local_root / rel for rel, _ in plain])
-            has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote_root, 0))
-        else:
-            biggest = max(plain or small, key=lambda item: item[1])[0]
-            has_zstd, sample = squeeze.remote_sample(await session.zstd_sample(
-                remote_root.rstrip("/") + "/" + biggest, squeeze.SAMPLE_BYTES if mode == "auto" else 0))
-    except (TransferError, OSError) as exc:
-        if sink:
-            sink.note(f"{label} went uncompressed: Ferry could not ask the server about zstd ({exc}).")
-        return False
-    choice = squeeze.decide(mode, label, total, sample, options.path_rate, has_zstd)
-    if choice.why and sink:
-        sink.note(choice.why)
-    return choice.on
 
 
 def _prepare_part(control, part: str, size: int) -> None:

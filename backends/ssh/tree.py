@@ -24,8 +24,9 @@ from ..streams.folder import FileOutcome, FileSink, Totals, choose, safe_rel, wi
 from ..streams.hashing import manifest_digest
 from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
+from .compression import compress_tar
 from .faults import dropped_is_transient
-from .files import compress_tar, download_file
+from .files import download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
 from .untar import EarlyTar, place, tar_get

@@ -22,8 +22,9 @@ from ..streams.folder import FileOutcome, FileSink, Totals, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts, squeeze
+from .compression import compress_tar
 from .faults import dropped_is_transient
-from .files import compress_tar, upload_file
+from .files import upload_file
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
