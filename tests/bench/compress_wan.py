@@ -138,9 +138,15 @@ def render(rows: list[dict], args, command: str) -> str:
         cpu = statistics.median([r["client_cpu_s"] / (r["size_mib"] / 1024) for r in wire])
         lines += ["", f"Ferry auto put {ratio:.2f}× fewer bytes on the wire than it delivered; this side (host a: "
                       f"ssh, unpacking, hashing) spent {cpu:.1f} s of CPU per GiB."]
-    bad = [r for r in rows if r.get("sha256_ok") is False]
-    lines += ["", "Every copy's SHA-256 matched its source." if not bad else f"SHA-256 MISMATCH in {len(bad)} runs.",
-              "", "Reproduce:", "", "```", command, "```", ""]
+    bad = [r for r in rows if r.get("sha256_ok") is False and r["exit"] == 0]
+    failed = [r for r in rows if r["exit"] != 0]
+    lines += ["", "Every completed copy's SHA-256 matched its source." if not bad
+              else f"SHA-256 MISMATCH in {len(bad)} runs."]
+    if failed:
+        lines.append(f"{len(failed)} run(s) failed and are left out: "
+                     + "; ".join(f"{r['tool']} exit {r['exit']}" for r in failed) + ".")
+    lines += ["",
+              "Reproduce:", "", "```", command, "```", ""]
     return "\n".join(lines)
 
 
@@ -148,7 +154,17 @@ def main() -> int:
     parser = path_arguments(__doc__, rtt=50, loss=1e-4, work="/tmp/ferry-bench-compress")
     parser.add_argument("--scp-seconds", type=float, default=60)
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--render", metavar="LOG", help="only write the table again from a run's --json lines")
     args = parser.parse_args()
+    if args.render:  # the same path's arguments, the rows a --json run printed
+        rows = [json.loads(line) for line in Path(args.render).read_text().splitlines() if line.startswith("{")]
+        command = "sudo .venv/bin/python tests/bench/compress_wan.py " + " ".join(
+            a for a in sys.argv[1:] if not a.startswith("--render") and a != args.render)
+        text = render(rows, args, command)
+        print(text)
+        if args.write:
+            replace_section(args.write, text.splitlines()[0], text)
+        return 0
     prepared = prepare_path(args)
     if prepared is None:
         return 2
