@@ -22,6 +22,9 @@ command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs
 # --compress: the servers' zstd, and Illumina reads simulated over a generated reference (art_illumina)
 command -v zstd >/dev/null 2>&1 || need="$need zstd"
 command -v art_illumina >/dev/null 2>&1 || need="$need art-nextgen-simulation-tools"
+# GridFTP over UDT: gsiftp:// only, so the tests make GSI credentials (grid-proxy-init) and need the UDT driver
+command -v grid-proxy-init >/dev/null 2>&1 || need="$need globus-proxy-utils"
+ls /usr/lib/*/libglobus_xio_udt_driver.so* >/dev/null 2>&1 || need="$need libglobus-xio-udt-driver"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"
 # ProFTPD and vsftpd conflict as Debian packages: vsftpd is installed, ProFTPD is unpacked into its own folder

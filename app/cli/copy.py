@@ -59,6 +59,9 @@ def add_parser(sub) -> None:
     from backends.https.options import HttpsOptions
 
     add_option_flags(p.add_argument_group("HTTP(S)"), HttpsOptions)
+    from backends.gridftp.options import GridftpOptions
+
+    add_option_flags(p.add_argument_group("GridFTP (gsiftp://, sshftp://)"), GridftpOptions)
     from .accession import add_arguments as add_accession_arguments
 
     add_accession_arguments(p)
@@ -104,12 +107,14 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
 
 def backend_options(args: argparse.Namespace) -> dict:
     """Every backend's options given as flags; the front door refuses those the chosen backend lacks."""
+    from backends.gridftp.options import GridftpOptions
     from backends.https.options import HttpsOptions
     from backends.ssh.target import SshOptions
 
     from .torrent import torrent_options
 
-    return torrent_options(args) | options_from_flags(args, SshOptions) | options_from_flags(args, HttpsOptions)
+    return (torrent_options(args) | options_from_flags(args, SshOptions) | options_from_flags(args, HttpsOptions)
+            | options_from_flags(args, GridftpOptions))
 
 
 def _run_on(args: argparse.Namespace) -> int:

@@ -30,6 +30,7 @@ from ..core.base import (
 )
 from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
+from ..core.options import read_options
 from ..core.registry import scheme_of
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
@@ -84,6 +85,13 @@ class GridftpBackend(BrowsesFolders):
         elif "://" in request.dest:
             raise BadRequest("GridFTP can copy to a local path or to another GridFTP server, not to "
                              f"{scheme_of(request.dest)}://; copy to here first.")
+        if read_options(GridftpOptions, request.options.backend_options).transport == "udt":
+            plain = [u for u, remote in ((request.source, source_remote), (request.dest, dest_remote))
+                     if remote and GridUrl.parse(u).scheme != "gsiftp"]
+            if plain:
+                raise BadRequest(f"UDT works only on gsiftp:// addresses (globus-url-copy asks for it together with "
+                                 f"GSI), not on {scheme_of(plain[0])}://. Use --transport tcp, or the server's "
+                                 "gsiftp:// address.")
         if not source_remote:
             if "://" in request.source:
                 raise BadRequest("GridFTP can send local files or copy between GridFTP servers only.")

@@ -40,7 +40,8 @@ class Copy:
     def __post_init__(self) -> None:
         self._announced: list[str] = []
         self._current_source = ""
-        self._running_streams = self.options.streams * max(1, self.options.concurrency)
+        per_file = 1 if self.options.udt else self.options.streams
+        self._running_streams = per_file * max(1, self.options.concurrency)
 
     async def run(self) -> None:
         progress = guc.Progress(self._on_bytes, self._on_file, self._on_source)

@@ -34,8 +34,9 @@ def part_path(dest: Path) -> Path:
 
 
 def guc_options(plan: Plan, options: TransferOptions, verify: str | None = None) -> guc.Options:
-    retries = read_options(GridftpOptions, options.backend_options).restart_retries
-    return guc.Options(streams=plan.streams, tcp_bs=plan.tcp_bs, verify=verify, restart_retries=retries)
+    own = read_options(GridftpOptions, options.backend_options)
+    return guc.Options(streams=plan.streams, tcp_bs=plan.tcp_bs, verify=verify, restart_retries=own.restart_retries,
+                       udt=own.transport == "udt")
 
 
 async def _server_sum(url: GridUrl, path: str, options: TransferOptions | None = None) -> str | None:

@@ -43,9 +43,9 @@ def folder_options(plan: Plan, options: TransferOptions, files: int, sync_level:
     """Split the plan's streams between files at once (-cc) and streams per file (-p)."""
     concurrency = max(1, min(8, files))
     per_file = max(1, plan.streams // concurrency)
-    retries = read_options(GridftpOptions, options.backend_options).restart_retries
+    own = read_options(GridftpOptions, options.backend_options)
     return guc.Options(streams=per_file, tcp_bs=plan.tcp_bs, recursive=True, concurrency=concurrency,
-                       sync_level=sync_level, restart_retries=retries)
+                       sync_level=sync_level, restart_retries=own.restart_retries, udt=own.transport == "udt")
 
 
 def _sync_level(options: TransferOptions) -> int | None:

@@ -20,7 +20,16 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.errors import LocalError, NoSpace, NotFound, PermissionDenied, TransferError, Transient, Unreachable
+from ..core.errors import (
+    LocalError,
+    NoSpace,
+    NotFound,
+    PermissionDenied,
+    TransferError,
+    Transient,
+    Unavailable,
+    Unreachable,
+)
 from ..host.procs import child_argv, child_kwargs
 
 TOOL = "globus-url-copy"
@@ -41,11 +50,14 @@ class Options:
     stall_timeout: int = 120
     seconds: float | None = None  # -t (probe)
     offset: int = 0  # -off: the bytes before it are already here (a resumed download)
+    udt: bool = False  # -udt: the data channel over UDT (gsiftp:// only: the tool asks for it with the GSI driver)
     extra: list[str] = field(default_factory=list)
 
 
 def argv(opts: Options, source: str, dest: str, tool: str = TOOL) -> list[str]:
-    args = [tool, "-vb", "-cd", "-p", str(max(1, opts.streams))]
+    # UDT goes in stream mode, without -p: any -p (even -p 1) asks for extended block mode, and over UDT the copy
+    # then hangs before its first byte (tried against globus-gridftp-server 13.24)
+    args = [tool, "-vb", "-cd", *([] if opts.udt else ["-p", str(max(1, opts.streams))])]
     if opts.tcp_bs:
         args += ["-tcp-bs", str(opts.tcp_bs)]
     if opts.recursive:
@@ -56,6 +68,8 @@ def argv(opts: Options, source: str, dest: str, tool: str = TOOL) -> list[str]:
         args += ["-sync", "-sync-level", str(opts.sync_level)]
     if opts.offset:
         args += ["-off", str(opts.offset)]
+    if opts.udt:
+        args += ["-udt"]
     if opts.seconds:
         args += ["-t", str(max(1, round(opts.seconds)))]
     else:
@@ -167,6 +181,13 @@ def explain(stderr: str, *, source: str, dest: str) -> TransferError:
     if "is a directory" in text:
         return LocalError(f"{path or dest} is a folder. Give a file name, or end a folder address with '/'.",
                           detail=detail)
+    if "udt driver not whitelisted" in text or "setting data channel driver stack failed" in text:
+        return TransferError("The GridFTP server does not allow UDT on its data channel. Run the copy with "
+                             "--transport tcp, or ask its administrator to start it with -allow-udt and udt in "
+                             "-dc-whitelist.", detail=detail)
+    if "udt" in text and ("driver" in text and ("load" in text or "not found" in text or "could not" in text)):
+        return Unavailable("This computer's globus-url-copy cannot load the UDT driver. Install it (Debian/Ubuntu: "
+                           "apt install libglobus-xio-udt-driver), or run with --transport tcp.", detail=detail)
     if "530" in text or "login incorrect" in text or "authentication" in text or "gss" in text:
         return PermissionDenied("The GridFTP server refused the login. Check your credentials (a valid GSI proxy "
                                 "for gsiftp://, your SSH key for sshftp://) or whether it allows anonymous access.",

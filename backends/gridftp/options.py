@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core.options import option
 
@@ -13,3 +14,6 @@ class GridftpOptions:
     tcp_bs: int | None = option(None, "TCP buffer per stream in bytes (-tcp-bs), from a preflight or IT")
     bottleneck_bps: int | None = option(None, "the path's narrowest link in bits per second, when known")
     restart_retries: int = option(10, "restarts after a fault before the job's own retry takes over (-rst-retries)")
+    transport: Literal["tcp", "udt"] = option(
+        "tcp", "the data channel: tcp, or udt (UDP-based; gsiftp:// only, on a server started with -allow-udt)",
+        flag="--transport")

@@ -20,9 +20,11 @@ from .nginx import free_port, wait_for_port
 
 class GridftpServer:
     def __init__(self, root: Path, *, listen: str = "127.0.0.1", port: int | None = None,
-                 argv_prefix: tuple[str, ...] = ()) -> None:
-        """``argv_prefix`` runs the server elsewhere (``wanem exec LINK b --`` in the benchmarks)."""
-        self.root, self.listen, self.argv_prefix = root, listen, argv_prefix
+                 argv_prefix: tuple[str, ...] = (), gsi=None, udt: bool = False) -> None:
+        """``argv_prefix`` runs the server elsewhere (``wanem exec LINK b --`` in the benchmarks). ``gsi``
+        (``tests.servers.gsi.GsiCredentials``): gsiftp:// with those credentials instead of anonymous ftp://;
+        ``udt``: the data channel may be UDT (``-allow-udt``)."""
+        self.root, self.listen, self.argv_prefix, self.gsi, self.udt = root, listen, argv_prefix, gsi, udt
         self.data = root / "data"
         self.data.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -31,19 +33,23 @@ class GridftpServer:
 
     def argv(self) -> list[str]:
         args = [shutil.which("globus-gridftp-server") or "/usr/sbin/globus-gridftp-server",
-                "-aa", "-p", str(self.port), "-control-interface", self.listen, "-data-interface", self.listen,
-                "-d", "error,warn", "-l", str(self.log)]
-        if os.geteuid() == 0:
+                *([] if self.gsi else ["-aa"]), "-p", str(self.port), "-control-interface", self.listen,
+                "-data-interface", self.listen, "-d", "all" if self.gsi else "error,warn", "-l", str(self.log)]
+        if self.udt:  # SETNETSTACK asks for "udt,gsi": both drivers must be on the list
+            args += ["-threads", "2", "-allow-udt", "-dc-whitelist", "udt,gsi,tcp"]
+        if os.geteuid() == 0 and not self.gsi:
             args += ["-anonymous-user", "nobody"]
         return [*self.argv_prefix, *args]
 
     def url(self, path: Path | str, *, folder: bool = False) -> str:
         text = str(path)
-        return f"ftp://{self.listen}:{self.port}{text}{'/' if folder and not text.endswith('/') else ''}"
+        scheme = "gsiftp" if self.gsi else "ftp"
+        return f"{scheme}://{self.listen}:{self.port}{text}{'/' if folder and not text.endswith('/') else ''}"
 
     def start(self) -> GridftpServer:
+        env = dict(os.environ, **self.gsi.server_env()) if self.gsi else None
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         try:
             if self.argv_prefix:
                 time.sleep(0.5)  # in another network namespace: its port cannot be polled from here
