@@ -78,16 +78,13 @@ def _lab_ca(args: argparse.Namespace):
     """The CA given with --ca/--ca-key, else this installation's own (made on first use, with Ferry's own peer
     certificate from it, so that this machine can seed what it creates)."""
     from app.paths import data_dir
-    from backends.torrent.tls import Identity, lab_ca, own_identity
+    from backends.torrent.tls import Identity, creator_ca
 
     if bool(args.ca) != bool(args.ca_key):
         raise BadRequest("Give both --ca and --ca-key (the lab CA's certificate and its key).")
     if args.ca:
         return Identity(Path(args.ca).expanduser(), Path(args.ca_key).expanduser())
-    folder = data_dir() / "tls"
-    ca = lab_ca(folder)
-    own_identity(folder)
-    return ca
+    return creator_ca(data_dir() / "tls")
 
 
 def run_cert(args: argparse.Namespace) -> int:

@@ -146,10 +146,9 @@ class CreateTorrentDialog(QDialog):
             root = None
             if tls:  # this installation's lab CA, and its own certificate from it to seed with
                 from app.paths import data_dir
-                from backends.torrent.tls import lab_ca, own_identity, root_pem
+                from backends.torrent.tls import creator_ca, root_pem
 
-                root = root_pem(lab_ca(data_dir() / "tls"))
-                own_identity(data_dir() / "tls")
+                root = root_pem(creator_ca(data_dir() / "tls"))
             body = create(data, web_seeds=seeds, private=private, v2_only=v2_only, trackers=trackers,
                           progress=lambda done, total: self.hashed.emit(done, total), root_cert=root)
             target.write_bytes(body)

@@ -97,7 +97,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     plain = totals.total - sum(e.size for e in large)
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
                        all_verified, summary,
-                       on_wire=wire_of(plain if wire is None else sum(wire), outcomes, wire is not None))
+                       on_wire=wire_of(plain, wire, outcomes))
 
 
 def _writable_folder(path: Path) -> None:

@@ -122,7 +122,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     plain = totals.total - sum(st.st_size for _, st in large)
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
                        all_verified, summary,
-                       on_wire=wire_of(plain if wire is None else sum(wire), outcomes, wire is not None))
+                       on_wire=wire_of(plain, wire, outcomes))
 
 
 def _open_folders(session: SshSession, locked: list[tuple[str, int]]) -> None:

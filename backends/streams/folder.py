@@ -119,12 +119,14 @@ class FileOutcome:
     on_wire: int | None = None  # bytes that crossed the wire, when some travelled compressed
 
 
-def wire_of(plain: int, outcomes: list[FileOutcome], packed: bool = False) -> int | None:
-    """A folder's bytes on the wire when some of it travelled compressed (``plain``: what its tar streams carried;
-    ``packed``: they were compressed); None when nothing was."""
-    if not packed and not any(o.on_wire is not None for o in outcomes):
+def wire_of(plain: int, tar_wire: list[int] | None, outcomes: list[FileOutcome]) -> int | None:
+    """A folder's bytes on the wire when some of it travelled compressed, else None. ``plain``: its small files'
+    bytes; ``tar_wire``: what each of their tar streams carried when they were compressed (None: they were not);
+    ``outcomes``: its large files'."""
+    if tar_wire is None and not any(o.on_wire is not None for o in outcomes):
         return None
-    return plain + sum(o.moved if o.on_wire is None else o.on_wire for o in outcomes)
+    small = plain if tar_wire is None else sum(tar_wire)
+    return small + sum(o.moved if o.on_wire is None else o.on_wire for o in outcomes)
 
 
 def unchanged_here(path: Path, file: RemoteFile) -> bool:

@@ -164,6 +164,14 @@ def own_identity(folder: Path) -> Identity:
     return issue(lab_ca(folder), identity.cert, identity.key)
 
 
+def creator_ca(folder: Path) -> Identity:
+    """The lab CA a TLS torrent made here goes with, and this installation's own certificate from it (issued on
+    first use), so that the machine that creates a torrent can seed it without flags."""
+    ca = lab_ca(folder)
+    own_identity(folder)
+    return ca
+
+
 def root_pem(ca: Identity) -> str:
     """The CA certificate that goes into a TLS torrent."""
     cert, _ = _load_ca(ca)

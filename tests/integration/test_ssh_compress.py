@@ -25,6 +25,12 @@ def result_of(proc) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def copied(proc) -> dict:
+    """The JSON result of a copy that must have succeeded."""
+    assert proc.returncode == 0, proc.stderr
+    return result_of(proc)
+
+
 @pytest.fixture(scope="module")
 def reads(tmp_path_factory):
     return simulate(tmp_path_factory.mktemp("reads"), READS_BYTES)
@@ -101,8 +107,7 @@ def test_reads_travel_compressed_both_ways_and_arrive_exact(sshd, reads, tmp_pat
     remote = _serve(sshd, local, f"c-{local.name}")
     down = labferry("copy", sshd.url(str(remote)), str(tmp_path / local.name), *sshd.args(), "--streams", "4",
                     "--json", env_home=ferry_home)
-    assert down.returncode == 0, down.stderr
-    out = result_of(down)
+    out = copied(down)
     assert sha256_of(tmp_path / local.name) == sha256_of(local) == out["sha256"] and out["verified"] is True
     assert out["bytes_on_wire"] < out["bytes"] / 2, out
     assert "travelled compressed" in down.stderr and any(n.startswith("Compressed on the wire") for n in out["notes"])
@@ -110,8 +115,7 @@ def test_reads_travel_compressed_both_ways_and_arrive_exact(sshd, reads, tmp_pat
     folder = _folder(sshd, f"up-{kind}")
     up = labferry("copy", str(local), sshd.url(str(folder)) + "/", *sshd.args(), "--streams", "4", "--json",
                   env_home=ferry_home)
-    assert up.returncode == 0, up.stderr
-    out = result_of(up)
+    out = copied(up)
     assert sha256_of(folder / local.name) == sha256_of(local) and out["verified"] is True
     assert "every range" in out["verify_method"]  # each frame unpacked, read back and hashed by the server
     assert out["bytes_on_wire"] < out["bytes"] / 2, out
@@ -127,8 +131,7 @@ def test_gzipped_reads_are_sent_as_they_are_unless_asked(sshd, reads, tmp_path, 
         assert "its type is compressed already" in auto.stderr
     forced = labferry("copy", sshd.url(str(gz)), str(tmp_path / "forced.fq.gz"), *sshd.args(), "--compress", "zstd",
                       "--json", env_home=ferry_home)
-    assert forced.returncode == 0, forced.stderr
-    out = result_of(forced)
+    out = copied(forced)
     assert out["bytes_on_wire"] is not None and out["bytes_on_wire"] > out["bytes"] * 0.95  # gzip does not shrink
     assert sha256_of(tmp_path / "forced.fq.gz") == sha256_of(reads.gzipped())
 
@@ -163,23 +166,19 @@ def test_a_server_without_zstd_says_so_and_the_copy_goes_on(odd_servers, reads, 
 
 
 def test_a_damaged_frame_is_caught_and_its_range_moved_again(odd_servers, reads, tmp_path, ferry_home):
+    """The server's zstd damages the first frame it packs (a download) and the first it unpacks (an upload)."""
     _, faulty, marks = odd_servers
-    remote = _serve(faulty, reads.fastq)
-    down = labferry("copy", faulty.url(str(remote)), str(tmp_path / "reads.fq"), *faulty.args(), "--compress", "zstd",
-                    "--streams", "2", "--json", env_home=ferry_home)
-    assert down.returncode == 0, down.stderr
-    assert (marks / "pack").is_dir(), "the server's zstd did not damage a frame"
-    out = result_of(down)
-    assert sha256_of(tmp_path / "reads.fq") == sha256_of(reads.fastq) and out["verified"] is True
-    assert out["bytes_fetched"] > out["bytes"], "the damaged range was not fetched again"
-    folder = _folder(faulty, "up")
-    up = labferry("copy", str(reads.fastq), faulty.url(str(folder)) + "/", *faulty.args(), "--compress", "zstd",
-                  "--streams", "2", "--json", env_home=ferry_home)
-    assert up.returncode == 0, up.stderr
-    assert (marks / "unpack").is_dir(), "the server's zstd did not get a damaged frame"
-    out = result_of(up)
-    assert sha256_of(folder / "reads.fq") == sha256_of(reads.fastq) and out["verified"] is True
-    assert out["bytes_fetched"] > out["bytes"], "the damaged range was not sent again"
+    remote, folder = _serve(faulty, reads.fastq), _folder(faulty, "up")
+    cases = [  # (source, destination, the mark the fault leaves, where the file lands)
+        (faulty.url(str(remote)), str(tmp_path / "reads.fq"), marks / "pack", tmp_path / "reads.fq"),
+        (str(reads.fastq), faulty.url(str(folder)) + "/", marks / "unpack", folder / "reads.fq"),
+    ]
+    for source, dest, mark, landed in cases:
+        out = copied(labferry("copy", source, dest, *faulty.args(), "--compress", "zstd", "--streams", "2", "--json",
+                              env_home=ferry_home))
+        assert mark.is_dir(), f"the server's zstd did not damage a frame ({mark.name})"
+        assert sha256_of(landed) == sha256_of(reads.fastq) and out["verified"] is True
+        assert out["bytes_fetched"] > out["bytes"], f"the damaged range was not moved again ({mark.name})"
 
 
 def test_a_compressed_download_resumes_after_sigkill(sshd, reads, tmp_path, ferry_home):
@@ -190,8 +189,7 @@ def test_a_compressed_download_resumes_after_sigkill(sshd, reads, tmp_path, ferr
     done = kill_after_progress(proc, tmp_path / "resume.fq.part.ferry", 16 * MiB)
     assert done >= 16 * MiB and not dest.exists()
     second = labferry(*args, env_home=ferry_home, timeout=180)
-    assert second.returncode == 0, second.stderr
-    out = result_of(second)
+    out = copied(second)
     assert out["resumed_from"] >= 16 * MiB and out["bytes_on_wire"] < (out["bytes"] - out["resumed_from"]) / 2
     assert sha256_of(dest) == sha256_of(reads.fastq)
 
@@ -205,15 +203,13 @@ def test_a_folders_big_reads_travel_compressed_both_ways(sshd, reads, tmp_path, 
         (run / "logs" / f"lane{i}.txt").write_text(f"lane {i}\n" * 50)
     folder = _folder(sshd, "runs")
     up = labferry("copy", str(run), sshd.url(str(folder)) + "/", *sshd.args(), "--json", env_home=ferry_home)
-    assert up.returncode == 0, up.stderr
-    out = result_of(up)
+    out = copied(up)
     assert out["verified"] is True and out["bytes_on_wire"] < out["bytes"] / 2, out
     assert sha256_of(folder / "run1" / "sample_R1.fastq") == sha256_of(reads.fastq)
     assert (folder / "run1" / "logs" / "lane7.txt").read_text() == "lane 7\n" * 50
     down = labferry("copy", sshd.url(str(folder / "run1")), str(tmp_path / "back"), *sshd.args(), "--json",
                     env_home=ferry_home)
-    assert down.returncode == 0, down.stderr
-    out = result_of(down)
+    out = copied(down)
     assert out["verified"] is True and out["bytes_on_wire"] < out["bytes"] / 2, out
     assert sha256_of(tmp_path / "back" / "sample_R1.fastq") == sha256_of(reads.fastq)
     assert len(list((tmp_path / "back" / "logs").iterdir())) == 20
@@ -229,15 +225,13 @@ def test_a_folder_of_small_reads_goes_in_compressed_tar_streams_both_ways(sshd, 
         (run / f"amp{i:02d}.fastq").write_bytes(data[i * chunk:(i + 1) * chunk])
     folder = _folder(sshd, "small-up")
     up = labferry("copy", str(run), sshd.url(str(folder)) + "/", *sshd.args(), "--json", env_home=ferry_home)
-    assert up.returncode == 0, up.stderr
-    out = result_of(up)
+    out = copied(up)
     assert "small files travelled compressed" in up.stderr and out["verified"] is True
     assert out["bytes_on_wire"] < out["bytes"] / 2, out
     assert all(sha256_of(folder / "amplicons" / p.name) == sha256_of(p) for p in run.iterdir())
     down = labferry("copy", sshd.url(str(folder / "amplicons")), str(tmp_path / "back"), *sshd.args(), "--json",
                     env_home=ferry_home)
-    assert down.returncode == 0, down.stderr
-    out = result_of(down)
+    out = copied(down)
     assert "small files travelled compressed" in down.stderr and out["verified"] is True
     assert out["bytes_on_wire"] < out["bytes"] / 2, out
     assert all(sha256_of(tmp_path / "back" / p.name) == sha256_of(p) for p in run.iterdir())
