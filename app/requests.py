@@ -123,6 +123,8 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
         options = replace(options, initial_streams=_advised_streams(store, source, dest, backend.name))
     if advice and store is not None and not options.path_rate:
         options = replace(options, path_rate=_path_rate(store, source, dest, backend.name))
+    if advice and store is not None and not options.transport_advice:
+        options = replace(options, transport_advice=_transport_advice(store, source, dest, backend.name))
     given, dest = dest, resolve_destination(source, dest)
     if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
@@ -284,11 +286,16 @@ def _absolute_local(location: str) -> str:
     return str(Path(location).expanduser().absolute())
 
 
+def _peer(source: str, dest: str) -> str | None:
+    """The host at the other end (the source's, else the destination's), whose measurements advise the job."""
+    return host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
+
+
 def _advised_streams(store, source: str, dest: str, backend: str) -> int | None:
     """A fresh preflight of the host first, then the fastest recent transfer there."""
     from app.store.advice import advised_streams
 
-    host = host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
+    host = _peer(source, dest)
     if not host:
         return None
     return advised_streams(store, host, backend)
@@ -297,9 +304,17 @@ def _advised_streams(store, source: str, dest: str, backend: str) -> int | None:
 def _path_rate(store, source: str, dest: str, backend: str) -> int | None:
     """The best rate (bytes/s) the benchmark log holds for this host and backend: what ``--compress auto`` weighs
     the compressor's speed against (compressed transfers are logged at their wire rate)."""
-    host = host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
+    host = _peer(source, dest)
     mbps = store.benchmarks.best_by_backend(host).get(backend) if host else None
     return int(mbps * 1e6 / 8) if mbps else None
+
+
+def _transport_advice(store, source: str, dest: str, backend: str) -> dict | None:
+    """What a fresh preflight of the host measured about its transports, for ``--transport auto`` (GridFTP's UDT)."""
+    from app.store.advice import fresh_transport
+
+    host = _peer(source, dest)
+    return fresh_transport(store, host, backend) if host else None
 
 
 def _site_backend(protocol: str, registry: Registry | None):

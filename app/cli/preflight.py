@@ -150,6 +150,8 @@ def _show(result: dict, as_json: bool) -> int:
     print(f"  Loss          {result['loss_note']}")
     print(f"  Use           {streams_phrase(result['recommended_streams'])} ({result['streams_why']})")
     print(f"  Protocol      {result['recommended_backend']}: {result['backend_why']}")
+    if result.get("recommended_transport"):
+        print(f"  Transport     {result['recommended_transport']}: {result['transport_why']}")
     if result.get("tcp_bs_why") and result["backend"] == "gridftp":
         print(f"  GridFTP       {result['tcp_bs_why']}")
     for note in result.get("notes") or []:

@@ -67,7 +67,7 @@ async def run_preflight(store, registry, url: str, options: TransferOptions, *, 
     analysis = analyse(
         url=redact(url), backend=backend.name, host=host, rtt=measured.rtt, sweep=measured.sweep, tcp=host_tcp(),
         log_rows=store.benchmarks.meaningful(host, backend.name), per_backend=store.benchmarks.best_by_backend(host),
-        tcp_bs_rule=advice_rule,
+        tcp_bs_rule=advice_rule, transports=measured.transports, max_streams=options.max_streams,
     )
     analysis.seconds = measured.seconds
     analysis.notes = measured.notes + analysis.notes

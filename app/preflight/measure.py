@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from app.units import format_ms
-from backends.core.base import PathProber, Sweeper, TransferOptions
+from backends.core.base import PathProber, Sweeper, TransferOptions, TransportProber
 from backends.core.errors import BadRequest, TransferError, Unreachable
 from backends.host.netprobe import connect_time
 
@@ -31,6 +31,8 @@ COUNTS = (1, 2, 4, 8, 16, 32, 64)
 #: the sweep's budget (seconds); the round trips and set-up come on top
 BUDGET_S = 17.0
 QUICK_BUDGET_S = 6.0
+#: the longest probe of another transport (GridFTP's UDT reads for 8 s: it grows its rate slowly)
+TRANSPORT_PROBE_S = 20.0
 #: what one probe may spend on connecting and logging in before its data (SSH logins queue at sshd)
 PROBE_SETUP_S = 30.0
 
@@ -51,6 +53,8 @@ class Measurement:
     sweep: list[SweepPoint]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    #: other transports measured beside the TCP sweep (GridFTP's UDT): name → Mbit/s, None where it failed
+    transports: dict[str, float | None] = field(default_factory=dict)
 
 
 def endpoint(url: str) -> tuple[str, int]:
@@ -106,8 +110,32 @@ async def measure(backend, url: str, options: TransferOptions, *, quick: bool = 
                                        else BUDGET_S)
     if not sweep:
         raise TransferError(f"Nothing could be measured to {host}.")
+    transports: dict[str, float | None] = {}
+    if isinstance(backend, TransportProber):
+        transports = await _other_transports(backend, url, step, options, host, say, notes)
     say(Progress("done", "Measured."))
-    return Measurement(rtt, sweep, time.monotonic() - began, notes)
+    return Measurement(rtt, sweep, time.monotonic() - began, notes, transports)
+
+
+async def _other_transports(backend, url: str, step: float, options: TransferOptions, host: str, say,
+                            notes: list[str]) -> dict[str, float | None]:
+    """One probe per other transport the backend has to this URL (GridFTP's UDT): its rate, or None and a note."""
+    rates: dict[str, float | None] = {}
+    for name in backend.transports(url):
+        label = name.upper()
+        say(Progress("sweep", f"{label}…"))
+        try:
+            point = SweepPoint.of(await _bounded(backend.probe_transport(url, name, step, options),
+                                                 PROBE_SETUP_S + TRANSPORT_PROBE_S, f"{host} over {label}"))
+        except TransferError as exc:
+            rates[name] = None
+            reason = getattr(exc, "reason", None)  # a short cause, where the backend gives one
+            notes.append(f"{label} was not measured ({reason}), so --transport auto keeps to TCP on this path."
+                         if reason else f"{label} was not measured: {exc}")
+            continue
+        rates[name] = point.mbps
+        say(Progress("sweep", f"{label}: {point.mbps:.0f} Mbit/s"))
+    return rates
 
 
 async def _sweep_down(backend, url: str, counts: list[int], step: float, options: TransferOptions, host: str,

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 
 from app.units import counted
 from backends.host.hosttcp import Advice, HostTcp, advise
+from backends.streams.tuner import initial_streams
 
 #: the knee: the fewest streams reaching this share of the best swept rate
 KNEE_SHARE = 0.93
@@ -37,6 +38,9 @@ DEFAULT_MSS = 1448
 HALF_LIFE_DAYS = 30.0
 #: real transfers must beat the sweep's choice by this much to override it
 LOG_MARGIN = 1.05
+#: another transport (GridFTP's UDT) must beat the recommended TCP streams by this much: it costs more CPU,
+#: and a short probe of it is rougher than a sweep
+TRANSPORT_MARGIN = 1.1
 
 
 @dataclass
@@ -127,6 +131,8 @@ class Recommendation:
     tcp_bs_why: str = ""
     backend: str | None = None
     backend_why: str = ""
+    transport: str | None = None  # "tcp" or another the backend has (udt); None: nothing else to choose from
+    transport_why: str = ""
 
 
 @dataclass
@@ -148,6 +154,7 @@ class Analysis:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     measured_at: float = field(default_factory=time.time)
+    transports: dict[str, float | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         rec = self.recommendation
@@ -162,6 +169,8 @@ class Analysis:
             "recommended_streams": rec.streams, "streams_why": rec.why,
             "recommended_backend": rec.backend, "backend_why": rec.backend_why,
             "gridftp_tcp_bs": rec.tcp_bs, "tcp_bs_why": rec.tcp_bs_why,
+            "transports": {k: (round(v, 1) if v is not None else None) for k, v in self.transports.items()},
+            "recommended_transport": rec.transport, "transport_why": rec.transport_why,
             "sysctl": [a.line for a in self.advice],
             "sysctl_reasons": [asdict(a) for a in self.advice],
             "host_tcp": self.tcp.to_dict(),
@@ -190,6 +199,41 @@ def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | N
                          f"Mbit/s with that count (recent ones weigh more), better than the {baseline:.0f} Mbit/s "
                          f"expected with {k}")
     return k, why
+
+
+def cut_while_growing(sweep: list[SweepPoint], max_streams: int) -> bool:
+    """Whether the sweep stopped (its time budget) while each doubling still paid: more streams were not tried.
+
+    Backends that probe one count at a time (GridFTP: each probe ≥ 5 s and a login) may stop at 4 streams on a
+    long path where 32 are needed: at 100 ms / 1e-3 a gsiftp:// sweep read 25, 156, 319 Mbit/s for 1, 2, 4."""
+    return len(sweep) >= 2 and not flattened(sweep) and sweep[-1].streams < max_streams
+
+
+def choose_transport(sweep: list[SweepPoint], streams: int, transports: dict[str, float | None],
+                     growing: bool = False) -> tuple[str | None, str]:
+    """TCP with the recommended streams, unless another transport measured clearly faster (``TRANSPORT_MARGIN``).
+
+    ``growing``: the sweep stopped while TCP still grew with streams, so TCP with ``streams`` is taken to reach
+    the last rate scaled by the streams (a trend, not a measurement: it only keeps another transport from being
+    chosen on a cut sweep). The sentence completes "the preflight measured …" (the job's note under ``auto``)."""
+    measured = {name: rate for name, rate in transports.items() if rate}
+    if not transports:
+        return None, ""
+    last = sweep[-1] if sweep else None
+    if growing and last and streams > last.streams:
+        tcp = last.mbps * streams / last.streams
+        tcp_words = f"TCP at {last.mbps:.0f} Mbit/s with {streams_phrase(last.streams)} and still growing"
+    else:
+        tcp = next((p.mbps for p in sweep if p.streams == streams), max((p.mbps for p in sweep), default=0.0))
+        tcp_words = f"TCP at {tcp:.0f} Mbit/s with {streams_phrase(streams)}"
+    if not measured:
+        return "tcp", f"{tcp_words}; {', '.join(n.upper() for n in transports)} could not be measured"
+    top = max(measured, key=measured.get)
+    top_words = f"{top.upper()} at {measured[top]:.0f} Mbit/s"
+    if measured[top] >= TRANSPORT_MARGIN * tcp:
+        return top, f"{top_words} and {tcp_words}"
+    return "tcp", (f"{tcp_words} and {top_words} (another transport must be {TRANSPORT_MARGIN:.1f}× faster to be "
+                   "chosen)")
 
 
 def loss_reading(single_mbps: float, rtt_ms: float, bottleneck_mbps: float, tcp: HostTcp) -> tuple[float | None, str]:
@@ -223,15 +267,24 @@ def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, 
 
 def analyse(*, url: str, backend: str, host: str, rtt: RttStats, sweep: list[SweepPoint], tcp: HostTcp,
             log_rows: list[dict] | None = None, per_backend: dict[str, float] | None = None,
-            tcp_bs_rule=None, now: float | None = None) -> Analysis:
+            tcp_bs_rule=None, now: float | None = None, transports: dict[str, float | None] | None = None,
+            max_streams: int = 64) -> Analysis:
     """The whole recommendation. ``tcp_bs_rule(streams, rtt_s, bottleneck_bps)`` → (bytes|None, why), GridFTP's."""
     rtt_ms = rtt.min_ms or 0.0
     bottleneck = max((p.mbps for p in sweep), default=0.0)
     single = next((p.mbps for p in sweep if p.streams == 1), 0.0)
     loss, loss_note = loss_reading(single, rtt_ms, bottleneck, tcp) if sweep else (None, "nothing was measured")
     streams, why = choose_streams(sweep, log_rows or [], now)
+    growing = cut_while_growing(sweep, max_streams)
+    if growing and streams <= sweep[-1].streams:
+        table = initial_streams(rtt_ms / 1000, None, max_streams, 1)
+        if table > streams:
+            streams, why = table, (f"{streams_phrase(table)}, as for a {rtt_ms:.0f} ms round trip: the rate still grew "
+                                   f"with each doubling up to {streams_phrase(sweep[-1].streams)} when the sweep "
+                                   "stopped, so fewer would leave the path idle")
     top, top_why = choose_backend(backend, bottleneck, per_backend or {})
     rec = Recommendation(streams, why, backend=top, backend_why=top_why)
+    rec.transport, rec.transport_why = choose_transport(sweep, streams, transports or {}, growing)
     if tcp_bs_rule is not None and rtt_ms:
         rec.tcp_bs, rec.tcp_bs_why = tcp_bs_rule(streams, rtt_ms / 1000, bottleneck * 1e6)
     # the host should carry the path's BDP in one stream (an scp or single HTTPS stream); cubic suffers with loss
@@ -240,4 +293,4 @@ def analyse(*, url: str, backend: str, host: str, rtt: RttStats, sweep: list[Swe
     if len(sweep) >= 2 and not flattened(sweep) and sweep[-1].streams >= 64:
         notes.append("The rate still grew at 64 streams: the path is very lossy or long; Ferry's maximum is 64.")
     return Analysis(url, backend, host, rtt, sweep, bottleneck, loss, loss_note, needs.bdp_bytes, rec, tcp,
-                    needs.advice, notes=notes)
+                    needs.advice, notes=notes, transports=dict(transports or {}))

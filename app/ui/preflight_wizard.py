@@ -231,6 +231,8 @@ class AdvicePage(QWizardPage):
             ("Use", f"<b>{streams_phrase(n)}</b>: {r.get('streams_why', '')}"),
             ("Protocol", f"<b>{r.get('recommended_backend')}</b>: {r.get('backend_why', '')}"),
         ]
+        if r.get("recommended_transport"):
+            rows.append(("Transport", f"{r['recommended_transport'].upper()}: {r.get('transport_why', '')}"))
         if r.get("backend") == "gridftp":
             rows.append(("GridFTP buffer", r.get("tcp_bs_why", "")))
         rows += [("Note", note) for note in r.get("notes") or []]

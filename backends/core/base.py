@@ -83,6 +83,9 @@ class TransferOptions:
     #: the path's measured rate in bytes/s (a recent preflight's, else the best transfer's), for choices that
     #: weigh CPU against the wire (``--compress auto``); None: never measured
     path_rate: int | None = None
+    #: what a fresh preflight of the host measured about its data transports (GridFTP's UDT beside TCP):
+    #: ``{"transport": "udt"|"tcp", "why": sentence}``, for a backend's ``auto`` transport; None: never measured
+    transport_advice: dict | None = None
     sync: str | None = None  # skip files already there: "size-mtime" or "checksum"
     #: compare with the server's (or a published) checksum; off: only Ferry's own sha256 (Settings → Verify)
     verify: bool = True
@@ -118,6 +121,8 @@ class TransferOptions:
         }
         if self.path_rate:
             d["path_rate"] = self.path_rate
+        if self.transport_advice:
+            d["transport_advice"] = dict(self.transport_advice)
         if self.checksum:
             d["checksum"] = f"{self.checksum.algorithm}:{self.checksum.hexdigest}"
         if self.files:
@@ -148,6 +153,7 @@ class TransferOptions:
             files=tuple(ListedFile.from_dict(f) for f in d.get("files") or ()),
             arriving=d.get("arriving"),
             path_rate=d.get("path_rate"),
+            transport_advice=d.get("transport_advice"),
         )
 
 
@@ -357,6 +363,18 @@ class Sweeper(Protocol):
 
     async def sweep(self, url: str, counts: list[int], seconds: float, options: TransferOptions,
                     on_level: Callable[[ProbeResult], None] | None = None) -> list[ProbeResult]: ...
+
+
+@runtime_checkable
+class TransportProber(Protocol):
+    """Has data transports besides TCP (GridFTP's UDT): a preflight measures each beside the stream sweep."""
+
+    def transports(self, url: str) -> tuple[str, ...]:
+        """The other transports this backend could use to ``url`` (none: nothing more to measure)."""
+        ...
+
+    async def probe_transport(self, url: str, transport: str, seconds: float,
+                              options: TransferOptions) -> ProbeResult: ...
 
 
 @runtime_checkable

@@ -35,7 +35,7 @@ from ..core.registry import scheme_of
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
 from ..streams.partfile import STATE_SUFFIX, check_destination, human_size
-from . import fetch, files, folders, guc
+from . import fetch, files, folders, guc, probing, transport
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
 from .options import GridftpOptions
@@ -175,16 +175,19 @@ class GridftpBackend(BrowsesFolders):
         uncapped = _uncapped_note(request.options)
         if uncapped:
             sink.note(uncapped)
-        source_remote, dest_remote = _is_remote(request.source), _is_remote(request.dest)
-        if source_remote and dest_remote:
-            result = await self._third_party(request, sink)
-        elif source_remote:
-            result = await self._download(request, sink)
-        else:
-            result = await self._upload(request, sink)
+        result = await transport.run(request, sink, self._route)
         if uncapped:
             result.notes = [uncapped, *result.notes]
         return result
+
+    async def _route(self, request: TransferRequest, sink: Sink) -> Result:
+        """One run over the transport ``transport.run`` pinned in the request."""
+        source_remote, dest_remote = _is_remote(request.source), _is_remote(request.dest)
+        if source_remote and dest_remote:
+            return await self._third_party(request, sink)
+        if source_remote:
+            return await self._download(request, sink)
+        return await self._upload(request, sink)
 
     async def _source_entry(self, remote: GridUrl) -> tuple[Entry | None, list[Entry]]:
         """The source's entry and, for a folder, its whole tree (None and [] where Ferry cannot look)."""
@@ -340,31 +343,19 @@ class GridftpBackend(BrowsesFolders):
         return choose_buffer(streams, rtt_s, bottleneck_bps=bottleneck_bps or None)
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
-        """Read ``url`` for ``seconds`` with ``streams`` parallel streams into /dev/null (``-t``).
+        """Read ``url`` for ``seconds`` with ``streams`` parallel streams into /dev/null (``-t``)."""
+        return await probing.probe(url, streams, seconds)
 
-        With no file named (``ftp://host/``), the server reads ``/dev/zero``: the classic GridFTP
-        memory-to-memory test, which needs no test file and no disk on either side.
-        """
-        remote = GridUrl.parse(url)
-        if remote.named_folder:
-            remote = remote.child("dev/zero")
-        rtt = await connect_time(remote.host, remote.port)
-        # globus-url-copy reports every ~2 s, each report with the rate over its interval ("inst"): the last
-        # one is past slow start, which the run's average is not
-        opts = guc.Options(streams=streams, seconds=max(seconds, PROBE_MIN_S))
-        seen = [0]
-        progress = guc.Progress(lambda n: seen.__setitem__(0, n))
-        began = time.monotonic()
-        status, err = await guc.run(guc.argv(opts, remote.text(), "file:///dev/null", tool()), progress)
-        if status != 0 and not seen[0]:
-            raise guc.explain(err, source=url, dest="/dev/null")
-        if progress.last_inst:
-            return ProbeResult(streams, int(progress.last_inst), 1.0, rtt * 1000 if rtt else None)
-        return ProbeResult(streams, seen[0], time.monotonic() - began, rtt * 1000 if rtt else None)
+    def transports(self, url: str) -> tuple[str, ...]:
+        """UDT, on gsiftp:// (the only scheme on which globus-url-copy asks for it)."""
+        return ("udt",) if GridUrl.parse(url).scheme == "gsiftp" else ()
 
+    async def probe_transport(self, url: str, transport: str, seconds: float,
+                              options: TransferOptions) -> ProbeResult:
+        if transport != "udt":
+            raise BadRequest(f"GridFTP has no '{transport}' transport to measure (it has tcp and udt).")
+        return await probing.probe(url, 1, seconds, udt=True)
 
-#: the shortest probe worth running: globus-url-copy's -t counts whole seconds and -vb reports every ~2 s
-PROBE_MIN_S = 5
 
 #: a handshake slower than this means a long path: start without waiting for the rest of it
 SHORT_PATH_S = 0.02

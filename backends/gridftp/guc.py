@@ -27,7 +27,6 @@ from ..core.errors import (
     PermissionDenied,
     TransferError,
     Transient,
-    Unavailable,
     Unreachable,
 )
 from ..host.procs import child_argv, child_kwargs
@@ -35,6 +34,15 @@ from ..host.procs import child_argv, child_kwargs
 TOOL = "globus-url-copy"
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
 _INST = re.compile(rb"([\d.]+) MB/sec inst")
+
+
+class NoUdt(TransferError):
+    """UDT could not start: the server does not allow it, or this computer lacks the driver. ``reason`` is the
+    short cause, for a note when ``--transport auto`` then goes over TCP."""
+
+    def __init__(self, message: str, *, reason: str = "it was refused", detail: str | None = None) -> None:
+        super().__init__(message, detail=detail)
+        self.reason = reason
 
 
 @dataclass
@@ -182,12 +190,13 @@ def explain(stderr: str, *, source: str, dest: str) -> TransferError:
         return LocalError(f"{path or dest} is a folder. Give a file name, or end a folder address with '/'.",
                           detail=detail)
     if "udt driver not whitelisted" in text or "setting data channel driver stack failed" in text:
-        return TransferError("The GridFTP server does not allow UDT on its data channel. Run the copy with "
-                             "--transport tcp, or ask its administrator to start it with -allow-udt and udt in "
-                             "-dc-whitelist.", detail=detail)
+        return NoUdt("The GridFTP server does not allow UDT on its data channel. Run the copy with --transport "
+                     "tcp (or auto), or ask its administrator to start it with -allow-udt and udt in -dc-whitelist.",
+                     reason="the server does not allow it", detail=detail)
     if "udt" in text and ("driver" in text and ("load" in text or "not found" in text or "could not" in text)):
-        return Unavailable("This computer's globus-url-copy cannot load the UDT driver. Install it (Debian/Ubuntu: "
-                           "apt install libglobus-xio-udt-driver), or run with --transport tcp.", detail=detail)
+        return NoUdt("This computer's globus-url-copy cannot load the UDT driver. Install it (Debian/Ubuntu: apt "
+                     "install libglobus-xio-udt-driver), or run with --transport tcp (or auto).",
+                     reason="this computer's globus-url-copy cannot load the UDT driver", detail=detail)
     if "530" in text or "login incorrect" in text or "authentication" in text or "gss" in text:
         return PermissionDenied("The GridFTP server refused the login. Check your credentials (a valid GSI proxy "
                                 "for gsiftp://, your SSH key for sshftp://) or whether it allows anonymous access.",

@@ -14,6 +14,6 @@ class GridftpOptions:
     tcp_bs: int | None = option(None, "TCP buffer per stream in bytes (-tcp-bs), from a preflight or IT")
     bottleneck_bps: int | None = option(None, "the path's narrowest link in bits per second, when known")
     restart_retries: int = option(10, "restarts after a fault before the job's own retry takes over (-rst-retries)")
-    transport: Literal["tcp", "udt"] = option(
-        "tcp", "the data channel: tcp, or udt (UDP-based; gsiftp:// only, on a server started with -allow-udt)",
-        flag="--transport")
+    transport: Literal["auto", "tcp", "udt"] = option(
+        "auto", "the data channel: tcp, udt (UDP-based; gsiftp:// only, on a server started with -allow-udt), or "
+        "auto (udt only where a preflight of the host measured it faster, else tcp)", flag="--transport")

@@ -80,12 +80,18 @@ def choose_buffer(streams: int, rtt_s: float | None, *, explicit: int | None = N
 def needs_rtt(options) -> bool:
     """Whether the plan depends on the round trip (otherwise the copy need not wait for it)."""
     extra = read_options(GridftpOptions, options.backend_options)
+    if extra.transport == "udt":
+        return False
     return options.streams == "auto" and not (options.initial_streams or extra.streams) or bool(extra.bottleneck_bps)
 
 
 def plan(options, *, rtt_s: float | None, size: int | None) -> Plan:
-    """The stream count and buffer for one run, with the reasons in words."""
+    """The stream count and buffer for one run, with the reasons in words (the transport is already decided:
+    ``transport.pinned``)."""
     extra = read_options(GridftpOptions, options.backend_options)
+    if extra.transport == "udt":
+        return Plan(1, None, "UDT, one flow (globus-url-copy -udt runs in stream mode, without parallel streams or "
+                             "TCP buffers)")
     learned = options.initial_streams or extra.streams
     streams, why_streams = choose_streams(options.streams, learned=learned, rtt_s=rtt_s, size=size,
                                           maximum=options.max_streams)

@@ -103,15 +103,19 @@ async def _ask(session: SshSession, options: TransferOptions, label: str, size: 
         if here is not None:
             if mode == "auto":
                 sample = await asyncio.to_thread(here)
-            has_zstd, _ = squeeze.remote_sample(await session.zstd_sample(remote, 0))
+            answer = await session.zstd_sample(remote, 0)
+            has_zstd, _ = squeeze.remote_sample(answer)
         else:
-            has_zstd, sample = squeeze.remote_sample(
-                await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if mode == "auto" else 0))
+            answer = await session.zstd_sample(remote, squeeze.SAMPLE_BYTES if mode == "auto" else 0)
+            has_zstd, sample = squeeze.remote_sample(answer)
     except (TransferError, OSError) as exc:
         if sink:
             sink.note(f"{label} went uncompressed: Ferry could not ask the server about zstd ({exc}).")
         return False
-    return _said(squeeze.decide(mode, label, size, sample, options.path_rate, has_zstd), sink)
+    choice = squeeze.decide(mode, label, size, sample, options.path_rate, has_zstd)
+    if choice.on and squeeze.by_ferry(answer):
+        choice = squeeze.Choice(True, f"{choice.why} {squeeze.BY_FERRY}")
+    return _said(choice, sink)
 
 
 def _said(choice: squeeze.Choice, sink: Sink | None) -> bool:

@@ -17,19 +17,23 @@ from .target import Entry
 # read one encoded path from stdin into $f (the trailing "." keeps trailing newlines)
 _PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'
 
+# the compressor ``--compress`` uses there: zstd, else the Ferry installed there (``labferry zstd``, the zstandard
+# package: ``zfilter.py``); ``ZSTD_SAMPLE`` says beforehand which one the server has, if any
+_Z = 'if command -v zstd >/dev/null 2>&1; then z=zstd; else z="labferry zstd"; fi'
+
 # a stream: one shell per connection serves many ranges (a login shell can take 100 ms to start:
 # pyenv or conda in .bashrc). For each "SKIP COUNT" line in (in blocks of $1 bytes) it answers
 # "FERRY LENGTH", exactly LENGTH bytes, then "FERRY-END"; the framing catches any desync. Every login of a
 # download starts one before the path is known to be a file; when it is a folder, a "TAR" line turns the
 # channel into ``TAR_CREATE`` for it (the names follow as in ``many_names``), without a new channel's round trips.
 READ_RANGES = (
-    _PATH + '; while read -r o n z; do if [ "$o" = TAR ]; then cd "$f" || exit 91; '
-    'if [ "$n" = Z ]; then exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } | zstd -1 -cq >&4; } 3>&1 ); '
+    _PATH + '; ' + _Z + '; while read -r o n y; do if [ "$o" = TAR ]; then cd "$f" || exit 91; '
+    'if [ "$n" = Z ]; then exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } | $z -1 -cq >&4; } 3>&1 ); '
     'exit "$r"; fi; exec tar -cf - --null -T -; fi; '
     's=$(($(wc -c <"$f"))) || exit 91; a=$((o * $1)); e=$(((o + n) * $1)); '
     '[ "$e" -gt "$s" ] && e=$s; l=$((e - a)); [ "$l" -lt 0 ] && l=0; printf "FERRY %s\\n" "$l"; '
-    'if [ "$l" -gt 0 ]; then if [ "$z" = Z ]; then dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null '
-    '| zstd -1 -cq || exit 92; else dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null || exit 92; fi; fi; '
+    'if [ "$l" -gt 0 ]; then if [ "$y" = Z ]; then dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null '
+    '| $z -1 -cq || exit 92; else dd if="$f" bs="$1" skip="$o" count="$n" 2>/dev/null || exit 92; fi; fi; '
     'printf "FERRY-END\\n"; done'
 )
 # write stdin at block $2, then read back exactly those $3 blocks and print their SHA-256 (empty: no tool)
@@ -41,18 +45,21 @@ WRITE_RANGE = (
 # ``WRITE_RANGE`` for a range sent as one zstd frame (``squeeze.py``): zstd's status comes back on fd 3, so a
 # frame that fails its checksum answers "FERRY-BADFRAME" (sent again) instead of a read-back of damaged bytes
 WRITE_RANGE_Z = (
-    _PATH + '; r=$( { { zstd -dcq; echo $? >&3; } | dd of="$f" bs="$1" seek="$2" conv=notrunc 2>/dev/null; } 3>&1 ); '
+    _PATH + '; ' + _Z + '; r=$( { { $z -dcq; echo $? >&3; } | dd of="$f" bs="$1" seek="$2" conv=notrunc '
+    '2>/dev/null; } 3>&1 ); '
     '[ "$r" = 0 ] || { echo FERRY-BADFRAME; exit 0; }; dd if="$f" bs="$1" skip="$2" count="$3" 2>/dev/null '
     "| { openssl dgst -sha256 -r 2>/dev/null || sha256sum 2>/dev/null || shasum -a 256 2>/dev/null || true; }"
 )
-# "zstd CORES SENT PACKED NANOSECONDS": the server's zstd on the first $1 bytes of the file (0: only whether it
-# has zstd, "zstd CORES"); "none" without zstd. BSD date has no %N: the time is then left out
+# "TOOL CORES SENT PACKED NANOSECONDS": the server's compressor on the first $1 bytes of the file (0: only which
+# it has, "TOOL CORES"); TOOL is zstd, or ferry (``labferry zstd``: a server with Ferry and no zstd); "none"
+# without either. BSD date has no %N: the time is then left out
 ZSTD_SAMPLE = (
-    _PATH + '; command -v zstd >/dev/null 2>&1 || { echo none; exit 0; }; '
+    _PATH + '; if command -v zstd >/dev/null 2>&1; then z=zstd; w=zstd; '
+    'elif labferry zstd --can >/dev/null 2>&1; then z="labferry zstd"; w=ferry; else echo none; exit 0; fi; '
     'c=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); '
-    'if [ "$1" -eq 0 ]; then echo "zstd $c"; exit 0; fi; n=$(head -c "$1" "$f" | wc -c); t=$(date +%s%N); '
-    'p=$(head -c "$1" "$f" | zstd -1 -cq | wc -c); u=$(date +%s%N); '
-    'case "$t$u" in *[!0-9]*) d=;; *) d=$((u - t));; esac; echo "zstd $c $n $p $d"'
+    'if [ "$1" -eq 0 ]; then echo "$w $c"; exit 0; fi; n=$(head -c "$1" "$f" | wc -c); t=$(date +%s%N); '
+    'p=$(head -c "$1" "$f" | $z -1 -cq | wc -c); u=$(date +%s%N); '
+    'case "$t$u" in *[!0-9]*) d=;; *) d=$((u - t));; esac; echo "$w $c $n $p $d"'
 )
 PROBE = "echo ferry-exec-ok"
 # everything under the current folder (GNU find): "TYPE SIZE MTIME MODE PATH" records separated by NULs
@@ -106,10 +113,10 @@ TAR_EXTRACT = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; exec tar -xpf -'
 # the same as one zstd frame (``--compress``): tar's own status is the answer (it comes back on fd 3), so a file
 # that could not be read fails the stream as it does without compression
 TAR_CREATE_Z = (
-    _PATH + '; cd "$f" || exit 91; exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } | zstd -1 -cq >&4; } '
-    '3>&1 ); exit "$r"'
+    _PATH + '; ' + _Z + '; cd "$f" || exit 91; exec 4>&1; r=$( { { tar -cf - --null -T -; echo $? >&3; } '
+    '| $z -1 -cq >&4; } 3>&1 ); exit "$r"'
 )
-TAR_EXTRACT_Z = _PATH + '; mkdir -p "$f" && cd "$f" || exit 91; zstd -dcq | tar -xpf -'
+TAR_EXTRACT_Z = _PATH + '; ' + _Z + '; mkdir -p "$f" && cd "$f" || exit 91; $z -dcq | tar -xpf -'
 FREE_BYTES = _PATH + '; df -Pk "$f" | awk \'NR==2 {print $4 * 1024}\''
 
 

@@ -71,8 +71,8 @@ def decide(mode: Mode, name: str, size: int, sample: Sample | None, path_rate: i
     if mode == "auto" and known_compressed(name):
         return Choice(False, f"{name} went uncompressed: its type is compressed already.")
     if not server_has_zstd:
-        return Choice(False, f"{name} went uncompressed: the server has no zstd command (install the zstd package "
-                             "there to let Ferry compress).")
+        return Choice(False, f"{name} went uncompressed: the server has no zstd command and no Ferry (labferry) "
+                             "to compress with (install the zstd package there, or Ferry, to let Ferry compress).")
     if mode == "zstd":
         return Choice(True, f"{name} travelled compressed (zstd -{LEVEL}, as asked).")
     if sample is None:
@@ -116,10 +116,19 @@ def sample_files(paths: list) -> Sample:
                   os.cpu_count() or 1)
 
 
+#: said after "… travelled compressed" where the server's Ferry compressed, for want of a zstd command
+BY_FERRY = "The server has no zstd command, so its Ferry (labferry zstd, the zstandard package) did the work there."
+
+
+def by_ferry(answer: bytes) -> bool:
+    """Whether ``scripts.ZSTD_SAMPLE`` found Ferry, not zstd, to compress with on the server."""
+    return answer.startswith(b"ferry")
+
+
 def remote_sample(answer: bytes) -> tuple[bool, Sample | None]:
     """``scripts.ZSTD_SAMPLE``'s answer: whether the server has zstd, and what its sample showed."""
     fields = answer.decode("ascii", "replace").split()
-    if not fields or fields[0] != "zstd":
+    if not fields or fields[0] not in ("zstd", "ferry"):
         return False, None
     numbers = [int(f) for f in fields[1:] if f.isdigit()]
     if len(numbers) < 3:

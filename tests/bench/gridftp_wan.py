@@ -15,6 +15,8 @@ host, for both). Ferry's modules are byte-compiled first, as a regular install d
 loopback, where this VM's disk and CPU make runs vary by 2× and the figures mean little.
 
     sudo .venv/bin/python tests/bench/gridftp_wan.py [--rounds 2] [--write docs/benchmarks.md]
+
+``gridftp_wan.py udt --rtt … --loss …`` measures UDT against TCP on gsiftp:// instead (``gridftp_udt.py``).
 """
 
 from __future__ import annotations
@@ -114,14 +116,7 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -> 
     subprocess.run([str(WANEM), "down", link], capture_output=True)
     subprocess.run([str(WANEM), "up", link, "--rtt", str(rtt), "--rate", str(rate), "--loss", str(loss),
                     "--net", str(net)], check=True, capture_output=True)
-    host = f"198.18.{net}.2"
-    # the Globus tools reverse-resolve their own addresses; a namespace has no DNS, so give it a hosts file
-    # (``ip netns exec`` mounts /etc/netns/NAME/hosts over /etc/hosts)
-    for side, own in (("a", f"198.18.{net}.1"), ("b", host)):
-        folder = Path("/etc/netns") / f"{link}-{side}"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "hosts").write_text(f"127.0.0.1 localhost\n{own} {socket.gethostname()}\n"
-                                      f"198.18.{net}.1 client-a\n{host} gridftp-b\n")
+    host = hosts_files(link, net)
     server = GridftpServer(work / f"gridftp-{name}", listen=host,
                            argv_prefix=tuple(on_host(link, "b"))).start()
     try:
@@ -134,8 +129,22 @@ def run_path(name, rtt, rate, loss, net, work: Path, size: int, rounds: int) -> 
     finally:
         server.stop()
         subprocess.run([str(WANEM), "down", link], capture_output=True)
-        for side in ("a", "b"):
-            shutil.rmtree(Path("/etc/netns") / f"{link}-{side}", ignore_errors=True)
+        hosts_files(link, net, remove=True)
+
+
+def hosts_files(link: str, net: int, *, remove: bool = False) -> str:
+    """Host b's address. The Globus tools reverse-resolve their own addresses and a namespace has no DNS, so each
+    host gets a hosts file (``ip netns exec`` mounts /etc/netns/NAME/hosts over /etc/hosts)."""
+    host = f"198.18.{net}.2"
+    for side, own in (("a", f"198.18.{net}.1"), ("b", host)):
+        folder = Path("/etc/netns") / f"{link}-{side}"
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "hosts").write_text(f"127.0.0.1 localhost\n{own} {socket.gethostname()}\n"
+                                      f"198.18.{net}.1 client-a\n{host} gridftp-b\n")
+    return host
 
 
 def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command: str) -> str:
@@ -186,6 +195,10 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["udt"]:  # UDT against TCP on one path given as arguments (tests/bench/gridftp_udt.py)
+        from tests.bench.gridftp_udt import main as udt
+
+        return udt(sys.argv[2:])
     args = wan_arguments(__doc__, "/tmp/ferry-bench-gridftp", "--loopback").parse_args()
     prepared = prepare_wan(args)
     if prepared is None:

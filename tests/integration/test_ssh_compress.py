@@ -155,7 +155,7 @@ def test_a_server_without_zstd_says_so_and_the_copy_goes_on(odd_servers, reads, 
     proc = labferry("copy", without.url(str(remote)), str(tmp_path / "reads.fq"), *without.args(), "--compress",
                     "zstd", "--json", env_home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert "went uncompressed: the server has no zstd command" in proc.stderr
+    assert "went uncompressed: the server has no zstd command and no Ferry (labferry)" in proc.stderr
     assert result_of(proc)["bytes_on_wire"] is None
     assert sha256_of(tmp_path / "reads.fq") == sha256_of(reads.fastq)
     folder = _folder(without, "up")
@@ -163,6 +163,45 @@ def test_a_server_without_zstd_says_so_and_the_copy_goes_on(odd_servers, reads, 
                   env_home=ferry_home)
     assert up.returncode == 0, up.stderr
     assert "the server has no zstd command" in up.stderr and sha256_of(folder / "reads.fq") == sha256_of(reads.fastq)
+
+
+@pytest.fixture(scope="module")
+def ferry_server(tmp_path_factory):
+    """A server with Ferry (``labferry`` on its PATH, as on a DTN with the agent installed) and no zstd command."""
+    import getpass
+
+    from tests.servers.agent import ferry_command
+    from tests.servers.sshd import Sshd
+
+    root = tmp_path_factory.mktemp("ferry-no-zstd")
+    os.chmod(root, 0o755)
+    folder = _bin_without(root / "bin", "zstd")
+    ferry_command(folder / "labferry", root / "ferry-home")
+    server = Sshd(root / "sshd", user=getpass.getuser(), env_path=str(folder)).start()
+    yield server
+    server.stop()
+
+
+def test_a_server_with_ferry_and_no_zstd_compresses_with_ferry(ferry_server, reads, tmp_path, ferry_home):
+    """Ranges, and a folder's small files in a tar stream, packed and unpacked there by ``labferry zstd``."""
+    remote = _serve(ferry_server, reads.fastq)
+    proc = labferry("copy", ferry_server.url(str(remote)), str(tmp_path / "reads.fq"), *ferry_server.args(),
+                    "--streams", "2", "--json", env_home=ferry_home)
+    down = copied(proc)
+    assert "its Ferry (labferry zstd, the zstandard package) did the work there" in proc.stderr
+    assert down["bytes_on_wire"] < down["bytes"] / 2 and sha256_of(tmp_path / "reads.fq") == sha256_of(reads.fastq)
+    chunks = tmp_path / "chunks"
+    chunks.mkdir()
+    for index in range(12):  # 12 small files: one compressed tar stream
+        shutil.copyfile(reads.fastq, chunks / f"c{index}.fq")
+        with open(chunks / f"c{index}.fq", "r+b") as fh:
+            fh.truncate(3 * MiB)
+    target = _folder(ferry_server, "up")
+    up = copied(labferry("copy", str(chunks), ferry_server.url(str(target)) + "/", *ferry_server.args(),
+                         "--compress", "zstd", "--json", env_home=ferry_home))
+    assert up["bytes_on_wire"] < up["bytes"] / 2, up
+    for index in range(12):
+        assert sha256_of(target / "chunks" / f"c{index}.fq") == sha256_of(chunks / f"c{index}.fq")
 
 
 def test_a_damaged_frame_is_caught_and_its_range_moved_again(odd_servers, reads, tmp_path, ferry_home):

@@ -89,3 +89,42 @@ def test_tcp_buffer_only_where_it_helps():
     assert choose_buffer(4, 0.1, explicit=1 << 20, kernel=autotune)[0] == 1 << 20
     configured = TransferOptions(streams=3, backend_options={"tcp_bs": 2 << 20})
     assert plan(configured, rtt_s=0.01, size=None).tcp_bs == 2 << 20
+
+
+def _request(source: str, transport: str = "auto", advice: dict | None = None):
+    from backends.core.base import TransferRequest
+
+    options = TransferOptions(backend_options={"transport": transport}, transport_advice=advice)
+    return TransferRequest(source, "/tmp/x.bin", options)
+
+
+def test_auto_takes_udt_only_where_a_preflight_measured_it_faster_on_gsiftp():
+    from backends.gridftp.transport import choose
+
+    faster = {"transport": "udt", "why": "the preflight of today measured UDT at 95 Mbit/s and TCP at 27"}
+    assert choose(_request("gsiftp://h/x.bin")) == choose(_request("gsiftp://h/x.bin", advice={"transport": "tcp"}))
+    assert not choose(_request("gsiftp://h/x.bin")).udt and choose(_request("gsiftp://h/x.bin")).why is None
+    chosen = choose(_request("gsiftp://h/x.bin", advice=faster))
+    assert chosen.udt and chosen.auto and "UDT at 95 Mbit/s" in chosen.why
+    elsewhere = choose(_request("ftp://h/x.bin", advice=faster))
+    assert not elsewhere.udt and "works only on gsiftp://" in elsewhere.why
+    assert not choose(_request("gsiftp://h/x.bin", "tcp", faster)).udt
+    explicit = choose(_request("gsiftp://h/x.bin", "udt"))
+    assert explicit.udt and not explicit.auto
+
+
+def test_a_udt_plan_is_one_flow_without_buffers():
+    udt = TransferOptions(streams=8, backend_options={"transport": "udt", "tcp_bs": 2 << 20})
+    made = plan(udt, rtt_s=0.1, size=1 << 30)
+    assert (made.streams, made.tcp_bs) == (1, None) and "UDT, one flow" in made.why
+    assert "-p" not in guc.argv(guc.Options(streams=8, udt=True), "gsiftp://h/x", "file:///x")
+
+
+@pytest.mark.parametrize("stderr, reason", [
+    ("error: globus_ftp_client: the server responded with an error\n500 500-Command failed. : udt driver not "
+     "whitelisted\n", "the server does not allow it"),
+    ("error: globus_xio: could not load udt driver: not found\n", "cannot load the UDT driver"),
+])
+def test_udt_that_cannot_start_is_its_own_error(stderr, reason):
+    err = guc.explain(stderr, source="gsiftp://h/x", dest="/tmp/x")
+    assert isinstance(err, guc.NoUdt) and reason in err.reason and "--transport tcp" in str(err)

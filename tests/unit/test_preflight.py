@@ -13,6 +13,7 @@ from app.preflight.recommend import (
     SweepPoint,
     analyse,
     choose_streams,
+    choose_transport,
     knee,
     loss_reading,
     mathis_loss,
@@ -85,7 +86,7 @@ def test_analysis_gives_bdp_sysctl_lines_and_the_gridftp_buffer():
         return 4 * 1024 * 1024, "4 MiB per stream"
 
     a = analyse(url="ftp://dtn.example.org/", backend="gridftp", host="dtn.example.org", rtt=rtt,
-                sweep=SWEEP_100MS, tcp=SMALL_BUFFERS, tcp_bs_rule=rule)
+                sweep=SWEEP_100MS, tcp=SMALL_BUFFERS, tcp_bs_rule=rule, max_streams=32)  # the bare sweep's top
     d = a.to_dict()
     assert d["rtt_ms"] == 100.1 and d["rtt"]["median_ms"] == pytest.approx(100.3)
     assert d["bdp_bytes"] == int(769e6 / 8 * 0.1001)
@@ -219,3 +220,34 @@ def test_a_loopback_round_trip_of_microseconds_is_not_reported_as_zero():
     # The kernel times a loopback handshake in µs (4 µs here); rounding it to 0.01 ms read as "no round trip".
     d = RttStats([0.004, 0.006]).to_dict()
     assert d["min_ms"] == 0.004 and d["samples_ms"] == [0.004, 0.006] and d["jitter_ms"] == 0.002
+
+
+def test_another_transport_is_recommended_only_where_it_measured_clearly_faster():
+    # globus-url-copy over wanem, 1 GiB: UDT 95 Mbit/s at 200 ms/1e-3, where -p 1 moved 27 and -p 32 579
+    one_stream = sweep_of({1: 27})
+    chosen, why = choose_transport(one_stream, 1, {"udt": 95.0})
+    assert chosen == "udt" and why == "UDT at 95 Mbit/s and TCP at 27 Mbit/s with 1 stream"
+    assert choose_transport(sweep_of({1: 27, 32: 579}), 32, {"udt": 95.0})[0] == "tcp"
+    assert choose_transport(one_stream, 1, {"udt": 29.0})[0] == "tcp"  # within the margin: TCP stays
+    assert choose_transport(one_stream, 1, {"udt": None}) == ("tcp", "TCP at 27 Mbit/s with 1 stream; UDT could "
+                                                                       "not be measured")
+    assert choose_transport(one_stream, 1, {}) == (None, "")
+
+
+def test_a_sweep_cut_while_still_growing_does_not_recommend_its_last_count():
+    """gsiftp:// over wanem at 100 ms / 1e-3 (``gridftp_wan.py udt``): the sweep's budget ended at 4 streams
+    (25, 156, 319 Mbit/s), UDT read 138. Recommending 4 made real copies run at 134 Mbit/s; 64 moved 582."""
+    rtt = RttStats([100.4, 100.6])
+    cut = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt, sweep=sweep_of({1: 25, 2: 156, 4: 319}),
+                  tcp=TUNED, transports={"udt": 138.0})
+    assert cut.recommendation.streams == 64 and "still grew" in cut.recommendation.why
+    assert cut.recommendation.transport == "tcp" and "still growing" in cut.recommendation.transport_why
+    # a slower TCP start than UDT does not make UDT the choice while TCP still grows
+    assert choose_transport(sweep_of({1: 10, 2: 30, 4: 60}), 64, {"udt": 95.0}, growing=True)[0] == "tcp"
+    # the user's --max-streams 4 is not a cut sweep; nor is one that flattened
+    limited = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt,
+                      sweep=sweep_of({1: 25, 2: 156, 4: 319}), tcp=TUNED, max_streams=4)
+    assert limited.recommendation.streams == 4
+    flat = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt, sweep=sweep_of({1: 300, 2: 600, 4: 620}),
+                   tcp=TUNED)
+    assert flat.recommendation.streams in (2, 4)

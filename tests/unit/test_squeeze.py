@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 
 import pytest
 import zstandard
@@ -95,3 +97,29 @@ def test_a_tar_streams_frame_round_trips_and_a_damaged_or_cut_one_is_transient()
     bad[len(bad) // 2] ^= 0x5A
     with pytest.raises(Transient, match="arrived damaged"):
         squeeze.StreamUnpacker("x").unpack(bytes(bad))
+
+
+def test_a_server_with_ferry_and_no_zstd_answers_ferry():
+    assert squeeze.remote_sample(b"ferry 2\n") == (True, None) and squeeze.by_ferry(b"ferry 2\n")
+    has, sample = squeeze.remote_sample(b"ferry 2 8388608 2796202 90000000\n")
+    assert has and sample.ratio == pytest.approx(3.0, rel=1e-3) and not squeeze.by_ferry(b"zstd 2\n")
+
+
+def _filter(args: list[str], data: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", "zstd", *args], input=data, capture_output=True)
+
+
+def test_labferry_zstd_reads_and_writes_what_zstd_does():
+    """``labferry zstd`` (a server with Ferry and no zstd) against the real zstd, both ways."""
+    data = b"@read/1\nACGTTGCAACGT\n+\nIIIIIIIIIIII\n" * 200_000 + os.urandom(3 << 20)
+    packed = _filter(["-1", "-cq"], data)
+    assert packed.returncode == 0 and len(packed.stdout) < len(data) / 2
+    assert subprocess.run(["zstd", "-dcq"], input=packed.stdout, capture_output=True).stdout == data
+    theirs = subprocess.run(["zstd", "-1", "-cq"], input=data, capture_output=True).stdout
+    assert _filter(["-dcq"], theirs * 2).stdout == data * 2  # frames one after another, as zstd -d reads them
+    damaged = bytearray(theirs)
+    damaged[len(damaged) // 3] ^= 0x5A
+    for bad in (bytes(damaged), theirs[: len(theirs) // 2]):  # a damaged frame, a cut one: status 1, as zstd
+        failed = _filter(["-dcq"], bad)
+        assert failed.returncode == 1 and failed.stderr.startswith(b"labferry zstd: ")
+    assert _filter(["--can"], b"").returncode == 0
