@@ -32,7 +32,17 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from backends.streams.hashing import hash_file  # noqa: E402
-from tests.bench.report import WANEM, MiB, on_host, path_arguments, prepare_path, replace_section, warm_cache  # noqa: E402
+from tests.bench.report import (  # noqa: E402
+    WANEM,
+    MiB,
+    on_host,
+    outcome_lines,
+    path_arguments,
+    prepare_path,
+    rated,
+    replace_section,
+    warm_cache,
+)
 from tests.genomic import simulate  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
@@ -87,12 +97,7 @@ def run_one(tool: str, server: Sshd, host: str, ns: list[str], remote: Path, dig
     row = {"tool": tool, "file": remote.name, "size_mib": size // MiB, "exit": proc.returncode,
            "seconds": round(spent, 2),
            "client_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)}
-    if cut is not None:
-        written = target.stat().st_size if target.exists() else 0
-        row |= {"exit": 0, "partial_bytes": written, "mbps": round(written * 8 / cut / 1e6, 1), "sha256_ok": None}
-    else:
-        row["mbps"] = round(size * 8 / spent / 1e6, 1)
-        row["sha256_ok"] = proc.returncode == 0 and target.exists() and hash_file(target)["sha256"] == digest
+    rated(row, size, spent, cut, target, digest)
     if tool != "scp-C" and proc.returncode == 0:
         result = json.loads(stdout.strip().splitlines()[-1])
         row |= {"streams": result["streams"], "bytes_on_wire": result.get("bytes_on_wire"),
@@ -138,15 +143,7 @@ def render(rows: list[dict], args, command: str) -> str:
         cpu = statistics.median([r["client_cpu_s"] / (r["size_mib"] / 1024) for r in wire])
         lines += ["", f"Ferry auto put {ratio:.2f}× fewer bytes on the wire than it delivered; this side (host a: "
                       f"ssh, unpacking, hashing) spent {cpu:.1f} s of CPU per GiB."]
-    bad = [r for r in rows if r.get("sha256_ok") is False and r["exit"] == 0]
-    failed = [r for r in rows if r["exit"] != 0]
-    lines += ["", "Every completed copy's SHA-256 matched its source." if not bad
-              else f"SHA-256 MISMATCH in {len(bad)} runs."]
-    if failed:
-        lines.append(f"{len(failed)} run(s) failed and are left out: "
-                     + "; ".join(f"{r['tool']} exit {r['exit']}" for r in failed) + ".")
-    lines += ["",
-              "Reproduce:", "", "```", command, "```", ""]
+    lines += outcome_lines(rows, command)
     return "\n".join(lines)
 
 

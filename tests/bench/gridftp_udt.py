@@ -43,8 +43,10 @@ from tests.bench.report import (  # noqa: E402
     link_down,
     link_up,
     on_host,
+    outcome_lines,
     path_arguments,
     prepare_path,
+    rated,
     replace_section,
     rotated,
 )
@@ -141,12 +143,8 @@ class Bench:
         row = {"tool": tool, "size_mib": size // MiB, "exit": proc.returncode, "seconds": round(spent, 2),
                "client_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
                "server_cpu_s": round(server_cpu(self.server.proc.pid) - server_before, 1)}
-        if cut is not None:
-            written = max((p.stat().st_size for p in out.iterdir() if p.is_file()), default=0)
-            row |= {"exit": 0, "partial_bytes": written, "mbps": round(written * 8 / cut / 1e6, 1), "sha256_ok": None}
-        else:
-            row["mbps"] = round(size * 8 / spent / 1e6, 1)
-            row["sha256_ok"] = proc.returncode == 0 and target.exists() and hash_file(target)["sha256"] == digest
+        written = max((p.stat().st_size for p in out.iterdir() if p.is_file()), default=0)  # Ferry's is a .part
+        rated(row, size, spent, cut, target, digest, written if cut is not None else None)
         if tool.startswith("ferry") and proc.returncode == 0:
             result = json.loads(stdout.strip().splitlines()[-1])
             row |= {"streams": result["streams"],
@@ -202,17 +200,7 @@ def render(rows: list[dict], preflight: dict, args, command: str) -> str:
                      f"({ft / args.rate:.0%}, {'/'.join(map(str, streams))} streams) | {fa:.0f} "
                      f"({fa / args.rate:.0%}, {'/'.join(chosen)}) | {u / p1:.2f}× | {u / ft:.2f}× | "
                      f"{cpu('udt', size)} | {cpu('tcp-p1', size)} | {cpu('ferry-tcp', size)} |")
-    bad = [r for r in rows if r.get("sha256_ok") is False and r["exit"] == 0]
-    failed = [r for r in rows if r["exit"] != 0]
-    cut = [r for r in rows if r.get("partial_bytes") is not None]
-    lines += ["", "Every completed copy's SHA-256 matched its source." if not bad
-              else f"SHA-256 MISMATCH in {len(bad)} runs."]
-    if cut:
-        lines.append(f"{len(cut)} run(s) stopped at the cap: " + ", ".join(sorted({r['tool'] for r in cut})) + ".")
-    if failed:
-        lines.append(f"{len(failed)} run(s) failed and are left out: "
-                     + "; ".join(f"{r['tool']} exit {r['exit']}" for r in failed) + ".")
-    lines += ["", "Reproduce:", "", "```", command, "```", ""]
+    lines += outcome_lines(rows, command)
     return "\n".join(lines)
 
 

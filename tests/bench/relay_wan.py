@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.bench.https_wan import make_file  # noqa: E402
-from tests.bench.report import WANEM, MiB, on_host, path_arguments, prepare_path, replace_section  # noqa: E402
+from tests.bench.report import WANEM, MiB, on_host, path_arguments, prepare_path, rated, replace_section  # noqa: E402
 from tests.servers.agent import ferry_command  # noqa: E402
 from tests.servers.sshd import Sshd  # noqa: E402
 
@@ -122,7 +122,6 @@ def peak_rss_mib(pid: int | None) -> float:
 
 
 def one_run(top: Topology, tool: str, direction: str, name: str, size: int, digest: str, args) -> dict:
-    from backends.streams.hashing import hash_file
 
     ns = on_host(top.link, "a")
     out_dir = top.work / "out"
@@ -172,12 +171,7 @@ def one_run(top: Topology, tool: str, direction: str, name: str, size: int, dige
     spent = time.monotonic() - began
     row = {"tool": tool, "direction": direction, "size_mib": size // MiB, "exit": proc.returncode,
            "seconds": round(spent, 2)}
-    if cut is not None:  # scp stopped after --scp-seconds: its rate is what it wrote meanwhile
-        written = target.stat().st_size if target.exists() else 0
-        row |= {"exit": 0, "partial_bytes": written, "mbps": round(written * 8 / cut / 1e6, 1), "sha256_ok": None}
-    else:
-        row["mbps"] = round(size * 8 / spent / 1e6, 1)
-        row["sha256_ok"] = proc.returncode == 0 and target.exists() and hash_file(target)["sha256"] == digest
+    rated(row, size, spent, cut, target, digest)  # scp stopped after --scp-seconds: what it wrote meanwhile
     if tool.startswith("ferry") and proc.returncode == 0:
         result = json.loads(stdout.strip().splitlines()[-1])
         row["streams"], row["hops"] = result.get("streams"), result.get("hops")

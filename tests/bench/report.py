@@ -137,6 +137,38 @@ def timed_copy(tool: str, argv: list[str], out: Path, work: Path, size: int, exp
     return row
 
 
+def rated(row: dict, size: int, spent: float, cut: float | None, target: Path, digest: str,
+          written: int | None = None) -> dict:
+    """``row`` (with its ``exit``) given its rate: a run stopped at its cap after ``cut`` seconds counts what it
+    wrote by then (``written``, else ``target``'s size) and has no SHA-256; a whole run is ``size`` over
+    ``spent``, its copy checked against ``digest``."""
+    from backends.streams.hashing import hash_file
+
+    if cut is not None:
+        if written is None:
+            written = target.stat().st_size if target.exists() else 0
+        row |= {"exit": 0, "partial_bytes": written, "mbps": round(written * 8 / cut / 1e6, 1), "sha256_ok": None}
+    else:
+        row["mbps"] = round(size * 8 / spent / 1e6, 1)
+        row["sha256_ok"] = row["exit"] == 0 and target.exists() and hash_file(target)["sha256"] == digest
+    return row
+
+
+def outcome_lines(rows: list[dict], command: str) -> list[str]:
+    """How a run's copies ended (SHA-256, runs stopped at a cap, failures) and the command that reproduces it."""
+    bad = [r for r in rows if r.get("sha256_ok") is False and r["exit"] == 0]
+    failed = [r for r in rows if r["exit"] != 0]
+    cut = [r for r in rows if r.get("partial_bytes") is not None]
+    lines = ["", "Every completed copy's SHA-256 matched its source." if not bad
+             else f"SHA-256 MISMATCH in {len(bad)} runs."]
+    if cut:
+        lines.append(f"{len(cut)} run(s) stopped at the cap: " + ", ".join(sorted({r['tool'] for r in cut})) + ".")
+    if failed:
+        lines.append(f"{len(failed)} run(s) failed and are left out: "
+                     + "; ".join(f"{r['tool']} exit {r['exit']}" for r in failed) + ".")
+    return [*lines, "", "Reproduce:", "", "```", command, "```", ""]
+
+
 def link_up(link: str, net: int, args: argparse.Namespace) -> None:
     """A fresh wanem link ``link`` on 198.18.``net``.0/24 with the path the arguments give."""
     subprocess.run([str(WANEM), "down", link], capture_output=True)
