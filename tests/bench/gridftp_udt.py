@@ -155,6 +155,10 @@ class Bench:
         return row
 
 
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")  # a tool that wrote nothing before its cap
+
+
 def render(rows: list[dict], preflight: dict, args, command: str) -> str:
     def med(tool: str, size: int, key: str = "mbps") -> float:
         got = [r[key] for r in rows if r["tool"] == tool and r["size_mib"] == size and r["exit"] == 0]
