@@ -228,6 +228,10 @@ def choose_transport(sweep: list[SweepPoint], streams: int, transports: dict[str
         tcp_words = f"TCP at {tcp:.0f} Mbit/s with {streams_phrase(streams)}"
     if not measured:
         return "tcp", f"{tcp_words}; {', '.join(n.upper() for n in transports)} could not be measured"
+    if tcp <= 0:  # the probes ended before their first byte: TCP's rate is unknown, not zero
+        return "tcp", (f"TCP moved nothing within its probes (logins and slow start on a long path) and "
+                       f"{', '.join(f'{n.upper()} at {r:.0f} Mbit/s' for n, r in measured.items())}; another "
+                       "transport is chosen only when it measured faster than TCP")
     top = max(measured, key=measured.get)
     top_words = f"{top.upper()} at {measured[top]:.0f} Mbit/s"
     if measured[top] >= TRANSPORT_MARGIN * tcp:

@@ -17,6 +17,9 @@ from .urls import GridUrl
 
 #: the shortest probe worth running: globus-url-copy's -t counts whole seconds and -vb reports every ~2 s
 PROBE_MIN_S = 5
+#: and at least this many round trips: on gsiftp:// the logins of the control and data channels take several,
+#: and at 200 ms / 1e-3 five-second probes with 1 and 2 streams ended before their first byte (0 Mbit/s)
+PROBE_RTTS = 40
 #: UDT grows its rate more slowly than many TCP streams: measured at 50 ms/1e-4, its 2-second reports read 64,
 #: 50 and 56 MiB/s over an 8-second probe, and a 5-second one ends on the first
 UDT_PROBE_MIN_S = 8
@@ -29,7 +32,7 @@ async def probe(url: str, streams: int, seconds: float, *, udt: bool = False) ->
         remote = remote.child("dev/zero")
     rtt = await connect_time(remote.host, remote.port)
     opts = guc.Options(streams=1 if udt else streams, udt=udt,
-                       seconds=max(seconds, UDT_PROBE_MIN_S if udt else PROBE_MIN_S))
+                       seconds=max(seconds, UDT_PROBE_MIN_S if udt else PROBE_MIN_S, PROBE_RTTS * (rtt or 0.0)))
     seen = [0]
     progress = guc.Progress(lambda n: seen.__setitem__(0, n))
     began = time.monotonic()

@@ -244,6 +244,9 @@ def test_a_sweep_cut_while_still_growing_does_not_recommend_its_last_count():
     assert cut.recommendation.transport == "tcp" and "still growing" in cut.recommendation.transport_why
     # a slower TCP start than UDT does not make UDT the choice while TCP still grows
     assert choose_transport(sweep_of({1: 10, 2: 30, 4: 60}), 64, {"udt": 95.0}, growing=True)[0] == "tcp"
+    # gsiftp:// at 200 ms / 1e-3: 5-second probes of 1 and 2 streams ended before their first byte, UDT read 95
+    unknown = choose_transport(sweep_of({1: 0.0, 2: 0.0}), 64, {"udt": 95.5}, growing=True)
+    assert unknown[0] == "tcp" and "TCP moved nothing within its probes" in unknown[1]
     # the user's --max-streams 4 is not a cut sweep; nor is one that flattened
     limited = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt,
                       sweep=sweep_of({1: 25, 2: 156, 4: 319}), tcp=TUNED, max_streams=4)
