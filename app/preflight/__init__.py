@@ -68,6 +68,7 @@ async def run_preflight(store, registry, url: str, options: TransferOptions, *, 
         url=redact(url), backend=backend.name, host=host, rtt=measured.rtt, sweep=measured.sweep, tcp=host_tcp(),
         log_rows=store.benchmarks.meaningful(host, backend.name), per_backend=store.benchmarks.best_by_backend(host),
         tcp_bs_rule=advice_rule, transports=measured.transports, max_streams=options.max_streams,
+        sweep_cut=measured.cut,
     )
     analysis.seconds = measured.seconds
     analysis.notes = measured.notes + analysis.notes

@@ -55,6 +55,8 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     #: other transports measured beside the TCP sweep (GridFTP's UDT): name → Mbit/s, None where it failed
     transports: dict[str, float | None] = field(default_factory=dict)
+    #: the sweep stopped on its time budget, not because more streams stopped paying
+    cut: bool = False
 
 
 def endpoint(url: str) -> tuple[str, int]:
@@ -103,18 +105,19 @@ async def measure(backend, url: str, options: TransferOptions, *, quick: bool = 
                  rtt=rtt))
     step = step_seconds(rtt.min_ms, quick)
     counts = [n for n in COUNTS if n <= max_streams] or [1]
+    cut = False  # a sweep down always reaches its last count
     if isinstance(backend, Sweeper):
         sweep, notes = await _sweep_down(backend, url, counts, step, options, host, say)
     else:
-        sweep, notes = await _sweep_up(backend, url, counts, step, options, host, say, QUICK_BUDGET_S if quick
-                                       else BUDGET_S)
+        sweep, notes, cut = await _sweep_up(backend, url, counts, step, options, host, say,
+                                            QUICK_BUDGET_S if quick else BUDGET_S)
     if not sweep:
         raise TransferError(f"Nothing could be measured to {host}.")
     transports: dict[str, float | None] = {}
     if isinstance(backend, TransportProber):
         transports = await _other_transports(backend, url, step, options, host, say, notes)
     say(Progress("done", "Measured."))
-    return Measurement(rtt, sweep, time.monotonic() - began, notes, transports)
+    return Measurement(rtt, sweep, time.monotonic() - began, notes, transports, cut)
 
 
 async def _other_transports(backend, url: str, step: float, options: TransferOptions, host: str, say,
@@ -156,8 +159,9 @@ async def _sweep_down(backend, url: str, counts: list[int], step: float, options
 
 
 async def _sweep_up(backend, url: str, counts: list[int], step: float, options: TransferOptions, host: str, say,
-                    budget: float) -> tuple[list[SweepPoint], list[str]]:
-    """Backends that fix their streams at the start (GridFTP): one probe per count, doubling while it pays."""
+                    budget: float) -> tuple[list[SweepPoint], list[str], bool]:
+    """Backends that fix their streams at the start (GridFTP): one probe per count, doubling while it pays.
+    Also returns whether the time budget ended it (rather than the rate, or the last count)."""
     sweep: list[SweepPoint] = []
     notes: list[str] = []
     began = time.monotonic()
@@ -177,8 +181,8 @@ async def _sweep_up(backend, url: str, counts: list[int], step: float, options: 
         elapsed = time.monotonic() - began
         if elapsed + (elapsed / len(sweep)) * 1.3 > budget:  # the next step (longer: more streams) would overrun
             notes.append(f"The sweep stopped at {streams_phrase(count)} to stay within its time budget.")
-            break
-    return sweep, notes
+            return sweep, notes, count != counts[-1]
+    return sweep, notes, False
 
 
 _NO_RANGES = ("The server does not accept range requests, so {backend} can use only one stream here. Ask its "

@@ -201,12 +201,14 @@ def choose_streams(sweep: list[SweepPoint], log_rows: list[dict], now: float | N
     return k, why
 
 
-def cut_while_growing(sweep: list[SweepPoint], max_streams: int) -> bool:
-    """Whether the sweep stopped (its time budget) while each doubling still paid: more streams were not tried.
+def cut_while_growing(sweep: list[SweepPoint], cut: bool) -> bool:
+    """Whether the sweep stopped on its time budget (``cut``) while each doubling still paid, or after one count:
+    more streams were not tried.
 
     Backends that probe one count at a time (GridFTP: each probe ≥ 5 s and a login) may stop at 4 streams on a
-    long path where 32 are needed: at 100 ms / 1e-3 a gsiftp:// sweep read 25, 156, 319 Mbit/s for 1, 2, 4."""
-    return len(sweep) >= 2 and not flattened(sweep) and sweep[-1].streams < max_streams
+    long path where 32 are needed: at 100 ms / 1e-3 a gsiftp:// sweep read 25, 156, 319 Mbit/s for 1, 2, 4; at
+    200 ms / 1e-3 it stopped after one stream (8 Mbit/s in 8 s), which says nothing of how streams add up."""
+    return cut and bool(sweep) and not flattened(sweep)
 
 
 def choose_transport(sweep: list[SweepPoint], streams: int, transports: dict[str, float | None],
@@ -272,14 +274,15 @@ def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, 
 def analyse(*, url: str, backend: str, host: str, rtt: RttStats, sweep: list[SweepPoint], tcp: HostTcp,
             log_rows: list[dict] | None = None, per_backend: dict[str, float] | None = None,
             tcp_bs_rule=None, now: float | None = None, transports: dict[str, float | None] | None = None,
-            max_streams: int = 64) -> Analysis:
-    """The whole recommendation. ``tcp_bs_rule(streams, rtt_s, bottleneck_bps)`` → (bytes|None, why), GridFTP's."""
+            max_streams: int = 64, sweep_cut: bool = False) -> Analysis:
+    """The whole recommendation. ``tcp_bs_rule(streams, rtt_s, bottleneck_bps)`` → (bytes|None, why), GridFTP's;
+    ``sweep_cut``: the sweep stopped on its time budget, below ``max_streams``."""
     rtt_ms = rtt.min_ms or 0.0
     bottleneck = max((p.mbps for p in sweep), default=0.0)
     single = next((p.mbps for p in sweep if p.streams == 1), 0.0)
     loss, loss_note = loss_reading(single, rtt_ms, bottleneck, tcp) if sweep else (None, "nothing was measured")
     streams, why = choose_streams(sweep, log_rows or [], now)
-    growing = cut_while_growing(sweep, max_streams)
+    growing = cut_while_growing(sweep, sweep_cut)
     if growing and streams <= sweep[-1].streams:
         table = initial_streams(rtt_ms / 1000, None, max_streams, 1)
         if table > streams:

@@ -86,7 +86,7 @@ def test_analysis_gives_bdp_sysctl_lines_and_the_gridftp_buffer():
         return 4 * 1024 * 1024, "4 MiB per stream"
 
     a = analyse(url="ftp://dtn.example.org/", backend="gridftp", host="dtn.example.org", rtt=rtt,
-                sweep=SWEEP_100MS, tcp=SMALL_BUFFERS, tcp_bs_rule=rule, max_streams=32)  # the bare sweep's top
+                sweep=SWEEP_100MS, tcp=SMALL_BUFFERS, tcp_bs_rule=rule)
     d = a.to_dict()
     assert d["rtt_ms"] == 100.1 and d["rtt"]["median_ms"] == pytest.approx(100.3)
     assert d["bdp_bytes"] == int(769e6 / 8 * 0.1001)
@@ -239,7 +239,7 @@ def test_a_sweep_cut_while_still_growing_does_not_recommend_its_last_count():
     (25, 156, 319 Mbit/s), UDT read 138. Recommending 4 made real copies run at 134 Mbit/s; 64 moved 582."""
     rtt = RttStats([100.4, 100.6])
     cut = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt, sweep=sweep_of({1: 25, 2: 156, 4: 319}),
-                  tcp=TUNED, transports={"udt": 138.0})
+                  tcp=TUNED, transports={"udt": 138.0}, sweep_cut=True)
     assert cut.recommendation.streams == 64 and "still grew" in cut.recommendation.why
     assert cut.recommendation.transport == "tcp" and "still growing" in cut.recommendation.transport_why
     # a slower TCP start than UDT does not make UDT the choice while TCP still grows
@@ -247,10 +247,17 @@ def test_a_sweep_cut_while_still_growing_does_not_recommend_its_last_count():
     # gsiftp:// at 200 ms / 1e-3: 5-second probes of 1 and 2 streams ended before their first byte, UDT read 95
     unknown = choose_transport(sweep_of({1: 0.0, 2: 0.0}), 64, {"udt": 95.5}, growing=True)
     assert unknown[0] == "tcp" and "TCP moved nothing within its probes" in unknown[1]
-    # the user's --max-streams 4 is not a cut sweep; nor is one that flattened
+    # at 200 ms / 1e-3 the budget ended after one 8-second probe: 8 Mbit/s, UDT 66. Not a reason for UDT
+    single = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=RttStats([200.2]), sweep=sweep_of({1: 8.4}),
+                     tcp=TUNED, transports={"udt": 65.8}, sweep_cut=True)
+    assert single.recommendation.streams == 64 and single.recommendation.transport == "tcp"
+    # a sweep that ended at the user's --max-streams 4 is not cut; nor is a server with one stream (no ranges),
+    # nor a cut sweep that had flattened
     limited = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt,
                       sweep=sweep_of({1: 25, 2: 156, 4: 319}), tcp=TUNED, max_streams=4)
     assert limited.recommendation.streams == 4
+    assert analyse(url="https://h/x", backend="https", host="h", rtt=rtt, sweep=sweep_of({1: 300}),
+                   tcp=TUNED).recommendation.streams == 1
     flat = analyse(url="gsiftp://h/", backend="gridftp", host="h", rtt=rtt, sweep=sweep_of({1: 300, 2: 600, 4: 620}),
-                   tcp=TUNED)
+                   tcp=TUNED, sweep_cut=True)
     assert flat.recommendation.streams in (2, 4)
