@@ -25,7 +25,10 @@ def stored(home) -> list[sqlite3.Row]:
 def check_result(out: dict, backend: str) -> None:
     assert all(k in out for k in KEYS), out.keys()
     assert out["backend"] == backend and out["rtt_ms"] > 0 and out["rtt"]["samples_ms"]
-    assert out["sweep"]["1"] > 0 and str(out["recommended_streams"]) in out["sweep"]
+    assert out["sweep"]["1"] > 0
+    # a swept count, unless the sweep's time budget ended it while it still grew (then the round trip's count)
+    cut = any(n.startswith("The sweep stopped at") for n in out["notes"]) and "as for a" in out["streams_why"]
+    assert str(out["recommended_streams"]) in out["sweep"] or cut, out
     assert isinstance(out["sysctl"], list) and out["seconds"] <= 20
 
 
