@@ -22,9 +22,11 @@ run: $(STAMP)
 system-deps:
 	sh tests/system-deps.sh
 
+# Qt's X11 libraries are checked (installed when root) here as for `make run`: the GUI tests drive the real window.
 # byte-compiled first: the suite starts `labferry` hundreds of times, and with PYTHONDONTWRITEBYTECODE set
 # (as on the CI machines) each start would compile every module again
 test: $(STAMP) system-deps
+	$(BIN)/python installers/qt_libs.py
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m compileall -q app backends

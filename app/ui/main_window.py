@@ -138,7 +138,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.addToolBar(bar)
         self.actions_by_name: dict[str, QAction] = {}
         for name, label, shortcut, slot in (
-            ("new", "New transfer", QKeySequence.StandardKey.New, self.new_transfer),
+            ("new", "New transfer", QKeySequence.StandardKey.New, lambda: self.new_transfer()),  # not triggered(bool)
             ("public", "Public data…", "Ctrl+Shift+P", lambda: self.public_data()),
             ("pause", "Pause", "Ctrl+P", lambda: self._each_selected("pause")),
             ("resume", "Resume", "Ctrl+Shift+R", lambda: self._each_selected("resume")),
@@ -147,12 +147,12 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             ("remove", "Remove", QKeySequence.StandardKey.Delete, lambda: self._each_selected("remove")),
             ("up", "Move up", "Ctrl+Up", lambda: self._move(-1)),
             ("down", "Move down", "Ctrl+Down", lambda: self._move(1)),
-            ("clear", "Clear finished", "Ctrl+Shift+Del", self.clear_finished),
+            ("clear", "Clear finished", "Ctrl+Shift+Del", lambda: self.clear_finished()),
             ("site", "Add site", "Ctrl+Shift+N", lambda: self.edit_site(None)),
             ("torrent", "Create torrent…", "Ctrl+Shift+B", lambda: self.create_torrent()),
-            ("paste", "Paste", QKeySequence.StandardKey.Paste, self.paste),
-            ("preflight", "Preflight…", "Ctrl+Shift+T", self.open_preflight),
-            ("settings", "Settings", "Ctrl+,", self.edit_settings),
+            ("paste", "Paste", QKeySequence.StandardKey.Paste, lambda: self.paste()),
+            ("preflight", "Preflight…", "Ctrl+Shift+T", lambda: self.open_preflight()),
+            ("settings", "Settings", "Ctrl+,", lambda: self.edit_settings()),
         ):
             action = QAction(label, self)
             action.setShortcut(shortcut)

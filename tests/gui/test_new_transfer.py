@@ -1,0 +1,75 @@
+"""New transfer as a user starts it: the toolbar button and Ctrl+N open the dialog, its fields are filled by their
+visible labels, OK queues the download, and the file arrives. The action was once dead: its triggered(bool)
+reached new_transfer(source) as source=False, and every test called the slot directly."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QToolBar, QToolButton
+
+from app.engine import JobState
+from tests.integration.conftest import MiB, write_random
+
+
+def field(dialog, label: str) -> QLineEdit:
+    """The line edit on the row whose visible label is ``label`` (with or without a Browse… button beside it)."""
+    form = dialog.findChild(QFormLayout)
+    for row in range(form.rowCount()):
+        shown = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
+        if shown and isinstance(shown.widget(), QLabel) and shown.widget().text().replace("&", "") == label:
+            widget = form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget()
+            return widget if isinstance(widget, QLineEdit) else widget.findChild(QLineEdit)
+    raise AssertionError(f"no field labelled {label!r}")
+
+
+def fill_and_accept(qtbot, values: dict[str, str], seen: list) -> None:
+    """When the modal dialog is up: type into each labelled field, press OK."""
+    def act() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(50, act)
+            return
+        seen.append(dialog.windowTitle())
+        for label, text in values.items():
+            edit = field(dialog, label)
+            edit.clear()
+            QTest.keyClicks(edit, text)
+        ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+        QTest.mouseClick(ok, Qt.MouseButton.LeftButton)
+    QTimer.singleShot(50, act)
+
+
+def download_through_dialog(qtbot, window, press, url: str, dest) -> None:
+    seen: list[str] = []
+    fill_and_accept(qtbot, {"From": url, "To": str(dest)}, seen)
+    press()
+    qtbot.waitUntil(lambda: any(v.source == url for v in window.queue_model.views()), timeout=10_000)
+    assert seen == ["New transfer"]
+    row = window.queue_model.row_of(next(v for v in window.queue_model.views() if v.source == url).id)
+    qtbot.waitUntil(lambda: window.queue_model.view_at(row).state.terminal, timeout=60_000)
+    done = window.queue_model.view_at(row)
+    assert done.state == JobState.DONE, done.error
+
+
+def test_the_toolbar_button_opens_new_transfer_and_downloads(qtbot, window, nginx, tmp_path):
+    write_random(nginx.data / "nt-button.bin", 3 * MiB, seed=441)
+    dest = tmp_path / "by-button"
+    dest.mkdir()
+    bar = window.findChild(QToolBar, "transfers")
+    button = next(b for b in bar.findChildren(QToolButton) if b.defaultAction() is window.actions_by_name["new"])
+    url = nginx.url("nt-button.bin", scheme="http")
+    download_through_dialog(qtbot, window, lambda: QTest.mouseClick(button, Qt.MouseButton.LeftButton), url, dest)
+    assert (dest / "nt-button.bin").read_bytes() == (nginx.data / "nt-button.bin").read_bytes()
+
+
+def test_ctrl_n_opens_new_transfer_and_downloads(qtbot, window, nginx, tmp_path):
+    write_random(nginx.data / "nt-keys.bin", 2 * MiB, seed=442)
+    dest = tmp_path / "by-keys"
+    dest.mkdir()
+    window.activateWindow()
+    window.queue_view.setFocus()
+    url = nginx.url("nt-keys.bin", scheme="http")
+    download_through_dialog(qtbot, window, lambda: QTest.keyClick(window.queue_view, Qt.Key.Key_N,
+                                                                   Qt.KeyboardModifier.ControlModifier), url, dest)
+    assert (dest / "nt-keys.bin").read_bytes() == (nginx.data / "nt-keys.bin").read_bytes()
