@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from backends.core.errors import BadRequest
+from backends.core.words import counted  # noqa: F401  (the application's word for it, too)
 
 _BINARY = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _DECIMAL = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
@@ -27,10 +28,6 @@ def parse_rate(text: str) -> int:
         raise BadRequest(f"The rate '{text}' is too small; give at least 1 byte per second.")
     return int(value)
 
-
-def counted(n: int, word: str) -> str:
-    """"1 stream", "8 streams", "0 runs": a count and its noun, in the plural unless it is one."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def format_bytes(n: float | None) -> str:

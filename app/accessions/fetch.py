@@ -10,6 +10,7 @@ history work as for any copy.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,9 @@ from pathlib import Path
 from app.engine import Engine, JobState
 from app.requests import Defaults, Overrides, resolve_list
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT, Checksum, ListedFile
-from backends.streams.partfile import room_for
+from backends.core.errors import LocalError
+from backends.destination import Destination, room_for
+from backends.host import portable
 
 from .ena import Plan, RemoteFile
 
@@ -69,7 +72,8 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
     """The plan's files as one job; the files that failed for a reason the other route may not have (a 550 on
     one mirror, an FTP reset, a proxy refusing HTTPS) are tried once more by it, as a second job."""
     outcome = Outcome()
-    folder.mkdir(parents=True, exist_ok=True)
+    Destination(folder).folder("")  # made, or why not in a sentence (read-only, permission, a file there)
+    check_refusals(folder)
     check_room(plan, folder)
     began = time.monotonic()
     overrides = replace(overrides, max_streams=budget)
@@ -124,6 +128,15 @@ def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, override
             why = error or view.error or "did not finish."
             kind = (kind if state == FILE_FAILED else None) or view.error_kind or ""
             outcome.failed.append((f, f"{f.run + ': ' if f.run else ''}{f.name}: {why}", kind))
+
+
+def check_refusals(folder: Path) -> None:
+    """A folder no file can be written to is said before the portal's files are asked for, not found out by each
+    file: read-only, or not this user's to write."""
+    if portable.read_only_fs(folder):
+        raise LocalError(f"{folder} is on a read-only file system. Choose another destination folder.")
+    if not os.access(folder, os.W_OK):
+        raise LocalError(f"Ferry cannot write to {folder} (permission denied). Choose a folder you can write to.")
 
 
 def check_room(plan: Plan, folder: Path) -> None:

@@ -34,8 +34,8 @@ class Accession:
 
 def parse(text: str) -> Accession:
     """``ena:ACC`` or a bare accession, checked; anything else is bad input (a sentence, exit 2)."""
-    word = text[len(PREFIX):] if text.startswith(PREFIX) else text
-    word = word.strip()
+    word = text[len(PREFIX):] if text.lower().startswith(PREFIX) else text
+    word = word.strip().upper()  # ENA and NCBI take srr1234567 as SRR1234567
     for kind, pattern in (*KINDS, *GEO):
         if pattern.fullmatch(word):
             return Accession(word, kind)
@@ -47,8 +47,9 @@ def parse(text: str) -> Accession:
 def is_accession(source: str) -> bool:
     """Whether ``labferry copy SOURCE`` names public data: ``ena:…`` always; a bare word that looks like an
     accession only when no local file or folder has that name (then it is an upload, as before)."""
-    if source.startswith(PREFIX):
+    if source.lower().startswith(PREFIX):
         return True
     if "/" in source or "\\" in source or ":" in source or Path(source).exists():
         return False
-    return any(p.fullmatch(source) for _, p in (*KINDS, *GEO)) or bool(LOOKS_LIKE.fullmatch(source))
+    word = source.upper()
+    return any(p.fullmatch(word) for _, p in (*KINDS, *GEO)) or bool(LOOKS_LIKE.fullmatch(word))

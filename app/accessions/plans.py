@@ -61,16 +61,38 @@ def no_reads_in_geo(plan: ena.Plan) -> str:
     return "; ".join(said) + "."
 
 
+#: the most a list file may hold (a million accessions is ~12 MiB)
+LIST_LIMIT = 64 * 1024 * 1024
+
+
 def read_list(path: Path) -> list[str]:
-    """``-i FILE``: one accession or address per line; blank lines and ``#`` comments are skipped."""
+    """``-i FILE``: one accession or address per line; blank lines and ``#`` comments are skipped. The file is
+    UTF-8, with or without the byte-order mark Windows editors write; any other encoding is refused in a
+    sentence naming the first line that is not UTF-8."""
     try:
-        text = path.read_text()
+        with open(path, "rb") as fh:
+            raw = fh.read(LIST_LIMIT + 1)
     except OSError as exc:
         raise BadRequest(f"Cannot read the list {path}: {exc.strerror}. Check the file name.") from None
+    if len(raw) > LIST_LIMIT:
+        raise BadRequest(f"The list {path} is larger than {LIST_LIMIT >> 20} MiB; split it into smaller lists.")
+    text = _utf8(raw, path)
     found = words_of(text)
     if not found:
         raise BadRequest(f"The list {path} names no accession or address (one per line; # starts a comment).")
     return found
+
+
+def _utf8(raw: bytes, path: Path) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise BadRequest(f"The list {path} is saved as UTF-16. Save it as UTF-8 (in Notepad: Save as → Encoding → "
+                         "UTF-8) and run the command again.")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise BadRequest(f"Line {line} of the list {path} is not UTF-8 (byte 0x{raw[exc.start]:02x}); save the list "
+                         "as UTF-8 and run the command again.") from None
 
 
 def words_of(text: str) -> list[str]:

@@ -15,10 +15,10 @@ from pathlib import Path
 from app.requests import Defaults, Overrides, Request, resolve_list
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT
 from backends.core.errors import LocalError
-from backends.streams.partfile import os_error
+from backends.destination import Destination
 
 from . import ena
-from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_room, listed
+from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_refusals, check_room, listed
 from .sheets import write_metadata, write_samplesheet
 
 
@@ -28,10 +28,8 @@ def queue_request(plan: ena.Plan, folder: Path, overrides: Overrides | None = No
     is written now, so the end of the job can make the samplesheet whenever it comes."""
     if folder.exists() and not folder.is_dir():
         raise LocalError(f"{folder} is a file; an accession's files go into a folder. Choose a folder.")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise os_error(exc, folder / "x", "write") from None
+    Destination(folder).folder("")
+    check_refusals(folder)
     check_room(plan, folder)  # the same reckoning as ``labferry copy ena:…``: what is here already counts
     request = resolve_list(plan.label, listed(plan.files), folder, _budgeted(overrides, budget), defaults=defaults,
                            store=store)

@@ -9,7 +9,10 @@ Ferry checked and how the reads are laid out.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
+
+from backends.destination import Destination, write_atomic
 
 from .ena import FIELDS, Plan
 
@@ -26,6 +29,11 @@ def write_samplesheet(plan: Plan, folder: Path, done: set[str]) -> int:
     for f in plan.files:
         by_run.setdefault(f.run, []).append(f)
     rows = []
+    saved = Destination(folder)  # where each file was saved (the archive's name, made safe)
+
+    def where(name: str) -> str:
+        return str((folder / saved.claim(name)).resolve())
+
     for meta in plan.rows:
         files = by_run.get(meta.get("run_accession", ""), [])
         if not files or any(f.name not in done for f in files):
@@ -34,21 +42,24 @@ def write_samplesheet(plan: Plan, folder: Path, done: set[str]) -> int:
         first, second = (reads.get(1), reads.get(2)) if reads else (files[0], None)
         record = {k: meta.get(k, "") for k in SHEET_COLUMNS}
         record.update(sample=meta.get("experiment_accession") or meta.get("run_accession", ""),
-                      fastq_1=str((folder / first.name).resolve()) if first else "",
-                      fastq_2=str((folder / second.name).resolve()) if second else "",
+                      fastq_1=where(first.name) if first else "",
+                      fastq_2=where(second.name) if second else "",
                       md5_1=first.md5 if first else "", md5_2=second.md5 if second else "",
                       single_end="false" if second else "true")
         rows.append(record)
-    with open(folder / "samplesheet.csv", "w", newline="") as out:
-        writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-        writer.writerow(SHEET_COLUMNS)
-        writer.writerows([r[k] for k in SHEET_COLUMNS] for r in rows)
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(SHEET_COLUMNS)
+    writer.writerows([r[k] for k in SHEET_COLUMNS] for r in rows)
+    write_atomic(folder / "samplesheet.csv", out.getvalue().encode("utf-8"))
     return len(rows)
 
 
 def write_metadata(plan: Plan, folder: Path) -> None:
-    """Every row the portal gave, every column Ferry asked for (tab-separated, as ENA writes it)."""
-    with open(folder / "metadata.tsv", "w", newline="") as out:
-        writer = csv.writer(out, delimiter="\t", lineterminator="\n")
-        writer.writerow(FIELDS)
-        writer.writerows([row.get(k, "") for k in FIELDS] for row in plan.rows)
+    """Every row the portal gave, every column Ferry asked for (tab-separated, as ENA writes it); written whole
+    or not at all, never through a link, a read-only folder said in a sentence (``destination``)."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(FIELDS)
+    writer.writerows([row.get(k, "") for k in FIELDS] for row in plan.rows)
+    write_atomic(folder / "metadata.tsv", out.getvalue().encode("utf-8"))

@@ -32,9 +32,10 @@ from pathlib import Path
 from backends.core.base import ForwardsArriving
 from backends.core.errors import BadRequest, NoSpace, NotFound
 from backends.core.registry import registry
+from backends.core.words import human_size
+from backends.destination import STATE_SUFFIX
 from backends.streams.arriving import read_arrivals, write_arrivals
 from backends.streams.chunks import merge
-from backends.streams.partfile import STATE_SUFFIX, human_size
 
 from .protocol import job_dict
 

@@ -82,7 +82,7 @@ def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
         sources, label = read_list(Path(args.input)), str(Path(args.input).expanduser().absolute())
     else:
         sources = [args.source]
-        label = args.source if args.source.startswith(ids.PREFIX) else ids.PREFIX + args.source
+        label = ids.PREFIX + ids.parse(args.source).text  # ena:SRR…, however it was typed
     return build_plan(sources, label, args.files, args.route, ca_file=ca_file)
 
 

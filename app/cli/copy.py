@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 
 from app.cli.flags import add_option_flags, options_from_flags
-from app.engine import Engine, JobState
+from app.engine import Engine, JobState, RetryPolicy
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Overrides, parse_streams
 from app.units import counted, format_bytes, format_duration, format_rate, parse_rate
@@ -65,6 +65,8 @@ def add_parser(sub) -> None:
     from .accession import add_arguments as add_accession_arguments
 
     add_accession_arguments(p)
+    p.add_argument("--retries", type=_retries, default=None, metavar="N",
+                   help="tries after a network fault before giving up (default 5; 0: fail at the first fault)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     from .agent import add_on_flags
@@ -184,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
     request = resolve_here(args.source, args.dest, overrides_from(args))
     request = replace(request, source=ask_password(request.source))
     line = ProgressLine(not args.quiet)
-    engine = Engine(run_queue=False, max_jobs=1).start()
+    policy = RetryPolicy(max_retries=args.retries) if args.retries is not None else None
+    engine = Engine(run_queue=False, max_jobs=1, retry=policy).start()
     events, unsubscribe = engine.bus.queue()
     view, stopped = None, None
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a batch system's kill: pause, as Ctrl-C does
@@ -210,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
     status = _report(view, args.json, EXIT_STATUSES)
     args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
     return status
+
+
+def _retries(text: str) -> int:
+    if not text.isdigit() or int(text) > 100:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of retries; give 0 to 100")
+    return int(text)
 
 
 def ask_password(url: str) -> str:

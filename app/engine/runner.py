@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 
 from app.jobs import Job, JobState
 from backends.core.base import Result, TransferRequest
-from backends.core.errors import TransferError, Unreachable
+from backends.core.errors import BadAnswer, TransferError, Unreachable
 from backends.core.urls import host_of as peer_host
 from backends.host.hosttcp import host_tcp
 
@@ -25,6 +25,9 @@ from .progress import ProgressMeter
 
 log = logging.getLogger(__name__)
 SAVE_EVERY = 2.0  # seconds between progress writes to SQLite
+#: bytes an attempt must have moved for its fault to count as a new one (the retries start again): a server that
+#: trickles a few bytes into each attempt must still run out of retries
+MOVING = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,11 @@ class JobRunner:
                         return await backend.fetch_list(request, sink)
                     return await backend.transfer(request, sink)
                 except TransferError as exc:
+                    if isinstance(exc, BadAnswer):  # what this server sent can never become the file: none stays
+                        await asyncio.to_thread(backend.discard, request)
                     if not self._retryable(exc):
                         raise
-                    if job.bytes_done > before:
+                    if job.bytes_done - before >= MOVING:
                         job.attempts = 0  # it was moving: this is a new fault, not the same one again
                     job.attempts += 1
                     if job.attempts > engine.retry.max_retries:

@@ -83,7 +83,7 @@ class RelayBackend:
     def discard(self, request: TransferRequest) -> None:
         """A cancelled relay: this computer's part file (a download), and on the agent its hop and its spool."""
         if not _uploads(request):
-            from backends.streams.partfile import PartFile
+            from backends.destination import PartFile
 
             PartFile(request.dest).discard()
         from app.agent.client import site_client

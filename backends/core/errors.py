@@ -30,7 +30,8 @@ class TransferError(Exception):
     def given_up(self, attempts: int) -> TransferError:
         """The same error as the last word once retries are spent: it no longer promises another try."""
         text = _WILL_RETRY.sub("", self.message).rstrip(" ;,.")
-        done = type(self)(f"{text}. Ferry tried {attempts} times and stopped; check the server and the network, "
+        tries = "once" if attempts == 1 else f"{attempts} times"
+        done = type(self)(f"{text}. Ferry tried {tries} and stopped; check the server and the network, "
                           "then run the same command again to resume.", detail=self.detail)
         done.__cause__ = self
         return done
@@ -108,6 +109,15 @@ class RemoteChanged(Transient):
     kind = "remote-changed"
 
 
+class BadAnswer(TransferError):
+    """The server's answer can never become the file, however often it is asked: more bytes than it announced, a
+    body that inflates beyond any bound, a header block or line beyond any sane size, a redirect to another
+    scheme, a name that cannot be a name. One try, one sentence, never retried: retries are for the network."""
+
+    kind = "bad-answer"
+    exit_status = 3
+
+
 class LocalError(TransferError):
     """The destination side: missing folder, read-only, existing file."""
 
@@ -117,6 +127,12 @@ class LocalError(TransferError):
 
 class NoSpace(LocalError):
     kind = "no-space"
+
+
+class LinkInDest(LocalError):
+    """A link where Ferry would write below DEST: never followed, never replaced in silence."""
+
+    kind = "link"
 
 
 class Corrupt(TransferError):

@@ -25,7 +25,7 @@ from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
 from ..core.registry import scheme_of
-from ..streams.partfile import PartFile, check_destination
+from ..destination import PartFile, check_destination
 from .address import SCHEMES, FtpAddress
 from .options import FtpOptions
 

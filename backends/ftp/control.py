@@ -26,6 +26,8 @@ from .faults import TLS_WORKED, ftp_error, not_utf8
 CONNECT_SECONDS = 30.0  # the TCP connection and the server's greeting
 #: how long a reply may take once a data connection was closed early (the end of a range)
 REPLY_AFTER_CLOSE = 15.0
+#: the most entries one folder's listing may hold
+MAX_ENTRIES = 1_000_000
 
 
 @dataclass
@@ -177,8 +179,13 @@ class FtpControl:
         command = "MLSD" if "MLST" in self.features else "LIST"
         try:
             found = []
-            for name, info in await self.client.list(path, raw_command=command):
+            async for name, info in self.client.list(path, raw_command=command):
                 found.append(_entry(PurePosixPath(name).name, info))
+                if len(found) > MAX_ENTRIES:  # memory stays bounded whatever the server lists
+                    self.abandon()
+                    raise BadRequest(f"The FTP server at {self.address.where} lists more than {MAX_ENTRIES:,} "
+                                     f"entries in {path or 'the login folder'}; Ferry stopped. Copy its sub-folders "
+                                     "one by one.")
             return found
         except UnicodeDecodeError:
             raise not_utf8(self.address, path) from None
@@ -239,7 +246,10 @@ def _flat(items) -> list:
 
 
 def _entry(name: str, info: dict) -> Entry:
-    kind = info.get("type", "file")
-    kind = "dir" if kind in ("dir", "cdir", "pdir") else "link" if kind == "link" else "file"
+    kind = str(info.get("type", "file")).lower()
+    # MLSD names a link OS.unix=symlink or OS.unix=slink:TARGET (ProFTPD): never taken for a file to RETR, which
+    # the server would answer with whatever the link leads to
+    link = kind == "link" or kind.startswith("os.unix=slink") or kind == "os.unix=symlink"
+    kind = "dir" if kind in ("dir", "cdir", "pdir") else "link" if link else "file"
     size = info.get("size")
     return Entry(name, kind, int(size) if size is not None and str(size).isdigit() else None, info.get("modify"))

@@ -16,11 +16,13 @@ from pathlib import Path
 from ..core.base import Checksum, Result, Sink, TransferRequest
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, RemoteChanged, TransferError
+from ..core.words import human_size
+from ..destination import Identity, PartFile, oversize, room_for
 from ..host.netprobe import connect_time
 from ..streams.chunks import ChunkMap, Lease
+from ..streams.floor import RateFloor
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
 from ..streams.parallel import ParallelTransfer
-from ..streams.partfile import Identity, PartFile, human_size, room_for
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner, initial_streams
 from .address import FtpAddress
@@ -39,6 +41,8 @@ STEAL_RTTS = 2 * RANGE_RTTS  # a steal must save more than the thief's new data 
 MAX_LEASE = 512 * MiB
 SIDECAR_LIMIT = 64 * 1024
 MAX_RESTARTS = 3
+#: how long the end of a file's data connection is waited for after its last byte
+END_WAIT = 5.0
 
 
 class FtpStreams(ParallelTransfer):
@@ -124,20 +128,28 @@ class FtpStreams(ParallelTransfer):
             raise
 
     async def _read(self, lease: Lease, control: FtpControl) -> None:
+        """One range over its own data connection. At the file's end, a server that goes on sending past the
+        size it announced is the server's error (``BadAnswer``), not bytes to keep or to wait out; a range that
+        trickles ends as a stall (``RateFloor``)."""
         stream = await control.read_from(self.address.path, lease.cursor)
         complete = False
+        floor = RateFloor(control.stall_seconds, self.address.shown)
         try:
             while lease.cursor < lease.end:
                 data = await stream.read(1 << 20)
                 if not data:
                     complete = True
                     break
+                floor.feed(len(data))
                 take = min(len(data), lease.end - lease.cursor)
+                if take < len(data) and lease.end >= self.chunks.size:
+                    raise oversize(self.address.shown, self.chunks.size, self.part.dest.name)
                 self.part.write(data if take == len(data) else memoryview(data)[:take], lease.cursor)
                 self.account(lease, len(data))
                 if self.limiter:
                     await self.limiter.consume(len(data))
-            complete = complete or lease.end >= self.chunks.size
+            if not complete and lease.cursor >= self.chunks.size:
+                complete = await self._ends_here(stream)
         finally:
             try:
                 await control.end_read(stream, complete=complete)
@@ -146,6 +158,18 @@ class FtpStreams(ParallelTransfer):
         if lease.cursor < lease.end:
             raise ftp_error(ConnectionError("the data connection closed before the range was complete"),
                             self.address, step="read", started=True)
+
+
+    async def _ends_here(self, stream) -> bool:
+        """After the file's last byte: its end (True), more bytes (the server's error), or nothing said within a
+        few seconds (False: the data connection is closed early, the bytes are all here)."""
+        try:
+            more = await asyncio.wait_for(stream.read(1), END_WAIT)
+        except asyncio.TimeoutError:
+            return False
+        if more:
+            raise oversize(self.address.shown, self.chunks.size, self.part.dest.name)
+        return True
 
 
 class StreamNotNeeded(TransferError):
@@ -195,6 +219,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                              limiter=limiter_for(opts), tuner=tuner, streams=streams, max_streams=opts.max_streams,
                              rtt_s=rtt)
             run.hasher = hasher
+            run.stall_seconds, run.stall_what = lead.stall_seconds, f"The FTP server at {address.where}"
             # the lead connection is idle while the streams work: it asks for the server's checksum meanwhile
             looking = asyncio.create_task(_published(address, lead, opts.checksum, opts.verify))
             try:

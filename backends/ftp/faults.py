@@ -11,6 +11,7 @@ import aioftp
 
 from ..core.errors import (
     AuthError,
+    NoSpace,
     NotFound,
     PermissionDenied,
     TlsError,
@@ -73,6 +74,10 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
             return NotFound(f"The FTP server has no {'folder' if step == 'list' else 'file'} at {shown}"
                             f"{f' ({path})' if path and path != address.path else ''} ({said}). Check the address: "
                             "ftp://host/path is relative to the login folder, ftp://host//path is absolute.")
+        if code in ("452", "552") and step == "write":
+            return NoSpace(f"The FTP server at {where} has no room for {path or shown} ({said}): its disk or your "
+                           "quota there is full. Free space on the server (or ask its owner), then run the same "
+                           "command again; what arrived so far is kept and resumed.")
         if code in ("550", "553") and step == "write":
             return PermissionDenied(f"The FTP server refused to write {path or shown} ({said}). Check that the "
                                     "login may write there.")

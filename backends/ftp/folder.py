@@ -11,13 +11,17 @@ links are not followed (a link may lead anywhere on the server); the summary say
 from __future__ import annotations
 
 import asyncio
-import os
+import posixpath
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import BadRequest, TransferError
+from ..core.words import counted
+from ..destination import Destination, WholeFile
+from ..destination.names import Renamed, one_part
+from ..streams.floor import RateFloor
 from ..streams.folder import (
     FileDone,
     RemoteFile,
@@ -27,9 +31,7 @@ from ..streams.folder import (
     hashers_for,
     plan,
     published_sidecars,
-    safe_rel,
 )
-from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
 from .control import Entry, FtpControl, entry_mtime
@@ -39,6 +41,8 @@ from .faults import ServerFull, ftp_error
 SMALL_AT_ONCE = 4  # FTP servers often allow few connections per client (vsftpd's max_per_ip)
 LARGE_FROM = 16 * 1024 * 1024
 MAX_DEPTH = 32
+MAX_LISTINGS = 100_000  # folders listed in one walk
+MAX_FILES = 1_000_000
 
 
 class Pool:
@@ -85,30 +89,65 @@ class Pool:
         self.idle.clear()
 
 
-async def walk(lead: FtpControl, top: FtpAddress) -> tuple[list[tuple[str, Entry]], list[str], int]:
-    """(rel, entry) of every file below ``top``, the sub-folders' rels, and how many links were left out."""
-    files: list[tuple[str, Entry]] = []
-    folders: list[str] = []
-    links = 0
-    pending = [("", 0)]
+@dataclass
+class Walked:
+    """An FTP folder read to its end: (rel, entry) of every file, the sub-folders, what was left out."""
+
+    files: list[tuple[str, Entry]] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    links: int = 0  # symbolic links, never followed
+    skipped: list[str] = field(default_factory=list)  # folders whose listing repeats one above them
+    renamed: list[Renamed] = field(default_factory=list)
+
+
+def _signature(entries: list[Entry]) -> tuple:
+    return tuple(sorted((e.name, e.kind) for e in entries if e.name not in (".", "..")))
+
+
+async def walk(lead: FtpControl, top: FtpAddress) -> Walked:
+    """Every file below ``top``, listed over the lead connection. Every walk ends: links are not followed, a
+    folder is listed once by its path, a listing that repeats one of its ancestors' is an alias leading back
+    (a server's own loop), and the depth, the folders listed and the files found are bounded."""
+    walked = Walked()
+    seen = {posixpath.normpath(top.path)}
+    pending: list[tuple[str, int, tuple]] = [("", 0, ())]
+    listings = 0
     while pending:
-        rel, depth = pending.pop()
+        rel, depth, above = pending.pop()
         if depth > MAX_DEPTH:
             raise BadRequest(f"{top.shown} has folders more than {MAX_DEPTH} levels deep; Ferry stopped. Copy a "
                              "sub-folder instead.")
+        listings += 1
+        if listings > MAX_LISTINGS or len(walked.files) > MAX_FILES:
+            raise BadRequest(f"{top.shown} holds more than {MAX_LISTINGS:,} folders or {MAX_FILES:,} files; Ferry "
+                             "stopped. Copy its sub-folders one by one.")
         path = top.child(rel).path if rel else top.path
-        for entry in await lead.listing(path):
-            if entry.name in (".", ".."):
+        entries = await lead.listing(path)
+        signature = _signature(entries)
+        if rel and signature in above:
+            walked.skipped.append(rel)
+            continue
+        if rel:
+            walked.folders.append(rel)
+        for entry in entries:
+            if entry.name in (".", "..", ""):
                 continue
-            child = safe_rel(f"{rel}/{entry.name}" if rel else entry.name)
+            name, changed = one_part(entry.name)
+            if changed:
+                walked.renamed.append(changed)
+            child = f"{rel}/{name}" if rel else name
             if entry.kind == "dir":
-                folders.append(child)
-                pending.append((child, depth + 1))
+                key = posixpath.normpath(top.child(child).path)
+                if key in seen:
+                    walked.skipped.append(child)
+                    continue
+                seen.add(key)
+                pending.append((child, depth + 1, above + (signature,)))
             elif entry.kind == "link":
-                links += 1
+                walked.links += 1
             else:
-                files.append((child, entry))
-    return files, folders, links
+                walked.files.append((child, replace(entry, name=name)))
+    return walked
 
 
 class FtpFolder:
@@ -124,30 +163,39 @@ class FtpFolder:
         if self.options.checksum:
             raise BadRequest("--checksum names one file's checksum, but the address is a folder. Copy the file on "
                              "its own to check it against a checksum.")
-        listed, folders, links = await walk(self.lead, self.top)
+        walked = await walk(self.lead, self.top)
+        folders, links = walked.folders, walked.links
         exact_dates = "MLST" in self.lead.features
         files = []
-        for rel, entry in listed:
+        for rel, entry in walked.files:
             mtime = entry_mtime(entry) if exact_dates else None
             if mtime is None and self.options.sync and "MDTM" in self.lead.features:
                 mtime = entry_mtime(await self.lead.entry(self.top.child(rel).path))
             files.append(RemoteFile(rel, entry.size, mtime, self.top.child(rel).path))
         if self.options.verify:
             self.sidecars = published_sidecars(f.rel for f in files)
-        dest = Path(self.request.dest)
-        todo = plan(files, folders, dest, self.options, self.sink)
+        destination = Destination(self.request.dest)
+        destination.note_renamed(walked.renamed)
+        todo = plan(files, folders, destination, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
         self.sink.stage("transferring")
         try:
-            outcome = await fetch_folder(todo, dest, self.sink, small=self._small, large=self._large,
+            outcome = await fetch_folder(todo, destination, self.sink, small=self._small, large=self._large,
                                          large_from=LARGE_FROM, at_once=SMALL_AT_ONCE, totals=totals)
         finally:
             await self.pool.close()
-        notes = [f"An FTP folder: {len(files)} files in {len(folders) + 1} folders"
+        notes = [f"An FTP folder: {counted(len(files), 'file')} in {counted(len(folders) + 1, 'folder')}"
                  + (f", {len(files) - len(todo)} of them already here" if len(todo) < len(files) else "") + "."]
         if links:
-            notes.append(f"{links} symbolic links on the server were not followed (a link may lead anywhere); "
-                         "copy what they point to by its own address.")
+            notes.append(f"{counted(links, 'symbolic link')} on the server {'was' if links == 1 else 'were'} not "
+                         "followed (a link may lead anywhere); copy what they point to by its own address.")
+        if walked.skipped:
+            notes.append(f"{counted(len(walked.skipped), 'folder')} left out: the server lists "
+                         f"{'it' if len(walked.skipped) == 1 else 'them'} as the same as a folder above (a loop): "
+                         + ", ".join(walked.skipped[:3]) + ".")
+        renamed = destination.renamed_note()
+        if renamed:
+            notes.append(renamed)
         for note in notes:
             self.sink.note(note)
         return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
@@ -186,42 +234,37 @@ class FtpFolder:
         return check_published(file.rel, digests, side, text, self.options.verify)
 
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
-        """The whole file with one ``RETR`` over a pooled connection, hashed as it comes, renamed once whole."""
-        part = path.with_name(path.name + ".part")
+        """The whole file with one ``RETR`` over a pooled connection, hashed as it comes, renamed once whole;
+        never more than the size the listing gave (``WholeFile``); a trickle ends as a stall (``RateFloor``)."""
         digests = self._hashers(file)
         control = await self.pool.take()
-        written = 0
+        floor = RateFloor(self.lead.stall_seconds, f"{self.top.host} (for {file.rel})")
         try:
-            try:
-                with open(part, "wb") as out:
+            with WholeFile(path, file.size, self.top.child(file.rel).shown) as out:
+                try:
                     stream = await control.read_from(file.address, 0)
                     while data := await stream.read(1 << 20):
                         out.write(data)
+                        floor.feed(len(data))
                         for h in digests.values():
                             h.update(data)
-                        written += len(data)
-                        sink.progress(written, file.size, 1)
+                        sink.progress(out.written, file.size, 1)
                         if self.limiter:
                             await self.limiter.consume(len(data))
                     await control.end_read(stream, complete=True)
-            except (TransferError, asyncio.CancelledError):
-                raise
-            except OSError as exc:
-                if not isinstance(exc, (ConnectionError, TimeoutError)):
-                    raise os_error(exc, part, "write") from None
-                raise ftp_error(exc, self.top, step="read", path=file.address, started=True) from exc
-            except Exception as exc:
-                raise ftp_error(exc, self.top, step="read", path=file.address, started=True) from exc
-            if file.size is not None and written != file.size:
-                raise ftp_error(ConnectionError(f"{written} of {file.size} bytes came"), self.top, step="read",
-                                path=file.address, started=True)
-            verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()}, written,
-                                                 control)
-            os.replace(part, path)
+                except (TransferError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:
+                    raise ftp_error(exc, self.top, step="read", path=file.address, started=True) from exc
+                if file.size is not None and out.written != file.size:
+                    raise ftp_error(ConnectionError(f"{out.written} of {file.size} bytes came"), self.top,
+                                    step="read", path=file.address, started=True)
+                verified, method = await self._check(file, {k: h.hexdigest() for k, h in digests.items()},
+                                                     out.written, control)
+                out.commit()
         except BaseException:
-            part.unlink(missing_ok=True)
             await self.pool.give_back(None)
             control.abandon()
             raise
         await self.pool.give_back(control)
-        return FileDone(digests["sha256"].hexdigest(), verified, method, written)
+        return FileDone(digests["sha256"].hexdigest(), verified, method, out.written)

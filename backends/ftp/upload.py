@@ -22,9 +22,9 @@ import aioftp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import Corrupt, LocalError, TransferError
+from ..core.words import human_size
 from ..streams.folder import FileSink, Totals
 from ..streams.hashing import hash_file, manifest_digest
-from ..streams.partfile import human_size
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
 from .control import Entry, FtpControl

@@ -32,9 +32,10 @@ from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.options import read_options
 from ..core.registry import scheme_of
+from ..core.words import human_size
+from ..destination import STATE_SUFFIX, check_destination
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
-from ..streams.partfile import STATE_SUFFIX, check_destination, human_size
 from . import fetch, files, folders, guc, probing, transport
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool

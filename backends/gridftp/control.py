@@ -27,6 +27,10 @@ from .urls import GridUrl
 TIMEOUT = 30.0
 
 
+#: the most entries a folder's listing may hold
+MAX_ENTRIES = 1_000_000
+
+
 @dataclass(frozen=True)
 class Entry:
     rel: str  # path relative to the listed folder ("" for the entry itself)
@@ -144,10 +148,18 @@ class Control:
         return None
 
     def walk(self, path: str) -> list[Entry]:
-        """Every entry under the folder ``path`` in one round trip (``MLSR``), relative names."""
+        """Every entry under the folder ``path`` in one round trip (``MLSR``), relative names; at most
+        ``MAX_ENTRIES`` (memory stays bounded whatever the server lists)."""
         lines: list[str] = []
+
+        def take(line: str) -> None:
+            if len(lines) >= MAX_ENTRIES:
+                raise BadRequest(f"{path} on {self.url.where} lists more than {MAX_ENTRIES:,} entries; Ferry "
+                                 "stopped. Copy its sub-folders one by one.")
+            lines.append(line)
+
         try:
-            self.ftp.retrlines(f"MLSR {path}", lines.append)
+            self.ftp.retrlines(f"MLSR {path}", take)
         except UnicodeDecodeError:
             raise _not_utf8(path, self.url.where) from None
         except ftplib.error_perm as exc:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from ..core.base import Sink
-from ..core.errors import Unavailable
+from ..core.errors import BadAnswer, Unavailable
 from . import guc
 
 INSTALL_HINT = ("Install the Globus command-line tools: on Debian/Ubuntu 'apt install globus-gass-copy-progs', "
@@ -65,6 +65,10 @@ class Copy:
 
     def _on_bytes(self, current: int) -> None:
         current += self.options.offset  # a resumed download counts from what was kept
+        if not self.sizes and self.total is not None and current > self.total:
+            raise BadAnswer(f"The server sent more than the {self.total} bytes it announced for {self.source}; "
+                            "Ferry stopped the copy at once. A server that does this is broken or hostile: ask its "
+                            "owner.")
         if self.sizes:
             # files announced before the last `cc` have finished; the newest ones are in flight
             finished = self._announced[:-max(1, self.options.concurrency)]

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, NotFound, TransferError, Transient
+from ..destination import check_destination, os_error, room_for
 from ..streams.hashing import FollowingHasher, hash_file, written_prefix
-from ..streams.partfile import check_destination, os_error, room_for
 from . import resume
 from .control import Entry, open_control
 from .copy import Copy

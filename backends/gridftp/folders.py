@@ -22,13 +22,16 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
+from ..destination import Destination, move_into_place, os_error
+from ..destination.names import portable_path
+from ..destination.place import link_refused
 from ..streams.hashing import hash_file, manifest_digest
-from ..streams.partfile import os_error
 from . import guc
 from .control import Control, Entry, checksums
 from .copy import Copy
@@ -80,17 +83,36 @@ def _apply_times(root: Path, entries: list[Entry]) -> None:
             pass
 
 
-def _move_into(staging: Path, dest: Path) -> None:
-    """The finished staging copy becomes ``dest`` (renamed whole, or merged file by file)."""
-    if not dest.exists():
-        os.replace(staging, dest)
-        return
-    for folder, _, names in os.walk(staging):
-        target = dest / Path(folder).relative_to(staging)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            os.replace(Path(folder) / name, target / name)
+def _move_into(staging: Path, dest: Path, listing: list[Entry]) -> Destination:
+    """The finished staging copy's files moved into ``dest`` one by one through the destination (names made safe,
+    no link entered or replaced), its folders given the server's modes and times; the staging folder then goes.
+    Returns the destination (its renames)."""
+    destination = Destination(dest)
+    listing = [e for e in listing if e.rel]  # not the folder itself
+    for entry in sorted(listing, key=lambda e: e.rel):
+        saved = destination.claim(entry.rel)
+        if entry.is_dir:
+            destination.folder(saved)
+        else:
+            mode = entry.mode | 0o600 if entry.mode is not None else None
+            move_into_place(staging / entry.rel, destination.file(saved), entry.mtime or None, mode)
+    _apply_times(dest, [replace(e, rel=destination.claim(e.rel)) for e in listing if e.is_dir])
     shutil.rmtree(staging, ignore_errors=True)
+    return destination
+
+
+def _links_below(dest: Path, limit: int = 100_000) -> Path | None:
+    """The first link below ``dest`` (globus-url-copy, writing there itself with --sync, would follow it)."""
+    seen = 0
+    for folder, dirs, names in os.walk(dest):
+        for name in dirs + names:
+            path = Path(folder) / name
+            if os.path.islink(path):
+                return path
+            seen += 1
+            if seen > limit:
+                return None
+    return None
 
 
 async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan, options: TransferOptions,
@@ -99,7 +121,11 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
     files = [e for e in listing if not e.is_dir]
     total = sum(e.size for e in files)
     sync = _sync_level(options)
-    direct = sync is not None and dest.is_dir()
+    # with --sync, globus-url-copy writes into DEST itself: only where no link is there to follow and every name
+    # is one every OS accepts; otherwise the files come into the staging copy and move in through the destination
+    direct = sync is not None and dest.is_dir() and all(not e.rel or not portable_path(e.rel)[1] for e in listing)
+    if direct and (link := _links_below(dest)) is not None:
+        raise link_refused(link)
     if dest.exists() and not dest.is_dir():
         raise LocalError(f"{dest} is a file, but the source is a folder. Choose another destination.")
     if dest.is_dir() and not direct and any(dest.iterdir()) and not options.overwrite:
@@ -124,9 +150,11 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
     await asyncio.to_thread(_apply_times, target, listing)
     if not direct:
         try:
-            await asyncio.to_thread(_move_into, target, dest)
+            moved = await asyncio.to_thread(_move_into, target, dest, listing)
         except OSError as exc:
             raise os_error(exc, dest, "move the finished folder to") from exc
+        if moved.renamed_note():
+            sink.note(moved.renamed_note())
     if not options.verify:
         verified, method = False, NOT_COMPARED
     return Result(total, time.monotonic() - began, opts.streams * opts.concurrency, manifest_digest(hashes),

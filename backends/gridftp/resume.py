@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..streams.partfile import Identity, PartFile
+from ..destination import Identity, PartFile
 from .control import Entry
 
 #: a recorded prefix is kept to whole MiB: the page after a block that was being written is never trusted

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import os
 
+from . import portable
+
 CHUNK = 1 << 20
 CAN_SPLICE = hasattr(os, "splice")
 F_SETPIPE_SZ = 1031
@@ -90,14 +92,14 @@ class PipeSource:
         if self._buf:
             data = bytes(self._buf[:count])
             del self._buf[:len(data)]
-            return os.pwrite(file_fd, data, offset)
+            return portable.pwrite(file_fd, data, offset)
         while True:
             try:
                 if CAN_SPLICE:
                     return os.splice(self.fd, file_fd, min(CHUNK, count), offset_dst=offset,
                                      flags=os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK)
                 data = os.read(self.fd, min(CHUNK, count))
-                return os.pwrite(file_fd, data, offset) if data else 0
+                return portable.pwrite(file_fd, data, offset) if data else 0
             except BlockingIOError:
                 await self._readable()
 

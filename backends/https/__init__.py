@@ -31,8 +31,8 @@ from ..core.base import (
 from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
 from ..core.urls import redact
+from ..destination import PartFile, check_destination
 from ..host.netprobe import begin_handshake, sweep_down
-from ..streams.partfile import PartFile, check_destination
 from .options import HttpsOptions
 
 #: a file smaller than this ends a preflight probe before TCP has left slow start
@@ -139,7 +139,10 @@ class HttpsBackend:
             listing = await fetch_listing(session, url) if folder_like and not web_page else None
             if listing is not None:
                 return await FolderDownload(session, listing, request, sink).run()
-            named = await self._served_name(session, request) if request.options.name_from_source else None
+            named, renamed = await self._served_name(session, request) if request.options.name_from_source \
+                else (None, None)
+            if renamed:
+                sink.note(renamed)
             if named:
                 request = replace(request, dest=named)
             check_destination(Path(request.dest), True)  # a folder where the file should go: said in words
@@ -174,20 +177,29 @@ class HttpsBackend:
             return await ListDownload(session, request, sink, fresh=lambda: open_session(
                 options.ca_file, options.insecure, HttpTimeouts(stall=stall))).run()
 
-    async def _served_name(self, session, request: TransferRequest) -> str | None:
+    async def _served_name(self, session, request: TransferRequest) -> tuple[str | None, str | None]:
         """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part
-        of the address its redirects end at; None when that is the name the URL already gave."""
+        of the address its redirects end at, made safe for every OS (``destination.names``); None when that is
+        the name the URL already gave. Second: a sentence when the server's name could not be kept."""
         from ..core.urls import remote_name
+        from ..destination.names import portable_name, shown
         from .remote import head
 
         info, _ = await head(session, request.source)
         dest = Path(request.dest)
-        chosen = dest.with_name(info.name or remote_name(info.url) or dest.name)
+        given = info.name or remote_name(info.url) or dest.name
+        last = given.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        name, why = portable_name(last)
+        if last != given:
+            why = "; ".join(filter(None, ["a path, of which only the last part is kept", why]))
+        renamed = (f"The server names the file {shown(given)!r}, which Ferry saved as {name!r} ({why})." if why
+                   else None)
+        chosen = dest.with_name(name)
         if chosen.exists() and not request.options.overwrite:
             raise LocalError(f"{chosen} already exists (the server names the file {chosen.name}). Remove it, pass "
                              f"--overwrite, or name the file to write: labferry copy URL {chosen.parent}/NEW-NAME.")
         check_destination(chosen, request.options.overwrite)
-        return str(chosen) if chosen != dest else None
+        return (str(chosen) if chosen != dest else None), renamed
 
     async def probe(self, url: str, streams: int, seconds: float, options: TransferOptions) -> ProbeResult:
         """``streams`` streams reading the file for ``seconds``, data discarded (one step of a sweep)."""

@@ -8,16 +8,17 @@ import time
 import aiohttp
 
 from ..core.base import Checksum, RemoteInfo, Result, Sink, TransferRequest
-from ..core.errors import Corrupt, RemoteChanged, TransferError
+from ..core.errors import BadAnswer, Corrupt, RemoteChanged, TransferError, WebPage
 from ..core.options import read_options
 from ..core.urls import host_of, redact
+from ..core.words import human_size
+from ..destination import Identity, PartFile
 from ..streams.chunks import ChunkMap, Interval, total
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
-from ..streams.partfile import Identity, PartFile, human_size, same_etag
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch
-from .identity import RangesIgnored, Validators
+from .identity import RangesIgnored, Validators, same_etag
 from .options import HttpsOptions
 from .remote import find_sidecar, head
 from .whole import fetch_whole
@@ -76,10 +77,12 @@ class Download:
                 digests.update(await asyncio.to_thread(hash_file, self.part.part, (expected.algorithm,)))
             verified, method = self._verify(digests, expected)
             self.part.finish(self.info.size)
-        except BaseException:
+        except BaseException as exc:
             if self.sidecar:
                 self.sidecar.cancel()
             self.part.close()
+            if isinstance(exc, BadAnswer) or (isinstance(exc, WebPage) and not self.part.state.exists()):
+                self.part.discard()  # what this server sent cannot become the file: nothing of it stays
             raise
         return Result(
             bytes=self.info.size, seconds=time.monotonic() - began, streams=self.peak_streams,
@@ -127,6 +130,7 @@ class Download:
             on_identity=lambda validators, url: self._identified(fetch, hint, validators, url),
             limiter=self.limiter, tuner=tuner, streams=1 if tuner else int(opts.streams),
             max_streams=opts.max_streams, rtt_s=self.rtt_s, web_page_ok=self.settings.web_page,
+            stall_seconds=self.settings.stall_seconds,
         )
         try:
             await fetch.run()
@@ -174,7 +178,8 @@ class Download:
         # validators that change on every request cannot be compared; the one answer is one version anyway
         validators = Validators(info.size, None, None) if self.unstable else Validators.of(info)
         written = await fetch_whole(self.session, info.url, validators, self.part, self.sink, self.hasher,
-                                    self.limiter, web_page_ok=self.settings.web_page)
+                                    self.limiter, web_page_ok=self.settings.web_page,
+                                    stall_seconds=self.settings.stall_seconds)
         self.fetched += written
         if validators.decoded:
             self.decoded, info.size, self.announced_size = validators.decoded, written, None

@@ -20,14 +20,16 @@ import aiohttp
 from ..core.base import Sink
 from ..core.errors import RemoteChanged, TransferError
 from ..core.urls import redact
+from ..destination import PartFile
 from ..host.netprobe import answered_rtt, connect_time
 from ..streams.chunks import ChunkMap, Lease
+from ..streams.floor import RateFloor
 from ..streams.parallel import ParallelTransfer
-from ..streams.partfile import PartFile
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url
 from .identity import RangesIgnored, Validators, refuse_web_page, transport_coding, unsatisfied_size
+from .options import STALL_SECONDS
 from .session import answer_error, map_error
 
 Identified = Callable[[Validators, str], None]
@@ -57,12 +59,15 @@ class RangedFetch(ParallelTransfer):
         rtt_s: float | None = None,
         deadline: float | None = None,
         web_page_ok: bool = False,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         super().__init__(chunks, record=part, sink=sink, limiter=limiter, tuner=tuner, streams=streams,
                          max_streams=max_streams, rtt_s=rtt_s, deadline=deadline, steal=part is not None)
         self.session, self.url, self.part = session, url, part
         self.validators, self.on_identity = validators, on_identity
         self.web_page_ok = web_page_ok
+        self.stall_seconds = stall_seconds if part is not None else None  # a probe is timed by its caller
+        self.stall_what = redact(url)
         self.ready = validators is not None
         self._identified = asyncio.Event()
         if validators is not None:
@@ -117,10 +122,12 @@ class RangedFetch(ParallelTransfer):
             if self.rtt_s is None or latency < self.rtt_s:
                 self.rtt_s = latency
             reader = resp.content
+            floor = RateFloor(self.stall_seconds, redact(self.url))
             while lease.cursor < lease.end:
                 data = await reader.readany()
                 if not data:
                     break  # the server sent a shorter range than asked; the worker asks for the rest
+                floor.feed(len(data))
                 take = min(len(data), lease.end - lease.cursor)
                 if self.part is not None:
                     self.part.write(data if take == len(data) else memoryview(data)[:take], lease.cursor)

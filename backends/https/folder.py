@@ -11,7 +11,6 @@ sidecars that are not there.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import replace
 from email.utils import parsedate_to_datetime
@@ -21,7 +20,11 @@ import aiohttp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import BadRequest, TransferError, Transient
+from ..core.options import read_options
 from ..core.urls import host_of, redact
+from ..core.words import counted
+from ..destination import Destination, WholeFile
+from ..streams.floor import RateFloor
 from ..streams.folder import (
     FileDone,
     RemoteFile,
@@ -33,12 +36,12 @@ from ..streams.folder import (
     published_sidecars,
 )
 from ..streams.hashing import FollowingHasher
-from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .index import Listing, walk
+from .options import HttpsOptions
 from .remote import SIDECAR_LIMIT, head
 from .session import answer_error, map_error, read_up_to
-from .whole import body_decoder, decode
+from .whole import inflater_for
 
 HEADS_AT_ONCE = 16
 SMALL_AT_ONCE = 8
@@ -69,6 +72,7 @@ class FolderDownload:
         self.session, self.listing, self.request, self.sink = session, listing, request, sink
         self.options = request.options
         self.limiter = limiter_for(self.options)
+        self.settings = read_options(HttpsOptions, self.options.backend_options)
         self.sidecars: dict[str, tuple[str, str]] = {}  # rel → (algorithm, the sidecar's rel)
 
     async def run(self) -> Result:
@@ -77,19 +81,24 @@ class FolderDownload:
             raise BadRequest("--checksum names one file's checksum, but the address is a web folder. Copy the file "
                              "on its own to check it against a checksum; a folder's files are checked against the "
                              "NAME.sha256 or NAME.md5 published beside them.")
-        found, folders = await walk(self.session, self.listing)
+        walked = await walk(self.session, self.listing)
+        found, folders = walked.files, walked.folders
         files = await _described(self.session, found)
         self.sidecars = published_sidecars(f.rel for f in files) if self.options.verify else {}
         self.urls = {f.rel: f.address for f in files}
-        dest = Path(self.request.dest)
-        todo = plan(files, folders, dest, self.options, self.sink)
+        destination = Destination(self.request.dest)
+        destination.note_renamed(walked.renamed)
+        todo = plan(files, folders, destination, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
         self.sink.stage("transferring")
-        outcome = await fetch_folder(todo, dest, self.sink, small=self._small, large=self._large,
+        outcome = await fetch_folder(todo, destination, self.sink, small=self._small, large=self._large,
                                      large_from=LARGE_FROM, at_once=SMALL_AT_ONCE, totals=totals)
         self.sink.stage("verifying")
-        notes = [f"A web folder: {len(files)} files in {len(folders) + 1} folders"
+        notes = [f"A web folder: {counted(len(files), 'file')} in {counted(len(folders) + 1, 'folder')}"
                  + (f", {len(files) - len(todo)} of them already here" if len(todo) < len(files) else "") + "."]
+        notes += [n for n in (walked.skipped_note(), destination.renamed_note()) if n]
+        for note in notes[1:]:
+            self.sink.note(note)
         return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
                       sha256=outcome.sha256, verified=outcome.verified, verify_method=outcome.verify_method,
                       peer_host=host_of(self.listing.url), bytes_fetched=outcome.moved, notes=notes)
@@ -108,52 +117,49 @@ class FolderDownload:
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         """One GET into ``NAME.part``, hashed as it comes by a thread that reads it back (``FollowingHasher``: the
         event loop only receives, so sixteen small files at once are not held up by hashing them), renamed once
-        its size (and any sidecar) agrees."""
-        part = path.with_name(path.name + ".part")
+        its size (and any sidecar) agrees. Never more than the size the server announced (``WholeFile``); a body
+        it compressed unasked is inflated within bounds (``Inflater``); a trickle ends as a stall."""
         algorithms = tuple(self._hashers(file))
-        written = 0
         hasher = None
+        floor = RateFloor(self.settings.stall_seconds, redact(file.address))
         try:
-            try:
-                with open(part, "wb", buffering=0) as out:
-                    hasher = FollowingHasher(part, algorithms)
+            with WholeFile(path, file.size, redact(file.address)) as out:
+                hasher = FollowingHasher(out.part, algorithms)
+                try:
                     async with self.session.get(file.address) as resp:
                         if resp.status != 200:
                             raise answer_error(resp, file.address)
                         expected, wire = resp.content_length, 0
-                        decoder = body_decoder(resp.headers, str(resp.url))
+                        inflater = inflater_for(resp.headers, str(resp.url))
+                        if inflater is not None:
+                            out.limit = None  # the size said was of the compressed body: the inflater bounds it
                         async for data in resp.content.iter_any():
                             wire += len(data)
-                            if decoder is not None:
-                                data = decode(decoder, data, file.address)
-                            out.write(data)
-                            written += len(data)
-                            hasher.advance(written)
-                            sink.progress(written, file.size, 1)
+                            floor.feed(len(data))
+                            for piece in inflater.feed(data) if inflater else (data,):
+                                out.write(piece)
+                                hasher.advance(out.written)
+                            sink.progress(out.written, file.size, 1)
                             if self.limiter:
                                 await self.limiter.consume(len(data))
-                        if decoder is not None:
-                            tail = decode(decoder, b"", file.address, final=True)
-                            out.write(tail)
-                            written += len(tail)
-                            hasher.advance(written)
-            except (TransferError, asyncio.CancelledError):
-                raise
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                raise map_error(exc, file.address, started=written > 0) from exc
-            except OSError as exc:
-                raise os_error(exc, part, "write") from None
-            if expected is not None and wire != expected:
-                raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
-            digests = await asyncio.to_thread(hasher.finish, written)
-            verified, method = await self._check(file, digests, written)
-            os.replace(part, path)
+                        if inflater is not None:
+                            out.write(inflater.end())
+                            hasher.advance(out.written)
+                except (TransferError, asyncio.CancelledError):
+                    raise
+                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                    raise map_error(exc, file.address, started=out.written > 0) from exc
+                if expected is not None and wire != expected:
+                    raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will "
+                                    "retry.")
+                digests = await asyncio.to_thread(hasher.finish, out.written)
+                verified, method = await self._check(file, digests, out.written)
+                out.commit()
         except BaseException:
             if hasher is not None:
                 hasher.stop()
-            part.unlink(missing_ok=True)
             raise
-        return FileDone(digests["sha256"], verified, method, written)
+        return FileDone(digests["sha256"], verified, method, out.written)
 
     def _hashers(self, file: RemoteFile) -> dict:
         return hashers_for(self.sidecars.get(file.rel))

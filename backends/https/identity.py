@@ -15,7 +15,6 @@ from ..core.base import RemoteInfo
 from ..core.errors import RemoteChanged, Transient, WebPage
 from ..core.urls import redact, remote_name
 from ..streams.parallel import Fatal
-from ..streams.partfile import same_etag
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 _UNSATISFIED = re.compile(r"bytes \*/(\d+)")
@@ -53,6 +52,16 @@ def transport_coding(headers, url: str) -> str | None:
     if coding in ("", "identity") or remote_name(url).lower().endswith(OWN_FORMAT.get(coding, ())):
         return None
     return coding
+
+
+def same_etag(a: str | None, b: str | None) -> bool:
+    """Whether two ETags name the same version: equal, or equal but for a weak ``W/`` prefix. Apache marks the
+    ETag of a file changed within the last second weak and the same tag strong a second later (its tag is
+    inode, size and time), so a kill in that second, or a download that crosses it, saw a "different" file.
+    Size and Last-Modified are compared beside it, so a weak tag alone never vouches for the bytes."""
+    if a is None or b is None:
+        return a == b
+    return a.removeprefix("W/") == b.removeprefix("W/")
 
 
 @dataclass

@@ -13,19 +13,21 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from urllib.parse import unquote_to_bytes, urljoin, urlsplit
+from urllib.parse import quote, unquote, unquote_to_bytes, urljoin, urlsplit
 
 import aiohttp
 
 from ..core.errors import BadRequest, TransferError
 from ..core.urls import redact
-from ..streams.folder import safe_rel
+from ..core.words import counted
+from ..destination.names import Renamed, one_part
 from .session import answer_error, map_error, read_up_to
-from .whole import body_decoder, decode
+from .whole import inflater_for
 
 PAGE_LIMIT = 32 * 1024 * 1024  # a listing of ~200,000 names
 MAX_DEPTH = 32  # deeper than any real tree: a server whose folder links lead back into themselves
 MAX_FILES = 1_000_000
+MAX_LISTINGS = 100_000  # folders read in one walk
 PAGES_AT_ONCE = 8
 INDEX_TITLES = ("index of ", "directory listing for ")
 
@@ -69,6 +71,12 @@ class Listing:
     files: list[tuple[str, str]]  # (name, URL)
     folders: list[tuple[str, str]]
     tails: dict[str, str] = field(default_factory=dict)  # name → the text the page shows after its link
+    #: names that held a separator, kept one name (``%2F``) and reported
+    renamed: list[Renamed] = field(default_factory=list)
+
+    def signature(self) -> tuple:
+        """What the listing holds, by name and kind: a folder listing the same as one above it is an alias."""
+        return tuple(name for name, _ in self.files), tuple(name for name, _ in self.folders)
 
 
 def read_listing(html: str, url: str) -> Listing | None:
@@ -82,6 +90,7 @@ def read_listing(html: str, url: str) -> Listing | None:
     files: dict[str, str] = {}
     folders: dict[str, str] = {}
     tails: dict[str, str] = {}
+    renamed: list[Renamed] = []
     for href, tail in zip(parser.hrefs, parser.tails, strict=True):
         target = urlsplit(urljoin(url, href))
         if target.query or (target.scheme, target.netloc) != (base.scheme, base.netloc):
@@ -92,13 +101,14 @@ def read_listing(html: str, url: str) -> Listing | None:
         is_folder = below.endswith("/")
         if "/" in below.rstrip("/"):
             continue  # a link further down than one level is not an entry of this folder
-        name = os.fsdecode(unquote_to_bytes(below.rstrip("/")))
-        if name in ("", ".", "..") or "/" in name or "\0" in name:
-            raise BadRequest(f"The listing at {redact(url)} names an entry Ferry cannot save ({name!r}); Ferry "
-                             "stopped. Ask the server's owner to rename it.")
+        name, changed = one_part(os.fsdecode(unquote_to_bytes(below.rstrip("/"))))
+        if name in ("", ".", ".."):
+            continue  # the folder itself or its parent, spelt another way
+        if changed:
+            renamed.append(changed)
         (folders if is_folder else files)[name] = target._replace(fragment="").geturl()
         tails[name] = tail
-    return Listing(url, sorted(files.items()), sorted(folders.items()), tails)
+    return Listing(url, sorted(files.items()), sorted(folders.items()), tails, renamed)
 
 
 async def fetch_listing(session: aiohttp.ClientSession, url: str) -> Listing | None:
@@ -110,10 +120,10 @@ async def fetch_listing(session: aiohttp.ClientSession, url: str) -> Listing | N
             media = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if media not in ("text/html", "application/xhtml+xml"):
                 return None
-            decoder = body_decoder(resp.headers, str(resp.url))
+            inflater = inflater_for(resp.headers, str(resp.url), PAGE_LIMIT + 1)
             body = await read_up_to(resp, PAGE_LIMIT)
-            if decoder is not None:
-                body = decode(decoder, body, url) + decode(decoder, b"", url, final=True)
+            if inflater is not None:
+                body = b"".join(inflater.feed(body)) + inflater.end()
             final = str(resp.url)
             charset = resp.charset or "utf-8"
     except (TransferError, asyncio.CancelledError):
@@ -136,39 +146,86 @@ class Found:
     url: str
 
 
-async def walk(session: aiohttp.ClientSession, top: Listing) -> tuple[list[Found], list[str]]:
-    """Every file below ``top`` (its sub-folders' listings read ``PAGES_AT_ONCE`` at a time), and the
-    sub-folders' relative paths."""
-    files: list[Found] = []
-    folders: list[str] = []
-    gate = asyncio.Semaphore(PAGES_AT_ONCE)
-    seen = {top.url}
+@dataclass
+class Walked:
+    """A web folder read to its end: its files and sub-folders, and what was left out as a loop."""
 
-    async def visit(listing: Listing, prefix: str, depth: int) -> None:
-        for name, url in listing.files:
-            files.append(Found(safe_rel(prefix + name), url))
-        if len(files) > MAX_FILES:
+    files: list[Found] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+    #: folders whose address was seen already, or whose listing repeats one above them (a link back)
+    skipped: list[str] = field(default_factory=list)
+    renamed: list[Renamed] = field(default_factory=list)
+    listings: int = 0
+
+    def skipped_note(self) -> str | None:
+        if not self.skipped:
+            return None
+        count = len(self.skipped)
+        shown = ", ".join(self.skipped[:3]) + (f" and {count - 3} more" if count > 3 else "")
+        verb = "it links" if count == 1 else "they link"
+        return (f"{counted(count, 'folder')} left out: {verb} back to a folder already copied (the same address, or "
+                f"the same listing as a folder above): {shown}.")
+
+
+def normalized(url: str) -> str:
+    """One spelling of a folder's address: scheme and host in lower case, the default port dropped, the path's
+    percent-escapes decoded and re-encoded one way, ``//`` and ``/./`` folded."""
+    parts = urlsplit(url)
+    port = parts.port
+    netloc = (parts.hostname or "").lower() + (f":{port}" if port and port not in (80, 443) else "")
+    path = quote(unquote(parts.path), safe="/")
+    while "//" in path or "/./" in path:
+        path = path.replace("//", "/").replace("/./", "/")
+    return f"{parts.scheme.lower()}://{netloc}{path}"
+
+
+async def walk(session: aiohttp.ClientSession, top: Listing) -> Walked:
+    """Every file below ``top`` (its sub-folders' listings read ``PAGES_AT_ONCE`` at a time). Every walk ends: a
+    folder is visited once by its normalized address, a listing that repeats one of its ancestors' is a link back
+    (servers alias folders, so addresses differ), and the depth, the listings read and the files found are
+    bounded."""
+    walked = Walked(renamed=list(top.renamed))
+    gate = asyncio.Semaphore(PAGES_AT_ONCE)
+    seen = {normalized(top.url)}
+
+    def bounded(depth: int) -> None:
+        if len(walked.files) > MAX_FILES:
             raise BadRequest(f"{redact(top.url)} lists more than {MAX_FILES:,} files; Ferry stopped. Copy its "
                              "sub-folders one by one.")
-        subs = [(name, url) for name, url in listing.folders if url not in seen]
-        if subs and depth >= MAX_DEPTH:
+        if walked.listings > MAX_LISTINGS:
+            raise BadRequest(f"{redact(top.url)} has more than {MAX_LISTINGS:,} folders; Ferry stopped. Copy its "
+                             "sub-folders one by one.")
+        if depth >= MAX_DEPTH:
             raise BadRequest(f"{redact(top.url)} has folders more than {MAX_DEPTH} levels deep (links that lead "
                              "back into themselves?); Ferry stopped. Copy a sub-folder instead.")
-        seen.update(url for _, url in subs)
+
+    async def visit(listing: Listing, prefix: str, depth: int, above: tuple) -> None:
+        walked.files.extend(Found(prefix + name, url) for name, url in listing.files)
+        bounded(0)
         children = []
-        for name, url in subs:
-            rel = safe_rel(prefix + name)
-            folders.append(rel)
-            children.append(_child(url, rel, depth))
+        for name, url in listing.folders:
+            key = normalized(url)
+            if key in seen:
+                walked.skipped.append(prefix + name)
+                continue
+            seen.add(key)
+            children.append(_child(url, prefix + name, depth, above + (listing.signature(),)))
         await asyncio.gather(*children)
 
-    async def _child(url: str, rel: str, depth: int) -> None:
+    async def _child(url: str, rel: str, depth: int, above: tuple) -> None:
         async with gate:
+            walked.listings += 1
+            bounded(depth)
             listing = await fetch_listing(session, url)
         if listing is None:
             raise BadRequest(f"{redact(url)} looked like a sub-folder in the listing but is not a listing itself; "
                              "Ferry stopped rather than copy part of the folder.")
-        await visit(listing, rel + "/", depth + 1)
+        if listing.signature() in above:
+            walked.skipped.append(rel)
+            return
+        walked.folders.append(rel)
+        walked.renamed.extend(listing.renamed)
+        await visit(listing, rel + "/", depth + 1, above)
 
-    await visit(top, "", 0)
-    return files, folders
+    await visit(top, "", 0, ())
+    return walked

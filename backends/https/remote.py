@@ -63,17 +63,13 @@ async def _range_probe(session: aiohttp.ClientSession, url: str, began: float) -
 
 
 def served_name(resp: aiohttp.ClientResponse) -> str | None:
-    """The file name in ``Content-Disposition`` (``filename*`` first, RFC 6266), as a plain name: a path the
-    server sends (``../x``, ``/etc/x``, ``a\\b``) keeps only its last part, and control characters go."""
+    """The file name in ``Content-Disposition`` (``filename*`` first, RFC 6266), as the server gave it: the
+    caller keeps its last part and makes it safe (``destination.names``)."""
     try:
         disposition = resp.content_disposition
     except (ValueError, UnicodeError):
         return None
-    name = disposition.filename if disposition else None
-    if not name:
-        return None
-    name = "".join(c for c in name.replace("\\", "/").rsplit("/", 1)[-1] if c.isprintable()).strip()
-    return name if name not in ("", ".", "..") else None
+    return (disposition.filename if disposition else None) or None
 
 
 async def find_sidecar(session: aiohttp.ClientSession, url: str) -> Checksum | None:

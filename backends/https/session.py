@@ -18,6 +18,7 @@ from aiohttp import hdrs
 from ..core.errors import (
     AuthError,
     BadAddress,
+    BadAnswer,
     BadRequest,
     NotFound,
     PermissionDenied,
@@ -140,6 +141,15 @@ def map_error(exc: BaseException, url: str, *, started: bool = False) -> Transfe
     if isinstance(exc, TransferError):
         return exc
     where = _where(url)
+    if isinstance(exc, aiohttp.RedirectClientError):
+        to = str(getattr(exc, "url", "") or exc)
+        return BadAnswer(f"{redact(url)} redirects to {redact(to)[:200]}, which is not a web address Ferry follows "
+                         "(only http and https); Ferry stopped. Ask the server's owner for the file's own address.")
+    if isinstance(exc, aiohttp.ClientResponseError) and not isinstance(exc, aiohttp.TooManyRedirects) \
+            and exc.status == 400 and not exc.headers:
+        return BadAnswer(f"The answer of {where} for {redact(url)} is not HTTP Ferry can read ({str(exc.message)[:80]}"
+                         "): a header block or line beyond any sane size, or malformed. Ferry stopped; asking again "
+                         "would get the same answer.")
     if isinstance(exc, (aiohttp.InvalidURL, ValueError)) and not isinstance(exc, ssl.SSLError):
         return BadRequest(f"'{redact(url)}' is not a valid URL ({exc}). Check it and try again.")
     if isinstance(exc, (aiohttp.ClientConnectorCertificateError, ssl.SSLCertVerificationError)):

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-import zlib
 
 import aiohttp
 
 from ..core.base import Sink
-from ..core.errors import Corrupt, TransferError, Transient
+from ..core.errors import BadAnswer, TransferError, Transient
 from ..core.urls import redact
+from ..destination import PartFile
+from ..streams.floor import RateFloor
 from ..streams.hashing import FollowingHasher
-from ..streams.partfile import PartFile
+from ..streams.inflate import Inflater
 from ..streams.ratelimit import RateLimit
 from .identity import Validators, refuse_web_page, transport_coding
+from .options import STALL_SECONDS
 from .session import answer_error, map_error
 
 TICK = 0.1
@@ -30,6 +32,7 @@ async def fetch_whole(
     limiter: RateLimit | None,
     *,
     web_page_ok: bool = False,
+    stall_seconds: float = STALL_SECONDS,
 ) -> int:
     """Stream the whole body into ``part`` in order; returns the bytes written. ``validators`` with no size:
     the body ends where the server ends it (chunked, or the connection closes)."""
@@ -40,18 +43,21 @@ async def fetch_whole(
                 raise answer_error(resp, url)
             validators.check(resp.headers, url)
             refuse_web_page(resp.headers, str(resp.url), web_page_ok)
-            decoder = body_decoder(resp.headers, str(resp.url))
-            if decoder is not None:
+            inflater = inflater_for(resp.headers, str(resp.url))
+            if inflater is not None:
                 validators.decoded, validators.size = resp.headers["Content-Encoding"].strip().lower(), None
+                part.limit = None  # the size said was of the compressed body: the inflater bounds what it becomes
             elif validators.size is None and resp.content_length is not None:
                 validators.size = resp.content_length  # a HEAD without a size, a GET with one (empty files)
+                part.limit = validators.size
             wire, last = 0, time.monotonic()
+            floor = RateFloor(stall_seconds, redact(url))
             async for data in resp.content.iter_any():
                 wire += len(data)
-                if decoder is not None:
-                    data = decode(decoder, data, url)
-                part.write(data, written)
-                written += len(data)
+                floor.feed(len(data))
+                for piece in inflater.feed(data) if inflater is not None else (data,):
+                    part.write(piece, written)
+                    written += len(piece)
                 if limiter:
                     await limiter.consume(len(data))
                 now = time.monotonic()
@@ -61,8 +67,8 @@ async def fetch_whole(
                         sink.progress(written, validators.size, 1)
                     if hasher:
                         hasher.advance(written)
-            if decoder is not None:
-                tail = decode(decoder, b"", url, final=True)
+            if inflater is not None:
+                tail = inflater.end()
                 part.write(tail, written)
                 written += len(tail)
                 if resp.content_length is not None and wire != resp.content_length:
@@ -77,27 +83,17 @@ async def fetch_whole(
     return written
 
 
-def body_decoder(headers, url: str):
-    """A decoder for a body the server compressed on its own (``transport_coding``): gzip and deflate (zlib's
-    check of gzip's CRC-32 and length, or zlib's Adler-32, at the end); any other coding is refused."""
+def inflater_for(headers, url: str, expected: int | None = None) -> Inflater | None:
+    """A bounded inflater for a body the server compressed on its own (``transport_coding``): gzip and deflate
+    (zlib's check of gzip's CRC-32 and length, or zlib's Adler-32, at the end); any other coding is refused, in
+    one sentence and for good (asking again gets the same answer)."""
     coding = transport_coding(headers, url)
     if coding is None:
         return None
     if coding in ("gzip", "x-gzip", "deflate"):
-        return zlib.decompressobj(wbits=47)  # gzip or zlib, told by the header
-    raise TransferError(f"The server compressed {redact(url)} with '{coding}' although Ferry asked for the file "
-                        "as it is, and Ferry cannot undo that coding. Ask the server's owner to serve it uncompressed.")
-
-
-def decode(decoder, data: bytes, url: str, *, final: bool = False) -> bytes:
-    try:
-        out = decoder.decompress(data) if not final else decoder.flush()
-    except zlib.error as exc:
-        raise Corrupt(f"The server's compressed copy of {redact(url)} is damaged ({exc}). Run the transfer again; "
-                      "if it fails again, ask the server's owner.") from None
-    if final and not decoder.eof:
-        raise Transient(f"The compressed copy of {redact(url)} ended before its end marker; Ferry will retry.")
-    return out
+        return Inflater(url, expected)
+    raise BadAnswer(f"The server compressed {redact(url)} with '{coding}' although Ferry asked for the file as it "
+                    "is, and Ferry cannot undo that coding. Ask the server's owner to serve it uncompressed.")
 
 
 async def probe_whole(session: aiohttp.ClientSession, url: str, seconds: float) -> tuple[int, float]:

@@ -28,9 +28,9 @@ from ..core.base import (
 from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.registry import scheme_of
+from ..destination import PartFile, check_destination
 from ..host.netprobe import begin_handshake
 from ..streams.arriving import arrivals_of
-from ..streams.partfile import PartFile, check_destination
 from .target import SCHEMES, SshOptions, parse_target, remote_join
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class SshBackend(BrowsesFolders):
 
 def wire_note(delivered: int, on_wire: int, seconds: float) -> str:
     """Both rates of a compressed transfer, for its notes and history."""
-    from ..streams.partfile import human_size
+    from ..core.words import human_size
 
     def rate(n: int) -> str:
         return f"{n * 8 / seconds / 1e6:,.0f} Mbit/s" if seconds > 0 else "?"

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
+from ..core.words import human_size
+from ..destination import Identity, PartFile
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
-from ..streams.partfile import Identity, PartFile, human_size
 from ..streams.ratelimit import limiter_for
 from .compression import compress_file, deciding
 from .ranged import SshDownload, SshUpload

@@ -19,12 +19,13 @@ import os
 from dataclasses import dataclass
 
 from ..core.errors import RemoteChanged, TransferError, Transient
+from ..destination import PartFile, os_error
+from ..host import portable
 from ..host.netprobe import connect_time
 from ..host.pipes import PipeSource
 from ..host.procs import reap
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
-from ..streams.partfile import PartFile, os_error
 from . import scripts, squeeze
 from .openssh import Master, OpenSsh, ssh_error
 
@@ -248,10 +249,7 @@ class SshDownload(_SshStreams):
                                 "again.")
             first, last = max(lease.cursor, at), min(lease.end, at + len(plain))
             if last > first:
-                try:
-                    os.pwrite(self.part.fd, memoryview(plain)[first - at:last - at], first)
-                except OSError as exc:
-                    raise os_error(exc, self.part.part, "write to") from exc
+                self.part.write(memoryview(plain)[first - at:last - at], first)
                 self.wire(lease, last - first)
             if self.limiter:
                 await self.limiter.consume(len(data))
@@ -322,7 +320,7 @@ class SshUpload(_SshStreams):
             proc.stdin.write(scripts.encode_path(self.remote_part))
             pos = start
             while pos < lease.end:
-                data = os.pread(self.fd, min(READ_SIZE, lease.end - pos), pos)
+                data = portable.pread(self.fd, min(READ_SIZE, lease.end - pos), pos)
                 if not data:
                     raise TransferError(f"{self.local_path} became shorter while Ferry was sending it.")
                 local.update(data)

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from ..core.base import Sink
+from ..destination import PartFile
 from ..streams.chunks import ChunkMap
 from ..streams.hashing import FollowingHasher
-from ..streams.partfile import PartFile
 from .control import sftp_error
 from .faults import dropped_is_transient
 from .session import SshSession

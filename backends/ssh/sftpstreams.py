@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..core.errors import RemoteChanged, TransferError, Transient
+from ..destination import PartFile
 from ..host.netprobe import connect_time
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
-from ..streams.partfile import PartFile
 from .control import sftp_error
 from .openssh import Master, OpenSsh
 from .sftpwire import SftpChannel

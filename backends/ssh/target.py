@@ -143,6 +143,8 @@ class Entry:
     size: int
     mtime: int
     mode: int
+    #: the path below DEST a download saves it as (``Destination.claim``: the server's name made safe)
+    saved: str = field(default="", compare=False)
 
     @property
     def is_dir(self) -> bool:

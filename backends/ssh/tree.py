@@ -16,20 +16,21 @@ import asyncio
 import hashlib
 import os
 import stat as statmod
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt
-from ..streams.folder import FileOutcome, FileSink, Totals, choose, safe_rel, wire_of
+from ..destination import Destination, WholeFile, os_error
+from ..streams.folder import FileOutcome, FileSink, Totals, choose, wire_of
 from ..streams.hashing import manifest_digest
-from ..streams.partfile import os_error
 from ..streams.ratelimit import limiter_for
 from .compression import compress_tar
 from .faults import dropped_is_transient
 from .files import download_file
 from .session import SMALL_FILE, SshSession
 from .target import Entry, remote_join
-from .untar import EarlyTar, place, tar_get
+from .untar import EarlyTar, tar_get
 
 TAR_STREAMS = 4
 
@@ -38,15 +39,20 @@ TAR_STREAMS = 4
 
 async def download_tree(session: SshSession, root: str, dest: Path, options: TransferOptions,
                         sink: Sink | None) -> FileOutcome:
-    entries = await session.walk(root)
-    for entry in entries:
-        safe_rel(entry.rel)  # the listing is the server's word: no name may lead out of the destination
+    """The folder ``root`` into ``dest``: the listing is the server's word, so every name goes through the
+    destination's claims (made safe, nothing outside DEST, no link entered) before anything is written."""
+    destination = Destination(dest)
+    entries = [replace(e, saved=destination.claim(e.rel)) for e in sorted(await session.walk(root),
+                                                                            key=lambda e: e.rel)]
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
-    files = choose(files, dest, options, sink)
+    files = choose(files, destination, options, sink)
     folders = [e for e in entries if e.is_dir]
+    destination.folder("")
     for entry in folders:
-        _writable_folder(dest / entry.rel)
-    dest.mkdir(parents=True, exist_ok=True)
+        _writable_folder(destination.folder(entry.saved))
+    renamed = destination.renamed_note()
+    if renamed and sink:
+        sink.note(renamed)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]
     totals = Totals(sum(e.size for e in files), limiter=limiter_for(options))
@@ -58,7 +64,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     async def large_files() -> int:
         moved = 0
         for entry in large:
-            out = await download_file(session, entry, remote_join(root, entry.rel), dest / entry.rel, options,
+            out = await download_file(session, entry, remote_join(root, entry.rel), destination.file(entry.saved),
+                                      options,
                                       FileSink(totals, entry.rel, sink), f"{session.target.display}|{entry.rel}")
             outcomes.append(out)
             hashes[entry.rel] = out.sha256
@@ -73,7 +80,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     server_sums = asyncio.ensure_future(session.sha256_many(root, [e.rel for e in small] if options.verify else []))
     wire = [] if session.openssh is not None and await compress_tar(
         session, options, [(e.rel, e.size) for e in small], sink, root) else None
-    small_task = _small_downloads(session, root, dest, small, totals, sink, wire)
+    small_task = _small_downloads(session, root, destination, small, totals, sink, wire)
     try:
         small_hashes, moved_large = await asyncio.gather(small_task, large_files())
     except BaseException:
@@ -81,11 +88,12 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         raise
     hashes.update(small_hashes)
     for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):  # every file is in: now their own
+        folder = destination.path(entry.saved)
         try:
-            os.chmod(dest / entry.rel, entry.mode & 0o777)
-            os.utime(dest / entry.rel, (entry.mtime, entry.mtime))
+            os.chmod(folder, entry.mode & 0o777)
+            os.utime(folder, (entry.mtime, entry.mtime))
         except OSError as exc:
-            raise os_error(exc, dest / entry.rel, "write") from None
+            raise os_error(exc, folder, "write") from None
     verified, method = check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
         else (False, NOT_COMPARED)
     methods.add(method)
@@ -101,9 +109,9 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
 
 
 def _writable_folder(path: Path) -> None:
-    """``path`` as a folder this job can write into: made, or (a read-only folder of an earlier copy, with --sync
-    or --overwrite) given owner rwx until the end, when it gets the server's mode again."""
-    path.mkdir(parents=True, exist_ok=True)
+    """``path`` (made by ``Destination.folder``) as a folder this job can write into: a read-only folder of an
+    earlier copy (with --sync or --overwrite) is given owner rwx until the end, when it gets the server's mode
+    again."""
     mode = os.stat(path).st_mode
     if mode & 0o700 != 0o700:
         os.chmod(path, mode | 0o700)
@@ -135,7 +143,7 @@ async def over_masters(session: SshSession, groups: list[list], work) -> list:
         await asyncio.gather(*(m.stop() for m in masters if not session.openssh.owns(m)))
 
 
-async def _small_downloads(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
+async def _small_downloads(session: SshSession, root: str, dest: Destination, small: list[Entry], totals: Totals,
                            sink: Sink | None, wire: list[int] | None = None) -> dict[str, str]:
     """``wire``: the tar streams come as zstd frames; what crossed is added to it."""
     if not small:
@@ -173,21 +181,21 @@ async def _small_downloads(session: SshSession, root: str, dest: Path, small: li
     return {rel: digest for result in results for rel, digest in result.items()}
 
 
-def _sftp_small_get(session: SshSession, root: str, dest: Path, small: list[Entry], totals: Totals,
+def _sftp_small_get(session: SshSession, root: str, dest: Destination, small: list[Entry], totals: Totals,
                     sink: Sink | None) -> dict[str, str]:
     hashes = {}
     sftp = session.control.own_sftp()  # this thread's data channel (prefetch answers stay on it)
     try:
         with dropped_is_transient(session.target.host):
             for entry in small:
-                path = dest / entry.rel
-                tmp = path.with_name(f".{path.name}.ferry-tmp")
-                with sftp.open(remote_join(root, entry.rel), "rb") as fh, open(tmp, "wb") as out:
+                remote = remote_join(root, entry.rel)
+                with sftp.open(remote, "rb") as fh, WholeFile(dest.file(entry.saved), entry.size,
+                                                              f"{session.target.display}:{remote}") as out:
                     fh.prefetch(entry.size)
-                    data = fh.read()
+                    data = fh.read(entry.size + 1)
                     out.write(data)
+                    out.commit(entry.mtime, entry.mode)
                 hashes[entry.rel] = hashlib.sha256(data).hexdigest()
-                place(tmp, path, entry)
                 totals.pay(entry.size)
                 totals.add(entry.size, sink)
     finally:

@@ -31,10 +31,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..core.errors import Corrupt, TransferError
+from ..core.errors import BadAnswer, Corrupt, TransferError
+from ..core.words import human_size
+from ..destination import Destination, WholeFile, move_into_place, os_error
 from ..host.procs import child_argv, child_kwargs
-from ..streams.folder import safe_rel
-from ..streams.partfile import os_error
 from . import scripts, squeeze
 from .openssh import ssh_error
 from .target import Entry
@@ -56,7 +56,7 @@ def native_tar() -> str | None:
     return path if ("GNU tar" in out or "bsdtar" in out) else None
 
 
-def tar_get(session, root: str, dest: Path, small: list[Entry], progress, socket,
+def tar_get(session, root: str, dest: Destination, small: list[Entry], progress, socket,
             early: EarlyTar | None = None, wire: list[int] | None = None) -> dict[str, str]:
     """Fetch ``small`` (files under ``root``) over one connection; returns {rel: sha256}.
 
@@ -145,12 +145,12 @@ def _feed(proc: subprocess.Popen, data: bytes) -> None:
 
 # -- the system's tar --------------------------------------------------------------------------
 
-def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Entry], progress,
+def _unpack_native(tar: str, proc: subprocess.Popen, dest: Destination, small: list[Entry], progress,
                    host: str, wire: list[int] | None = None) -> dict[str, str]:
     try:
-        work = Path(tempfile.mkdtemp(prefix=".ferry-tar-", dir=dest))
+        work = Path(tempfile.mkdtemp(prefix=".ferry-tar-", dir=dest.root))
     except OSError as exc:
-        raise os_error(exc, dest, "write") from None
+        raise os_error(exc, dest.root / "x", "write") from None
     try:
         argv = [tar, "-x", "-f", "-", "-C", str(work), "--no-same-owner"]
         untar = subprocess.Popen(child_argv(argv), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -158,7 +158,12 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
         total = sum(e.size for e in small)
         frame = squeeze.StreamUnpacker(f"the files from {host}") if wire is not None else None
         try:
-            _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)), frame)
+            _pump(proc.stdout, untar.stdin, lambda moved: progress(min(moved, total)), frame,
+                  limit=tar_bound(small), host=host)
+        except BadAnswer:
+            proc.kill()
+            untar.kill()
+            raise
         finally:
             if frame is not None:
                 wire.append(frame.wire)
@@ -170,24 +175,36 @@ def _unpack_native(tar: str, proc: subprocess.Popen, dest: Path, small: list[Ent
             frame.check_end()
         if status != 0:
             if "No space left" in complaint:
-                raise os_error(OSError(errno.ENOSPC, "No space left on device"), dest / "x", "write")
+                raise os_error(OSError(errno.ENOSPC, "No space left on device"), dest.root / "x", "write")
             raise TransferError(f"Unpacking the tar stream from {host} failed ({_first_line(complaint)}). Check "
-                                f"the space and permissions in {dest}, then run again with --sync.")
-        return {entry.rel: _settle(work / entry.rel, dest / entry.rel, entry) for entry in small
+                                f"the space and permissions in {dest.root}, then run again with --sync.")
+        return {entry.rel: _settle(work / entry.rel, dest.file(entry.saved), entry) for entry in small
                 if os.path.lexists(work / entry.rel)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _pump(source, sink, moved_so_far, frame: squeeze.StreamUnpacker | None = None) -> None:
+def tar_bound(small: list[Entry]) -> int:
+    """The most bytes a tar stream of ``small`` can hold: their sizes, each padded to 512 bytes, a header and a
+    PAX header with a long name per file, and the end blocks to a record's end."""
+    return sum(e.size + 511 for e in small) + len(small) * (3 * 512 + 2 * 4096) + 20 * 512
+
+
+def _pump(source, sink, moved_so_far, frame: squeeze.StreamUnpacker | None = None, *, limit: int | None = None,
+          host: str = "the server") -> None:
     """ssh's stdout into tar's stdin, counting (the count is the progress bar's; headers included); ``frame``
-    unpacks a zstd-framed stream on the way."""
+    unpacks a zstd-framed stream on the way. Past ``limit`` bytes the stream holds more than was asked for: the
+    server's error (``BadAnswer``), stopped before tar writes it."""
     moved = 0
     fd_in, fd_out = source.fileno(), sink.fileno()
     try:
         while block := os.read(fd_in, PUMP_BLOCK):
             if frame is not None:
                 block = frame.unpack(block)
+            if limit is not None and moved + len(block) > limit:
+                raise BadAnswer(f"The tar stream from {host} held more than the files Ferry asked for (over "
+                                f"{human_size(limit)}); Ferry stopped and kept none of that stream's files. A server "
+                                "that does this is broken or hostile: ask its owner.")
             view = memoryview(block)
             while view:
                 view = view[os.write(fd_out, view):]
@@ -200,26 +217,23 @@ def _pump(source, sink, moved_so_far, frame: squeeze.StreamUnpacker | None = Non
 
 
 def _settle(unpacked: Path, final: Path, entry: Entry) -> str:
-    """Check one unpacked file, hash it, give it the server's mode and time, move it into place."""
+    """Check one unpacked file (a plain file of the size listed), hash it, give it the server's mode and time,
+    move it into place (``move_into_place``: never onto a link)."""
     try:
         st = os.lstat(unpacked)
         if not statmod.S_ISREG(st.st_mode) or st.st_nlink != 1:
             raise Corrupt(f"The server's tar stream held {entry.rel!r} as something other than a plain file; "
                           "Ferry stopped.")
+        if st.st_size != entry.size:
+            raise Corrupt(f"The server's tar stream held {entry.rel!r} with {st.st_size} bytes where its listing "
+                          f"said {entry.size}; it may have changed meanwhile. Run again with --sync.")
         if not st.st_mode & statmod.S_IRUSR:
             os.chmod(unpacked, 0o600)  # unpacked with the server's mode (0200, say): we must read it once
         digest = _sha256_file(unpacked)
-        place(unpacked, final, entry)
+        move_into_place(unpacked, final, entry.mtime, entry.mode)
     except OSError as exc:
         raise os_error(exc, final, "write") from None
     return digest
-
-
-def place(tmp: Path, final: Path, entry: Entry) -> None:
-    """A received file under its final name, with the server's permission bits and mtime (the rename last)."""
-    os.chmod(tmp, entry.mode & 0o777)
-    os.utime(tmp, (entry.mtime, entry.mtime))
-    os.replace(tmp, final)
 
 
 def _sha256_file(path: Path) -> str:
@@ -235,7 +249,8 @@ def _first_line(text: str) -> str:
 
 # -- Python's tarfile (no suitable tar here) ------------------------------------------------------
 
-def _unpack_python(proc: subprocess.Popen, dest: Path, small: list[Entry], progress, host: str) -> dict[str, str]:
+def _unpack_python(proc: subprocess.Popen, dest: Destination, small: list[Entry], progress,
+                   host: str) -> dict[str, str]:
     wanted = {e.rel: e for e in small}
     hashes: dict[str, str] = {}
     done = 0
@@ -244,11 +259,11 @@ def _unpack_python(proc: subprocess.Popen, dest: Path, small: list[Entry], progr
             for member in tar:
                 if not member.isfile():
                     continue
-                rel = safe_rel(member.name[2:] if member.name.startswith("./") else member.name)
+                rel = member.name[2:] if member.name.startswith("./") else member.name
                 entry = wanted.get(rel)
-                if entry is None:
+                if entry is None or rel in hashes:
                     raise Corrupt(f"The server's tar stream held a file Ferry did not ask for ({rel!r}).")
-                hashes[rel] = _write_member(tar, member, dest / rel, entry)
+                hashes[rel] = _write_member(tar, member, dest.file(entry.saved), entry, host)
                 done += member.size
                 progress(done)
     except tarfile.TarError as exc:
@@ -258,18 +273,14 @@ def _unpack_python(proc: subprocess.Popen, dest: Path, small: list[Entry], progr
     return hashes
 
 
-def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, entry: Entry) -> str:
-    """Write one file under a temporary name, hash it, give it its mode and time, then rename."""
-    tmp = path.with_name(f".{path.name}.ferry-tmp")
+def _write_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: Path, entry: Entry, host: str) -> str:
+    """Write one file as ``NAME.part`` (never more than its listed size), hash it, give it its mode and time,
+    then rename."""
     digest = hashlib.sha256()
     source = tar.extractfile(member)
-    try:
-        with open(tmp, "wb") as out:
-            while block := source.read(1 << 20):
-                digest.update(block)
-                out.write(block)
-        place(tmp, path, entry)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise os_error(exc, path, "write") from None
+    with WholeFile(path, entry.size, f"{host}:{entry.rel}") as out:
+        while block := source.read(1 << 20):
+            digest.update(block)
+            out.write(block)
+        out.commit(entry.mtime, entry.mode)
     return digest.hexdigest()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import stat as statmod
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -23,8 +24,9 @@ from pathlib import Path
 from ..core.base import FILE_DONE, FILE_FAILED, FILE_MOVING, NOT_COMPARED, Sink, TransferOptions
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, LocalError, TransferError
+from ..core.words import counted
+from ..destination import Destination, room_for
 from .hashing import manifest_digest
-from .partfile import os_error, room_for
 
 
 @dataclass
@@ -78,22 +80,15 @@ class FileSink:
         return None
 
 
-def safe_rel(rel: str) -> str:
-    """A relative path that stays inside the destination folder (the listing is the server's word)."""
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") or "\0" in p for p in parts):
-        raise Corrupt(f"The server sent an unsafe path in the folder ({rel!r}); Ferry stopped.")
-    return rel
-
-
 @dataclass
 class RemoteFile:
     """One file of a remote folder: where it goes below DEST and what the server said of it."""
 
-    rel: str
+    rel: str  # its path below the folder, as the server gave it
     size: int | None
     mtime: float | None = None  # seconds since the epoch, when the server says
     address: str = ""  # the backend's own address of the file (a URL, a server path)
+    saved: str = ""  # the path below DEST it is saved as (``Destination.claim``: made safe, set by ``plan``)
 
 
 @dataclass
@@ -129,51 +124,58 @@ def wire_of(plain: int, tar_wire: list[int] | None, outcomes: list[FileOutcome])
     return small + sum(o.moved if o.on_wire is None else o.on_wire for o in outcomes)
 
 
-def unchanged_here(path: Path, file: RemoteFile) -> bool:
-    """Already here with the server's size and modification time (what ``--sync size-mtime`` compares)."""
+def unchanged_here(path: Path, file) -> bool:
+    """Already here with the server's size and modification time (what ``--sync size-mtime`` compares); a link
+    there is never unchanged (it is refused when the file is written)."""
     if file.size is None or file.mtime is None:
         return False
     try:
-        st = path.stat()
+        st = os.lstat(path)
     except OSError:
         return False
-    return st.st_size == file.size and int(st.st_mtime) == int(file.mtime)
+    return statmod.S_ISREG(st.st_mode) and st.st_size == file.size and int(st.st_mtime) == int(file.mtime)
 
 
-def choose(files: list, dest: Path, options: TransferOptions, sink: Sink | None) -> list:
+def claim_all(files: list, folders: list[str], destination: Destination) -> None:
+    """Give every file (anything with ``rel`` and ``saved``) and folder its safe path below DEST, in sorted
+    order, so a name a case-insensitive disk would clash on is numbered the same way on every run."""
+    for rel in sorted(set(folders) | {f.rel for f in files}):
+        destination.claim(rel)
+    for f in files:
+        f.saved = destination.claim(f.rel)
+
+
+def choose(files: list, destination: Destination, options: TransferOptions, sink: Sink | None) -> list:
     """Leave out what ``--sync`` finds unchanged here (same size and modification time); refuse files that are
-    already here unless asked to replace or sync them. ``files``: anything with ``rel``, ``size``, ``mtime``."""
+    already here unless asked to replace or sync them. ``files``: claimed (``claim_all``), with ``size`` and
+    ``mtime``."""
     if options.sync:
-        wanted = [f for f in files if not unchanged_here(dest / f.rel, f)]
+        wanted = [f for f in files if not unchanged_here(destination.path(f.saved), f)]
         if len(wanted) < len(files) and sink:
-            sink.note(f"Sync: {len(files) - len(wanted)} files are already here with the same size and time; "
-                      "skipped.")
+            skipped = len(files) - len(wanted)
+            sink.note(f"Sync: {counted(skipped, 'file')} {'is' if skipped == 1 else 'are'} already here with the "
+                      "same size and time; skipped.")
         files = wanted
     elif not options.overwrite:
-        clashes = [f.rel for f in files if (dest / f.rel).exists()]
+        clashes = [f.saved for f in files if os.path.lexists(destination.path(f.saved))]
         if clashes:
-            raise LocalError(f"{len(clashes)} of the files already exist in {dest} (for example {clashes[0]}). "
-                             "Use --sync (in the app: Skip unchanged files) to keep those that are unchanged, or "
-                             "--overwrite (Replace them) to replace them.")
+            raise LocalError(f"{counted(len(clashes), 'file')} of the folder already "
+                             f"{'exists' if len(clashes) == 1 else 'exist'} in {destination.root} (for example "
+                             f"{clashes[0]}). Use --sync (in the app: Skip unchanged files) to keep those that are "
+                             "unchanged, or --overwrite (Replace them) to replace them.")
     return files
 
 
-def plan(files: list[RemoteFile], folders: list[str], dest: Path, options: TransferOptions,
+def plan(files: list[RemoteFile], folders: list[str], destination: Destination, options: TransferOptions,
          sink: Sink | None) -> list[RemoteFile]:
-    """Check every name, leave out or refuse what is here already (``choose``), make the folders."""
-    for rel in [f.rel for f in files] + folders:
-        safe_rel(rel)
-    files = choose(files, dest, options, sink)
-    for rel in [""] + sorted(folders) + sorted({os.path.dirname(f.rel) for f in files}):
-        folder = dest / rel if rel else dest
-        try:
-            if folder.exists() and not folder.is_dir():
-                raise LocalError(f"{folder} is a file, but the server has a folder of that name. Move it away "
-                                 "or choose another destination.")
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise os_error(exc, folder, "write") from None
-    room_for(dest / "x", sum(f.size or 0 for f in files))
+    """Give every name its safe path, leave out or refuse what is here already (``choose``), make the folders
+    (no link entered), and check the space."""
+    claim_all(files, folders, destination)
+    files = choose(files, destination, options, sink)
+    for saved in [""] + sorted({destination.claim(rel) for rel in folders} | {f.saved.rpartition("/")[0]
+                                                                              for f in files}):
+        destination.folder(saved)
+    room_for(destination.root / "x", sum(f.size or 0 for f in files))
     return files
 
 
@@ -229,7 +231,8 @@ Fetch = Callable[[RemoteFile, Path, Sink], Awaitable[FileDone]]
 OnState = Callable[[str, str, TransferError | None], None]
 
 
-async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *, small: Fetch, large: Fetch,
+async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: Sink | None, *, small: Fetch,
+                       large: Fetch,
                        large_from: int, at_once: int, totals: Totals, large_at_once: int = 1,
                        failures: dict[str, TransferError] | None = None,
                        on_state: OnState | None = None) -> FileOutcome:
@@ -248,7 +251,8 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
         file_sink = FileSink(totals, file.rel, sink, others)
         said(file.rel, FILE_MOVING, None)
         try:
-            outcome = await fetch(file, dest / file.rel, file_sink)
+            path = destination.file(file.saved or destination.claim(file.rel))
+            outcome = await fetch(file, path, file_sink)
         except TransferError as exc:
             totals.live.pop(file.rel, None)
             totals.live_streams.pop(file.rel, None)
@@ -257,9 +261,9 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
             failures[file.rel] = exc
             said(file.rel, FILE_FAILED, exc)
             return
-        set_mtime(dest / file.rel, file.mtime)
+        set_mtime(path, file.mtime)
         done[file.rel] = outcome
-        arrived[file.rel] = os.path.getsize(dest / file.rel)
+        arrived[file.rel] = os.path.getsize(path)
         totals.live.pop(file.rel, None)
         totals.live_streams.pop(file.rel, None)
         totals.done += arrived[file.rel]
@@ -285,8 +289,8 @@ async def fetch_folder(files: list[RemoteFile], dest: Path, sink: Sink | None, *
     await asyncio.gather(*lanes, *(small_one(f) for f in smalls))
     streams = max([totals.streams, totals.peak] + [d.streams + (1 if smalls else 0) for d in done.values()])
     methods = Counter(d.method for d in done.values())
-    shape = f"{len(files)} files ({len(smalls)} one request each, {len(larges)} in parallel streams)"
-    how = "; ".join(f"{m} ({n} {'file' if n == 1 else 'files'})" for m, n in methods.most_common())
+    shape = f"{counted(len(files), 'file')} ({len(smalls)} one request each, {len(larges)} in parallel streams)"
+    how = "; ".join(f"{m} ({counted(n, 'file')})" for m, n in methods.most_common())
     return FileOutcome(
         bytes=sum(arrived.values()), moved=sum(d.moved for d in done.values()),
         streams=streams, sha256=manifest_digest({rel: d.sha256 for rel, d in done.items()}),

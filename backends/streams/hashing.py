@@ -15,6 +15,8 @@ import hashlib
 import os
 import threading
 
+from ..host import portable
+
 BLOCK = 4 * 1024 * 1024
 
 
@@ -75,7 +77,7 @@ class FollowingHasher:
                 start, end = self._pos, self._target
             try:
                 while start < end:
-                    data = os.pread(self._fd, min(BLOCK, end - start), start)
+                    data = portable.pread(self._fd, min(BLOCK, end - start), start)
                     if not data:
                         raise OSError(f"the file ended at {start} bytes while hashing")
                     for h in self._hashes.values():

@@ -35,7 +35,9 @@ from ..core.base import (
 )
 from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
-from .folder import RemoteFile, Totals, fetch_folder, hashers_for, plan, safe_rel
+from ..core.words import counted
+from ..destination import Destination
+from .folder import RemoteFile, Totals, fetch_folder, hashers_for, plan
 from .hashing import hash_file
 
 #: large files fetched at once, each with its share of the budget (start-up overlaps; one slow file does not
@@ -113,14 +115,13 @@ def verified_here(path: Path, file: ListedFile) -> bool:
     return hash_file(path, (algorithm,))[algorithm] == file.checksum.hexdigest.lower()
 
 
-async def split_kept(request: TransferRequest, record: VerifiedRecord,
+async def split_kept(request: TransferRequest, record: VerifiedRecord, destination: Destination,
                      sink: Sink) -> tuple[list[ListedFile], list[ListedFile]]:
-    """(files already here and verified, files to fetch); each file's first state goes to the sink."""
-    dest = Path(request.dest)
+    """(files already here and verified, files to fetch); each file's first state goes to the sink. Every name
+    the catalogue gave is claimed here, in the catalogue's order (``Destination``)."""
     kept, todo = [], []
     for file in request.options.files:
-        safe_rel(file.name)
-        path = dest / file.name
+        path = destination.path(destination.claim(file.name))
         here = record.holds(file, path) or await asyncio.to_thread(verified_here, path, file)
         if here:
             record.add(file, path)
@@ -214,12 +215,12 @@ class ListedChecks:
         request, sink = self.request, self.sink
         began = time.monotonic()
         record = VerifiedRecord(request)
-        dest = Path(request.dest)
+        destination = Destination(request.dest)
         try:
-            kept, todo = await split_kept(request, record, sink)
+            kept, todo = await split_kept(request, record, destination, sink)
             files = [RemoteFile(f.name, f.size, None, self._address(f)) for f in todo]
             folders = sorted({str(Path(f.name).parent) for f in todo} - {"."})
-            plan(files, folders, dest, replace(request.options, overwrite=True), None)  # names checked, room made
+            plan(files, folders, destination, replace(request.options, overwrite=True), None)  # folders made
             smalls = sum(1 for f in files if f.size is not None and f.size < large_from)
             at_once, large_at_once, each = budget_split(request.options.max_streams, smalls, len(files) - smalls)
             self.large_streams = max(1, each)
@@ -227,11 +228,11 @@ class ListedChecks:
 
             def on_state(name: str, state: str, error: TransferError | None) -> None:
                 if state == FILE_DONE:
-                    record.add(self.listed[name], dest / name)
+                    record.add(self.listed[name], destination.path(destination.claim(name)))
                 tell(sink, name, state, error)
 
             sink.stage("transferring")
-            outcome = await fetch_folder(files, dest, sink, small=self._small, large=self._large,
+            outcome = await fetch_folder(files, destination, sink, small=self._small, large=self._large,
                                          large_from=large_from, at_once=min(at_once, self.small_cap or at_once),
                                          totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
                                          large_at_once=large_at_once, failures=failures, on_state=on_state)
@@ -241,8 +242,12 @@ class ListedChecks:
         if failures:
             raise failure(failures, self.listed, fetched, len(kept))
         sink.stage("verifying")
-        notes = [f"{len(self.listed)} listed files: {fetched} fetched"
+        notes = [f"{counted(len(self.listed), 'listed file')}: {fetched} fetched"
                  + (f", {len(kept)} already here and verified (not fetched again)" if kept else "") + "."]
+        renamed = destination.renamed_note()
+        if renamed:
+            notes.append(renamed)
+            sink.note(renamed)
         first = next(iter(self.listed.values()), None)
         return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,
                       sha256=outcome.sha256, verified=outcome.verified or not files,

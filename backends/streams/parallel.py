@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from ..core.base import Sink, StreamRatesSink
 from ..core.errors import RemoteChanged, TransferError
 from .chunks import ChunkMap, Interval, Lease
+from .floor import MIN_RATE, RateFloor
 from .hashing import FollowingHasher
 from .ratelimit import RateLimit
 from .tuner import StreamTuner
@@ -63,6 +64,12 @@ class ParallelTransfer:
     #: whether a stream asks for its next lease before the current one ends (``lease_ahead``): then a lease
     #: costs no idle round trip, and leases are sized by each stream's own rate (see ``_lease_size``)
     asks_ahead = False
+    #: a whole transfer that averages under ``MIN_RATE`` over this many seconds is a stall (``RateFloor``): a
+    #: server that trickles into every stream, each range it starts stolen before it trips a per-request floor,
+    #: would otherwise go on for ever; None: no floor (probes, relayed sources that wait on another hop)
+    stall_seconds: float | None = None
+    #: who is stalling, for that sentence
+    stall_what = "The server"
 
     def __init__(
         self,
@@ -140,10 +147,13 @@ class ParallelTransfer:
     # -- running ---------------------------------------------------------------------
     async def run(self) -> None:
         self._spawn(self.target)
-        extra = [asyncio.create_task(self._monitor()), *await self.helpers()]
+        monitor = asyncio.create_task(self._monitor())
+        extra = [monitor, *await self.helpers()]
         try:
             while self._workers:
-                done, _ = await asyncio.wait(self._workers, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(self._workers | {monitor}, return_when=asyncio.FIRST_COMPLETED)
+                if monitor in done:
+                    raise monitor.exception() or RuntimeError("the transfer's monitor ended")
                 for task in done:
                     self._workers.discard(task)
                     self._leaving.discard(task)
@@ -174,12 +184,24 @@ class ParallelTransfer:
     def streams(self) -> int:
         return len(self._workers)
 
+    def _floor(self) -> RateFloor | None:
+        """The whole transfer's stall floor, where one applies (a cap below the floor is the user's choice)."""
+        cap = self.limiter.rate if self.limiter is not None else None
+        if self.stall_seconds is None or self.arriving is not None or (cap is not None and cap < 2 * MIN_RATE):
+            return None
+        return RateFloor(self.stall_seconds, self.stall_what)
+
     async def _monitor(self) -> None:
         last_t, last_b = time.monotonic(), self.moved
         last_streams: dict[int, int] = {}
+        floor: RateFloor | None = None
         while True:
             await asyncio.sleep(TICK)
             now = time.monotonic()
+            if floor is None and self.ready and self.first_byte_at is not None:
+                floor = self._floor()  # from the first byte: connecting and logging in are timed elsewhere
+            elif floor is not None and not self.chunks.complete:
+                floor.feed(self.moved - last_b)
             inst = (self.moved - last_b) / (now - last_t)
             self.rate = inst if self.rate == 0 else 0.8 * self.rate + 0.2 * inst
             for number, moved in list(self._stream_moved.items()):

@@ -58,13 +58,17 @@ class TorrentBackend:
                              "HOST:PORT, or allow DHT and trackers with --discovery.")
 
     def discard(self, request: TransferRequest) -> None:
-        """A cancelled fetch leaves its pieces (the folder may hold other data); only the resume state goes."""
+        """A cancelled fetch leaves nothing: its part folder (below DEST, its own) and its resume state go."""
+        import shutil
+
+        from .fetch import part_folder
         from .swarm import info_hash, load_torrent
 
         try:
             key = info_hash(load_torrent(request.source))
         except TransferError:
             return
+        shutil.rmtree(part_folder(Path(request.dest), key), ignore_errors=True)
         (request.state_folder("torrents") / f"{key}.fastresume").unlink(missing_ok=True)
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
@@ -98,7 +102,8 @@ class TorrentBackend:
         swarm.identity = _identity(extra, request, params) if lab.tls else None
         try:
             return await fetch(params, Path(request.dest), swarm, peers, per_peer, request.state_folder("torrents"),
-                               sink, extra.stall_seconds, sequential=sequential)
+                               sink, extra.stall_seconds, sequential=sequential,
+                               replace_existing=bool(request.options.overwrite or request.options.sync))
         finally:
             await swarm.close()
 

@@ -1,5 +1,11 @@
 """Fetching a torrent: named peers first, a web seed alongside, resume across restarts, sha256 at the end.
 
+libtorrent writes pieces wherever they belong, as they come, so its files are never in DEST itself: they
+grow in a part folder below it (``.ferry-torrent-HASH.part``), and only when every piece has passed its hash
+check and the sha256 of the result is computed are they moved to their final names, each name made safe
+(``destination``). A seed that dies at 40 % leaves the part folder, which the same command resumes, never a
+full-size file under its final name holding 40 % of the data.
+
 The session keeps libtorrent's resume data in Ferry's data folder (``torrents/HASH.fastresume``,
 saved every few seconds and replaced atomically), so a fetcher killed mid-way starts again
 from the pieces it had. Pieces are checked against the torrent's hashes as they arrive
@@ -11,6 +17,8 @@ the sha256 of what arrived, like every backend, for the history and the report.
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import time
 from pathlib import Path
 
@@ -18,10 +26,10 @@ import libtorrent as lt
 
 from ..core.base import Result, Sink
 from ..core.errors import AuthError, LocalError, Transient, Unreachable
+from ..destination import Destination, move_into_place, os_error, room_for
 from ..streams.hashing import manifest_digest
-from ..streams.partfile import room_for
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, info_hash, write_atomically
+from .swarm import Peer, Swarm, data_files, info_hash, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -31,12 +39,21 @@ REDIAL_EVERY = 5.0
 STALL_SECONDS = 60.0
 
 
+def part_folder(dest: Path, key: str) -> Path:
+    """Where a torrent's files grow below DEST until they are whole and checked."""
+    return dest / f".ferry-torrent-{key[:16]}.part"
+
+
 async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: list[Peer], per_peer: int,
-                resume_dir: Path, sink: Sink, stall_seconds: float = STALL_SECONDS, sequential: bool = False) -> Result:
+                resume_dir: Path, sink: Sink, stall_seconds: float = STALL_SECONDS, sequential: bool = False,
+                replace_existing: bool = False) -> Result:
     """Fetch into ``dest``; ``sequential``: pieces front to back (every peer is one seed host, so order costs
-    nothing, and the sha256 can follow the download)."""
+    nothing, and the sha256 can follow the download); ``replace_existing``: files already under the torrent's
+    names may be replaced (--overwrite, --sync), else they stop the fetch before it starts."""
     began = time.monotonic()
     key = info_hash(params)
+    destination = Destination(dest)
+    work = part_folder(dest, key)
     resume_file = resume_dir / f"{key}.fastresume"
     if resume_file.exists():
         try:
@@ -46,17 +63,53 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
             params = saved
         except RuntimeError:
             resume_file.unlink(missing_ok=True)  # unreadable: start from the files' own contents
+    destination.folder("")
     try:
-        dest.mkdir(parents=True, exist_ok=True)
+        work.mkdir(exist_ok=True)
     except OSError as exc:
-        raise LocalError(f"Could not create {dest}: {exc.strerror}. Choose another destination.") from None
+        raise LocalError(f"Could not create {work}: {exc.strerror}. Choose another destination.") from None
     if params.ti is not None:
-        _room_for_torrent(params.ti, dest)
+        _refuse_existing(params.ti, destination, replace_existing)
+        _room_for_torrent(params.ti, work)
     if sequential:
         params.flags |= lt.torrent_flags.sequential_download
-    swarm.add(params, dest)
+    swarm.add(params, work)
     swarm.dial(peers, per_peer)
-    return await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, dest, began)
+    result = await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, work, began)
+    info = swarm.handles[0].torrent_file()
+    if params.ti is None:  # a magnet: the names are known only now
+        _refuse_existing(info, destination, replace_existing)
+    _move_into_place(info, work, destination)
+    renamed = destination.renamed_note()
+    if renamed:
+        result.notes.append(renamed)
+        sink.note(renamed)
+    return result
+
+
+def _finals(info, destination: Destination) -> list[tuple[str, Path]]:
+    """(each data file's path in the part folder, its final path below DEST), names claimed in order."""
+    return [(f.path, destination.path(destination.claim(f.path.replace("\\", "/")))) for f in data_files(info)]
+
+
+def _refuse_existing(info, destination: Destination, replace_existing: bool) -> None:
+    if replace_existing:
+        return
+    there = [str(final) for _, final in _finals(info, destination) if os.path.lexists(final)]
+    if there:
+        more = f" (and {len(there) - 1} more of the torrent's files)" if len(there) > 1 else ""
+        raise LocalError(f"{there[0]} already exists{more}. Remove it, choose another folder, or pass --overwrite.")
+
+
+def _move_into_place(info, work: Path, destination: Destination) -> None:
+    """Every file whole and checked: from the part folder to its final name, then the part folder goes."""
+    for inside, _ in _finals(info, destination):
+        saved = destination.claim(inside.replace("\\", "/"))
+        try:
+            move_into_place(work / inside, destination.file(saved))
+        except OSError as exc:
+            raise os_error(exc, destination.path(saved), "move the finished file to") from None
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _room_for_torrent(info, dest: Path) -> None:

@@ -15,6 +15,16 @@ WEIRD = ["a b.txt", "quote'd\".txt", "semi;colon.txt", "$(touch pwned).txt", "ne
          "-rf", "--checkpoint-action=exec=touch pwned", "back\\slash", "star*.txt", "tab\tname"]
 
 
+#: the names a download saves WEIRD's under: what Windows or a FAT disk refuse is written %XX (docs/security.md)
+SAVED_AS = {"quote'd\".txt": "quote'd%22.txt", "new\nline.txt": "new%0Aline.txt", "back\\slash": "back%5Cslash",
+            "star*.txt": "star%2A.txt", "tab\tname": "tab%09name"}
+
+
+def as_saved(digests: dict) -> dict:
+    """A tree's digests under the names a download saves them as."""
+    return {SAVED_AS.get(rel, rel): value for rel, value in digests.items()}
+
+
 def tree_digest(root) -> dict[str, tuple[str, int, int]]:
     out = {}
     for folder, _, files in os.walk(root):
@@ -86,7 +96,8 @@ def test_folder_download_streams_small_files_and_keeps_modes_and_times(sshd, rem
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     got = tree_digest(tmp_path / "run42")
-    assert got == tree_digest(remote_tree)
+    assert got == as_saved(tree_digest(remote_tree))
+    assert all(f"{name!r} → {saved!r}" in proc.stderr for name, saved in SAVED_AS.items()), proc.stderr
     assert len(got) == 5002 + len(WEIRD)
     assert out["verified"] is True and "tar stream" in out["verify_method"]
     assert not (tmp_path / "pwned").exists() and not (remote_tree / "pwned").exists()
@@ -101,7 +112,7 @@ def test_folder_download_turns_every_logins_first_channel_into_a_tar_stream(sshd
     proc = labferry("copy", sshd.url(str(remote_tree)), str(tmp_path), *sshd.args(), "--streams", "4", "--json",
                     env_home=ferry_home, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert tree_digest(tmp_path / "run42") == tree_digest(remote_tree)
+    assert tree_digest(tmp_path / "run42") == as_saved(tree_digest(remote_tree))
     assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
     assert not (sshd.home / "pwned").exists() and not (tmp_path / "pwned").exists()
 

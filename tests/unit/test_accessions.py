@@ -18,7 +18,13 @@ def test_each_kind_of_accession(text, kind):
     assert ids.parse(text).kind == kind
 
 
-@pytest.mark.parametrize("text", ["SRR12", "srr1234567", "ena:", "PRJXX1", "ena:hello world", "GSE147x"])
+def test_lowercase_accessions_are_taken_as_enas_and_ncbis_take_them():
+    assert ids.parse("srr1234567") == ids.Accession("SRR1234567", "run")
+    assert ids.parse("ENA:prjeb37513") == ids.Accession("PRJEB37513", "project")
+    assert ids.is_accession("gse147507")
+
+
+@pytest.mark.parametrize("text", ["SRR12", "ena:", "PRJXX1", "ena:hello world", "GSE147x"])
 def test_what_is_not_an_accession_is_refused_in_words(text):
     with pytest.raises(BadRequest) as caught:
         ids.parse(text)
@@ -60,3 +66,19 @@ def test_small_files_go_many_at_once_and_large_ones_four_at_a_time_within_the_bu
         for smalls, larges in ((0, 1), (1, 0), (5, 5), (100, 100)):
             small, lanes, each = budget_split(budget, smalls, larges)
             assert small + lanes * each <= max(budget, bool(smalls) + bool(larges))
+
+
+def test_a_list_in_utf8_with_a_bom_is_read_and_another_encoding_is_named_by_its_line(tmp_path):
+    from app.accessions.plans import read_list
+
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbfsrr1234567\r\n# caf\xc3\xa9\r\nERR000001\r\n")
+    assert read_list(bom) == ["srr1234567", "ERR000001"]
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes(b"SRR1234567\n# \xe9tude de cas\nERR000001\n")
+    with pytest.raises(BadRequest, match=r"Line 2 of the list .*latin1.txt is not UTF-8 \(byte 0xe9\)"):
+        read_list(latin)
+    wide = tmp_path / "utf16.txt"
+    wide.write_bytes("SRR1234567\n".encode("utf-16"))
+    with pytest.raises(BadRequest, match="saved as UTF-16"):
+        read_list(wide)

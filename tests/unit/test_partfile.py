@@ -10,8 +10,8 @@ import pytest
 
 from backends.core.errors import LocalError
 from backends.core.registry import Registry, registry
+from backends.destination import Identity, PartFile, check_destination
 from backends.streams.hashing import FollowingHasher
-from backends.streams.partfile import Identity, PartFile, check_destination
 
 ID = Identity("https://h/x", 1000, '"e1"', "Mon, 01 Jan 2026 00:00:00 GMT")
 
@@ -121,19 +121,19 @@ def test_a_process_that_loses_the_lock_leaves_the_winners_part_file_alone(tmp_pa
 
 def test_a_part_file_unlinked_between_open_and_lock_is_opened_again(tmp_path, monkeypatch):
     """The lock is on the inode: a name that no longer leads to it must not be written."""
-    import fcntl as fcntl_module
+    from backends.host import portable
 
     dest = tmp_path / "y.bin"
     part = PartFile(dest)
-    real_flock, calls = fcntl_module.flock, []
+    real_lock, calls = portable.lock_exclusive, []
 
-    def flock_after_unlink(fd, op):
+    def lock_after_unlink(fd):
         if not calls:
             part.part.unlink()  # another process gave the empty file up under its lock
-        calls.append(op)
-        return real_flock(fd, op)
+        calls.append(fd)
+        return real_lock(fd)
 
-    monkeypatch.setattr("backends.streams.partfile.fcntl.flock", flock_after_unlink)
+    monkeypatch.setattr(portable, "lock_exclusive", lock_after_unlink)
     part.lock()
     assert len(calls) == 2 and part.part.exists()
     assert os.stat(part.part).st_ino == os.fstat(part.fd).st_ino

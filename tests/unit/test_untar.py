@@ -10,11 +10,13 @@ import io
 import os
 import subprocess
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from backends.core.errors import Corrupt, TransferError
+from backends.destination import Destination
 from backends.ssh.target import Entry
 from backends.ssh.untar import _unpack_native, native_tar
 
@@ -42,8 +44,10 @@ def unpack(work: Path, members, wanted: list[Entry], folders: tuple[str, ...] = 
     for folder in ("", *folders):
         (dest / folder).mkdir(exist_ok=True)
     proc = subprocess.Popen(["cat", str(source)], stdout=subprocess.PIPE)
+    destination = Destination(dest)
+    wanted = [replace(e, saved=destination.claim(e.rel)) for e in wanted]
     try:
-        hashes = _unpack_native(tar, proc, dest, wanted, lambda moved: None, "server")
+        hashes = _unpack_native(tar, proc, destination, wanted, lambda moved: None, "server")
     finally:
         proc.stdout.close()
         proc.wait()
@@ -97,19 +101,23 @@ def test_a_file_sent_through_an_archive_symlink_never_lands_outside(tmp_path):
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("rel", ["../evil.txt", "a/../../evil.txt", "/etc/passwd", "a//b", "./x"])
-def test_a_listing_that_leads_out_of_the_destination_stops_the_folder_download(tmp_path, rel):
-    """The listing is the server's word too: a name that leaves the destination stops the job before any write."""
-    import asyncio
+def test_a_member_larger_than_its_listing_is_refused_and_not_moved_into_place(tmp_path):
+    with pytest.raises(Corrupt, match="where its listing said 3"):
+        unpack(tmp_path, [("./a.txt", b"one more than three")], [entry("a.txt", 3)])
+    assert not os.path.lexists(tmp_path / "dest" / "a.txt")
 
-    from backends.core.base import TransferOptions
-    from backends.ssh.tree import download_tree
 
-    class Listing:  # the one thing download_tree asks before its first write
-        async def walk(self, root: str) -> list[Entry]:
-            return [entry("fine.txt", 3), entry(rel, 3)]
+def test_a_stream_that_holds_more_than_was_asked_for_is_stopped_before_tar_writes_it(tmp_path):
+    """A server that answers a request for one 3-byte file with 40 MiB: the pump stops at the bound."""
+    from backends.core.errors import BadAnswer
 
-    dest = tmp_path / "dest"
-    with pytest.raises(Corrupt, match="unsafe path"):
-        asyncio.run(download_tree(Listing(), "/data", dest, TransferOptions(), None))
-    assert not dest.exists()
+    with pytest.raises(BadAnswer, match="held more than the files Ferry asked for"):
+        unpack(tmp_path, [("./a.txt", b"one"), ("./flood.bin", bytes(40 << 20))], [entry("a.txt", 3)])
+    assert not os.path.lexists(tmp_path / "dest" / "a.txt")
+    assert not os.path.lexists(tmp_path / "dest" / "flood.bin")
+
+
+def test_a_server_name_with_characters_windows_refuses_is_saved_under_its_safe_name(tmp_path):
+    dest, hashes = unpack(tmp_path, [("./what?.txt", b"one")], [entry("what?.txt", 3)])
+    assert hashes == {"what?.txt": hashlib.sha256(b"one").hexdigest()}
+    assert [p.name for p in dest.iterdir()] == ["what%3F.txt"]

@@ -2,6 +2,10 @@
 
 Rules every backend gets for free here:
 
+* never more bytes than promised: once the source's size is known (HEAD, a listing, ``SIZE``, a report, a
+  torrent), a write past it is the server's error (``BadAnswer``), stopped at once, not a disk filled;
+* the part file is opened with no-follow semantics and its folder checked (``place``): a link there is
+  refused, never written through;
 * the final name appears only after the data is complete and verified (atomic
   ``rename`` of ``NAME.part``), so a crash, a cancel or a failed checksum never
   leaves a half-written file under the real name;
@@ -17,18 +21,18 @@ Rules every backend gets for free here:
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import errno
-import fcntl
 import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import LocalError, NoSpace
-from .chunks import Interval
+from ..core.errors import BadAnswer, LocalError
+from ..core.words import human_size
+from ..host import portable
+from .place import no_space, os_error, refuse_link
+
+Interval = tuple[int, int]
 
 STATE_SUFFIX = ".ferry"
 STATE_VERSION = 1
@@ -56,93 +60,50 @@ class Identity:
         return (
             other.get("source") == self.source
             and other.get("size") == self.size
-            and same_etag(other.get("etag"), self.etag)
+            and _same_etag(other.get("etag"), self.etag)
             and other.get("last_modified") == self.last_modified
         )
 
 
-def same_etag(a: str | None, b: str | None) -> bool:
-    """Whether two ETags name the same version: equal, or equal but for a weak ``W/`` prefix. Apache marks the
-    ETag of a file changed within the last second weak and the same tag strong a second later (its tag is
-    inode, size and time), so a kill in that second, or a download that crosses it, saw a "different" file.
-    Size and Last-Modified are compared beside it, so a weak tag alone never vouches for the bytes."""
+def _same_etag(a: str | None, b: str | None) -> bool:
+    """Equal, or equal but for a weak ``W/`` prefix (Apache marks a tag weak within a second of a change)."""
     if a is None or b is None:
         return a == b
     return a.removeprefix("W/") == b.removeprefix("W/")
 
 
-def human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def check_destination(dest: Path, overwrite: bool) -> None:
-    """Fail early, in words, when the destination cannot take the file."""
-    folder = dest.parent
-    if not folder.is_dir():
-        raise LocalError(f"The destination folder {folder} does not exist. Create it first, or choose another folder.")
-    if dest.is_dir():
-        raise LocalError(f"{dest} is a folder. Give a file name, or the folder to put the file in.")
-    if dest.exists() and not overwrite:
-        raise LocalError(f"{dest} already exists. Remove it, choose another name, or pass --overwrite.")
-    if os.statvfs(folder).f_flag & os.ST_RDONLY:
-        raise LocalError(f"{folder} is on a read-only file system. Choose another destination folder.")
-    if not os.access(folder, os.W_OK):
-        raise LocalError(f"Ferry cannot write to {folder} (permission denied). Choose a folder you can write to.")
-
-
-def room_for(dest: Path, size: int, already: int = 0) -> None:
-    """Fail in words when the disk holding ``dest`` cannot take ``size - already`` more bytes."""
-    folder = dest.parent
+def open_new(path: Path, flags: int = os.O_RDWR) -> int:
+    """Open (or create) ``path`` for writing, never through a link: ``O_NOFOLLOW`` where the OS has it, and the
+    name checked with ``lstat`` everywhere."""
+    refuse_link(path)
     try:
-        stat = os.statvfs(folder)
-    except OSError:
-        return  # the transfer itself will say what is wrong with the folder
-    free = stat.f_bavail * stat.f_frsize
-    if size - already > free:
-        raise _no_space(folder, size - already, free)
+        return os.open(path, flags | os.O_CREAT | portable.O_NOFOLLOW | portable.O_CLOEXEC | portable.O_BINARY, 0o644)
+    except OSError as exc:
+        raise os_error(exc, path, "create") from exc
 
 
-def _no_space(folder: Path, needed: int, free: int) -> NoSpace:
-    return NoSpace(f"Not enough free space in {folder}: the file needs {human_size(needed)} more, only "
-                   f"{human_size(free)} is free. Free some space or choose another folder.")
+def write_atomic(path: Path, data: bytes) -> None:
+    """A small file (a resume record, a samplesheet) written whole under its name or not at all, through no link."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        fd = open_new(tmp, os.O_WRONLY | os.O_TRUNC)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        refuse_link(path)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise os_error(exc, path, "write") from exc
 
 
-def os_error(exc: OSError, path: Path, doing: str) -> LocalError:
-    if exc.errno == errno.ENOSPC:
-        return NoSpace(f"The disk holding {path.parent} is full. Free some space there and run the transfer again.")
-    if exc.errno in (errno.EROFS,):
-        return LocalError(f"{path.parent} is on a read-only file system. Choose another destination folder.")
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return LocalError(f"Ferry cannot write to {path.parent} (permission denied). Choose a folder you can write to.")
-    if exc.errno == errno.EDQUOT:
-        return NoSpace(f"Your disk quota on {path.parent} is used up. Free some space or ask IT for more.")
-    return LocalError(f"Could not {doing} {path}: {exc.strerror}.")
-
-
-_libc = None
-
-
-def _fallocate(fd: int, size: int) -> bool:
-    """Reserve ``size`` bytes without writing them; False where unsupported."""
-    global _libc
-    if not hasattr(os, "posix_fallocate"):
-        return False
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-    fn = getattr(_libc, "fallocate64", None) or getattr(_libc, "fallocate", None)
-    if fn is None:
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    if fn(fd, 0, 0, size) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-        return False  # glibc's posix_fallocate would write zeros: too slow for 300 GB
-    raise OSError(err, os.strerror(err))
+def oversize(source: str, limit: int, name: str) -> BadAnswer:
+    return BadAnswer(f"The server sent more than the {human_size(limit)} it announced for {name} ({source}); Ferry "
+                     "stopped at once and kept nothing under that name. A server that does this is broken or "
+                     "hostile: ask its owner.")
 
 
 class PartFile:
@@ -155,6 +116,9 @@ class PartFile:
         self.fd: int | None = None
         self.identity: Identity | None = None
         self.last_save = 0.0
+        #: the most bytes the file may have: the size the source announced (None: it said none, or the body is
+        #: decoded here and bounded where it is decoded)
+        self.limit: int | None = None
 
     # -- opening -----------------------------------------------------------------
     def open(self, identity: Identity) -> list[Interval]:
@@ -185,6 +149,7 @@ class PartFile:
         run's bytes may be kept even when the source has no validators (a mismatch then fails the job and
         drops the record, never exit 0)."""
         self.identity = identity
+        self.limit = identity.size
         done = self._trusted_ranges(identity, proven_later)
         if not done:
             self._truncate()
@@ -200,13 +165,10 @@ class PartFile:
         writes to a name nobody sees: after locking, the path must still lead to the inode we hold.
         """
         for _ in range(5):
+            fd = open_new(self.part)
             try:
-                fd = os.open(self.part, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as exc:
-                raise os_error(exc, self.part, "create") from exc
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                portable.lock_exclusive(fd)
+            except portable.Busy:
                 os.close(fd)  # not ours: the file, its record and its lock belong to the other process
                 raise LocalError(
                     f"{self.dest} is already being transferred by another Ferry process. Wait for it, or cancel "
@@ -251,13 +213,11 @@ class PartFile:
     def _reserve(self, size: int, already: int) -> None:
         folder = self.dest.parent
         try:
-            stat = os.statvfs(folder)
-            free = stat.f_bavail * stat.f_frsize
-            have = os.fstat(self.fd).st_blocks * 512
-            need = size - max(have, 0)
-            if need > free:
-                raise _no_space(folder, size - already, free)
-            if not _fallocate(self.fd, size):
+            free = portable.free_bytes(folder)
+            have = getattr(os.fstat(self.fd), "st_blocks", 0) * 512
+            if free is not None and size - max(have, 0) > free:
+                raise no_space(folder, size - already, free)
+            if not portable.allocate(self.fd, size):
                 os.ftruncate(self.fd, size)
         except OSError as exc:
             raise os_error(exc, self.part, "reserve space for") from exc
@@ -269,10 +229,13 @@ class PartFile:
 
     # -- writing -----------------------------------------------------------------
     def write(self, data: bytes | memoryview, offset: int) -> None:
+        """``data`` at ``offset``; past ``limit`` is the server's error (``BadAnswer``), and nothing is written."""
+        if self.limit is not None and offset + len(data) > self.limit:
+            raise oversize(self.identity.source if self.identity else str(self.dest), self.limit, self.dest.name)
         try:
             view = memoryview(data)
             while view:
-                n = os.pwrite(self.fd, view, offset)
+                n = portable.pwrite(self.fd, view, offset)
                 view, offset = view[n:], offset + n
         except OSError as exc:
             raise os_error(exc, self.part, "write to") from exc
@@ -291,18 +254,13 @@ class PartFile:
             "saved": time.time(),
             "run": RUN,
         }
-        tmp = self.state.with_name(self.state.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(record))
-            os.replace(tmp, self.state)
-        except OSError as exc:
-            raise os_error(exc, self.state, "save progress to") from exc
+        write_atomic(self.state, json.dumps(record).encode())
         self.last_save = time.monotonic()
 
     def sync(self) -> None:
         if self.fd is not None:
             try:
-                os.fdatasync(self.fd)
+                portable.datasync(self.fd)
             except OSError as exc:
                 raise os_error(exc, self.part, "flush") from exc
 
@@ -312,20 +270,16 @@ class PartFile:
         if size is not None and os.fstat(self.fd).st_size != size:
             os.ftruncate(self.fd, size)
         self.sync()
+        refuse_link(self.dest)  # a link put there meanwhile is not replaced in silence
+        if not portable.RENAMES_OPEN_FILES:
+            self.close()  # Windows renames no file that is open; elsewhere the lock is held through the rename
         try:
             os.replace(self.part, self.dest)
         except OSError as exc:
             raise os_error(exc, self.dest, "rename the finished file to") from exc
         self.state.unlink(missing_ok=True)
         self.close()
-        try:
-            dfd = os.open(self.dest.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:
-            pass  # the rename is done; a folder fsync is a best effort on some file systems
+        portable.sync_folder(self.dest.parent)  # the rename is done; a folder fsync is a best effort
         return self.dest
 
     def discard(self) -> None:
@@ -343,5 +297,6 @@ class PartFile:
                 self.part.unlink(missing_ok=True)  # still under our lock: nobody else is using it
         except OSError:
             pass
-        os.close(self.fd)  # also drops the flock
+        os.close(self.fd)  # also drops the lock
+        portable.forget(self.fd)
         self.fd = None

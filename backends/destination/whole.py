@@ -1,0 +1,85 @@
+"""A file written in order from its first byte to its last (a folder's small file, a tar member, a file of a
+list): ``NAME.part`` until it is whole and checked, never more bytes than promised, never through a link."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .partfile import open_new, oversize
+from .place import os_error, refuse_link
+
+
+class WholeFile:
+    """``with WholeFile(path, limit, source) as out: out.write(…); out.commit()`` — the part file goes unless
+    committed. ``limit``: the size the server announced (None: it said none); a byte more is the server's error
+    (``BadAnswer``). ``source``: the address, for that sentence."""
+
+    def __init__(self, path: Path, limit: int | None, source: str) -> None:
+        self.path = Path(path)
+        self.part = self.path.with_name(self.path.name + ".part")
+        self.limit, self.source = limit, source
+        self.written = 0
+        self.fd: int | None = None
+
+    def __enter__(self) -> WholeFile:
+        self.fd = open_new(self.part, os.O_WRONLY | os.O_TRUNC)
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        self.close()
+        if self.part is not None and os.path.lexists(self.part):
+            self.part.unlink(missing_ok=True)  # not committed: nothing half-written stays behind
+
+    def write(self, data: bytes | memoryview) -> None:
+        if self.limit is not None and self.written + len(data) > self.limit:
+            raise oversize(self.source, self.limit, self.path.name)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError as exc:
+            raise os_error(exc, self.part, "write to") from None
+        self.written += len(data)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def commit(self, mtime: float | None = None, mode: int | None = None) -> Path:
+        """The file under its final name (its mode and time first, the rename last)."""
+        self.close()
+        try:
+            if mode is not None:
+                os.chmod(self.part, mode & 0o777)
+            if mtime is not None:
+                os.utime(self.part, (mtime, mtime))
+            refuse_link(self.path)
+            os.replace(self.part, self.path)
+        except OSError as exc:
+            raise os_error(exc, self.path, "write") from None
+        self.part = None
+        return self.path
+
+
+def move_into_place(made: Path, final: Path, mtime: float | None = None, mode: int | None = None) -> None:
+    """A file another program wrote whole (tar, globus-url-copy, libtorrent) into a private folder below DEST,
+    moved to its final name: a plain file with one link, never a link, never onto a link."""
+    import stat as statmod
+
+    from ..core.errors import Corrupt
+
+    st = os.lstat(made)
+    if not statmod.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        raise Corrupt(f"{final.name} arrived as something other than a plain file (a link or a device); Ferry "
+                      "stopped and kept nothing under that name.")
+    if mode is not None:
+        os.chmod(made, mode & 0o777)
+    if mtime is not None:
+        os.utime(made, (mtime, mtime))
+    refuse_link(final)
+    os.replace(made, final)
+
+
+

@@ -1,0 +1,193 @@
+"""The OS calls that differ between Linux, macOS and Windows, each with a portable fallback.
+
+Everything else in Ferry calls these instead of ``fcntl``, ``os.pread``/``os.pwrite``, ``os.fdatasync`` or
+``os.statvfs``, so a module never imports something POSIX-only at its top and a call missing on one OS is a
+slower path there, never an ``AttributeError`` reported as a server's fault or a thread that dies and leaves a
+copy hanging. Which branch runs is decided once, at import, from what ``os`` offers (not from the OS's
+name), so a test can take a call away and see the fallback work.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import stat
+import sys
+import threading
+from pathlib import Path
+
+#: open flags that exist everywhere they mean something, 0 where they do not
+O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)  # POSIX: not inherited by the ssh and tar children
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX: a link in the last place of a path is refused (ELOOP)
+
+#: whether a file may be renamed while this process holds it open (not on Windows)
+RENAMES_OPEN_FILES = os.name != "nt"
+#: Windows marks links and junctions as reparse points
+_REPARSE = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
+
+# positional I/O: one lock per descriptor where the OS has no pread/pwrite (a seek and a read are two calls)
+_seek_locks: dict[int, threading.Lock] = {}
+_seek_locks_guard = threading.Lock()
+
+
+def _seek_lock(fd: int) -> threading.Lock:
+    with _seek_locks_guard:
+        return _seek_locks.setdefault(fd, threading.Lock())
+
+
+def pwrite(fd: int, data, offset: int) -> int:
+    """Write ``data`` at ``offset`` without moving other writers' positions; returns the bytes written."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, offset)
+    with _seek_lock(fd):
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.write(fd, data)
+
+
+def pread(fd: int, size: int, offset: int) -> bytes:
+    """Read up to ``size`` bytes at ``offset``."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    with _seek_lock(fd):
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
+
+
+def forget(fd: int) -> None:
+    """The descriptor is closed: drop its seek lock (fallback path only)."""
+    with _seek_locks_guard:
+        _seek_locks.pop(fd, None)
+
+
+def datasync(fd: int) -> None:
+    """Make the file's data durable: ``fdatasync`` where it exists, ``F_FULLFSYNC`` on macOS (its ``fsync``
+    leaves data in the drive's cache), else ``fsync``."""
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+        return
+    if sys.platform == "darwin":
+        try:
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
+            return
+        except (ImportError, AttributeError, OSError):
+            pass
+    os.fsync(fd)
+
+
+def sync_folder(folder: Path) -> None:
+    """A rename in ``folder`` made durable, where folders can be opened (POSIX); a best effort elsewhere."""
+    if not hasattr(os, "O_DIRECTORY") and os.name == "nt":
+        return
+    try:
+        dfd = os.open(folder, os.O_RDONLY | O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+class Busy(Exception):
+    """Another process holds the lock."""
+
+
+def lock_exclusive(fd: int) -> None:
+    """An exclusive lock on the open file, not waiting: ``flock`` on POSIX, ``msvcrt.locking`` of its first byte
+    on Windows; raises ``Busy`` when another process holds it. Where neither exists, nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    if fcntl is not None and hasattr(fcntl, "flock"):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy() from None
+        return
+    try:
+        import msvcrt
+    except ImportError:
+        return
+    try:
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        os.lseek(fd, position, os.SEEK_SET)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, getattr(errno, "EDEADLK", errno.EACCES)):
+            raise Busy() from None
+        raise
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Bytes this user may still write in ``folder``'s file system; None when it cannot be read."""
+    if hasattr(os, "statvfs"):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            return None
+        return st.f_bavail * st.f_frsize
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def read_only_fs(folder: Path) -> bool:
+    """Whether ``folder``'s file system is mounted read-only (POSIX; False where the OS cannot say)."""
+    if not hasattr(os, "statvfs"):
+        return False
+    try:
+        return bool(os.statvfs(folder).f_flag & getattr(os, "ST_RDONLY", 1))
+    except OSError:
+        return False
+
+
+def is_link(path: Path) -> bool:
+    """A symbolic link, or on Windows a junction or any other reparse point that redirects the path."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        return True
+    return bool(getattr(st, "st_file_attributes", 0) & _REPARSE)
+
+
+@functools.cache
+def _fallocate():
+    """libc's ``fallocate`` (loaded once), or None."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    fn = getattr(libc, "fallocate64", None) or getattr(libc, "fallocate", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    return fn
+
+
+def allocate(fd: int, size: int) -> bool:
+    """Reserve ``size`` bytes of the open file without writing them (Linux ``fallocate``); False where the file
+    system or the OS cannot, and the caller extends the file instead."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "posix_fallocate"):
+        return False
+    fn = _fallocate()
+    if fn is None:
+        return False
+    if fn(fd, 0, 0, size) == 0:
+        return True
+    import ctypes
+
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+        return False  # glibc's posix_fallocate would write zeros: too slow for 300 GB
+    raise OSError(err, os.strerror(err))
