@@ -183,8 +183,6 @@ def _resolve_relay(source: str, dest: str, overrides: Overrides, defaults: Defau
                     insecure=overrides.insecure, max_streams=hop_streams,
                     overwrite=overrides.overwrite, sync=overrides.sync, verify=overrides.verify,
                     backend_options=dict(overrides.backend_options), backend=overrides.backend)
-    from app.agent.protocol import overrides_to_wire
-
     near = replace(overrides, backend_options={}, checksum=None, ca_file=None, max_streams=hop_streams)
     options = _merge(near, defaults, None)
     relay = registry.get("relay")
@@ -336,3 +334,21 @@ def checked_site_options(protocol: str, values: dict, registry: Registry | None 
     own = {k: v for k, v in values.items() if k != "ca_file"}
     checked = check_backend_options(backend, own)
     return checked | ({"ca_file": values["ca_file"]} if values.get("ca_file") else {})
+
+
+def overrides_to_wire(overrides: Overrides) -> dict:
+    """``Overrides`` as JSON, for an agent (the checksum as its three fields): what the front door takes."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(overrides).items() if v not in (None, {}, "")}
+
+
+def overrides_from_wire(data: dict | None) -> Overrides:
+    """``Overrides`` from the JSON a desktop sent (``overrides_to_wire``); unknown keys are left out."""
+    from backends.core.base import Checksum
+
+    data = dict(data or {})
+    if isinstance(data.get("checksum"), dict):
+        data["checksum"] = Checksum(**data["checksum"])
+    known = set(Overrides.__dataclass_fields__)
+    return Overrides(**{k: v for k, v in data.items() if k in known and v is not None})

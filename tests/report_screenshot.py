@@ -60,11 +60,12 @@ def main() -> int:
     os.environ["LABFERRY_HOME"] = str(work)
     from app.reports import gather, write_report
     from app.store import Store
+    from app.ui.report_pdf import renderers
 
     with Store() as store:
         fill(store)
         data = gather(store)
-    html = write_report(data, "html", work / "report.html")
+    html = write_report(data, "html", work / "report.html", **renderers())
     out = ROOT / "docs" / "screenshots" / "report.png"
     subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                     f"--screenshot={out}", "--window-size=1500,3400", html.as_uri()], check=True,

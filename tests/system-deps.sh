@@ -22,6 +22,10 @@ command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs
 # --compress: the servers' zstd, and Illumina reads simulated over a generated reference (art_illumina)
 command -v zstd >/dev/null 2>&1 || need="$need zstd"
 command -v art_illumina >/dev/null 2>&1 || need="$need art-nextgen-simulation-tools"
+# names on a real FAT file system (case-insensitive, refusing what Windows refuses): fusefat on a mkfs.fat image
+command -v fusefat >/dev/null 2>&1 || need="$need fusefat"
+command -v mkfs.fat >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.fat ] || need="$need dosfstools"
+command -v fusermount >/dev/null 2>&1 || command -v fusermount3 >/dev/null 2>&1 || need="$need fuse3"
 # GridFTP over UDT: gsiftp:// only, so the tests make GSI credentials (grid-proxy-init) and need the UDT driver
 command -v grid-proxy-init >/dev/null 2>&1 || need="$need globus-proxy-utils"
 ls /usr/lib/*/libglobus_xio_udt_driver.so* >/dev/null 2>&1 || need="$need libglobus-xio-udt-driver"

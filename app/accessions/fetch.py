@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from app.engine import Engine, JobState
+from app.engine import Engine, JobState, RetryPolicy
 from app.requests import Defaults, Overrides, resolve_list
+from app.stops import STOPS
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT, Checksum, ListedFile
 from backends.core.errors import LocalError
 from backends.destination import Destination, room_for
@@ -37,6 +38,7 @@ class Outcome:
     bytes_moved: int = 0
     seconds: float = 0.0
     job_id: int | None = None
+    stopped: bool = False  # a signal ended it before the end
 
     @property
     def verified_names(self) -> set[str]:
@@ -68,16 +70,29 @@ OTHER_ROUTE_FOR = ("not-found", "unreachable", "transient", "remote-changed", "t
 
 def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults | None = None, store=None,
           budget: int = BUDGET, on_progress: Callable[[Progress], None] | None = None,
-          on_switch: Callable[[int, str], None] | None = None) -> Outcome:
+          on_switch: Callable[[int, str], None] | None = None, retry: RetryPolicy | None = None,
+          outcome: Outcome | None = None) -> Outcome:
     """The plan's files as one job; the files that failed for a reason the other route may not have (a 550 on
-    one mirror, an FTP reset, a proxy refusing HTTPS) are tried once more by it, as a second job."""
-    outcome = Outcome()
+    one mirror, an FTP reset, a proxy refusing HTTPS) are tried once more by it, as a second job. ``outcome``:
+    filled as the jobs end, so a caller stopped by a signal still knows what was verified."""
+    outcome = outcome if outcome is not None else Outcome()
+    began = time.monotonic()
+    try:
+        return _fetch(plan, folder, overrides, defaults, store, budget, on_progress, on_switch, retry, outcome,
+                      began)
+    finally:
+        outcome.bytes_moved = sum(f.size for f in outcome.done)
+        outcome.seconds = time.monotonic() - began
+
+
+def _fetch(plan: Plan, folder: Path, overrides: Overrides, defaults, store, budget: int, on_progress, on_switch,
+           retry: RetryPolicy | None, outcome: Outcome, began: float) -> Outcome:
     Destination(folder).folder("")  # made, or why not in a sentence (read-only, permission, a file there)
     check_refusals(folder)
     check_room(plan, folder)
-    began = time.monotonic()
     overrides = replace(overrides, max_streams=budget)
-    _run(plan.label, listed(plan.files), plan, folder, overrides, defaults, store, outcome, on_progress, began)
+    _run(plan.label, listed(plan.files), plan, folder, overrides, defaults, store, outcome, on_progress, began,
+         retry)
     again = [f for f, _, kind in outcome.failed if kind in OTHER_ROUTE_FOR and f.other_url]
     if again:
         other = "ftp" if plan.route == "https" else "https"
@@ -85,20 +100,20 @@ def fetch(plan: Plan, folder: Path, overrides: Overrides, *, defaults: Defaults 
             on_switch(len(again), other)
         outcome.failed = [entry for entry in outcome.failed if entry[0] not in again]
         _run(plan.label + OTHER_ROUTE, listed(again, other_route=True), plan, folder, overrides, defaults, store,
-             outcome, on_progress, began)
-    outcome.bytes_moved = sum(f.size for f in outcome.done)
-    outcome.seconds = time.monotonic() - began
+             outcome, on_progress, began, retry)
     return outcome
 
 
 def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, overrides: Overrides, defaults, store,
-         outcome: Outcome, on_progress, began: float) -> None:
+         outcome: Outcome, on_progress, began: float, retry: RetryPolicy | None = None) -> None:
     """One list job to its end; its files' fates added to ``outcome``."""
     request = resolve_list(label, files, folder, overrides, defaults=defaults, store=store)
     names = {f.name for f in files}
-    engine = Engine(run_queue=False, max_jobs=1).start()
+    engine = Engine(run_queue=False, max_jobs=1, retry=retry).start()
+    view = None
     try:
         job_id = outcome.job_id = request.submit_to(engine).id
+        view = engine.job(job_id)
         while True:
             try:
                 view = engine.wait(job_id, timeout=0.25)
@@ -114,8 +129,33 @@ def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, override
                                      (before + view.bytes_done) / max(1e-3, time.monotonic() - began)))
             if ended:
                 break
+    except STOPS:  # Ctrl-C or SIGTERM: the job pauses (resumable); what it verified so far is counted
+        outcome.stopped = True
+        view = _last(engine, view)
+        raise
     finally:
-        engine.close()
+        _record(plan, names, view, outcome)
+        try:
+            engine.close(timeout=20)
+        except (*STOPS, TimeoutError):
+            pass
+
+
+def _last(engine: Engine, view):
+    """The job paused, as it stands now (a second signal while it pauses keeps the view already had)."""
+    if view is None:
+        return None
+    try:
+        return engine.pause(view.id)
+    except (*STOPS, TimeoutError):
+        return view
+
+
+def _record(plan: Plan, names: set[str], view, outcome: Outcome) -> None:
+    """Each file's fate in ``outcome`` (from the job's last view): fetched, kept, or failed with its sentence;
+    a job stopped before the end counts only what it verified."""
+    if view is None:
+        return
     for f in plan.files:
         if f.name not in names:
             continue
@@ -124,6 +164,8 @@ def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, override
             outcome.done.append(f)
         elif state == FILE_KEPT:
             outcome.kept.append(f)
+        elif outcome.stopped:
+            continue  # not a failure: the same command resumes it
         else:
             why = error or view.error or "did not finish."
             kind = (kind if state == FILE_FAILED else None) or view.error_kind or ""

@@ -49,21 +49,3 @@ def unsafe_socket(path: Path) -> str | None:
             return (f"{item} may be opened by other users (mode {stat.S_IMODE(info.st_mode):o}, not {wanted:o}); "
                     "Ferry refuses it. Remove it and start the agent again.")
     return None
-
-
-def overrides_to_wire(overrides) -> dict:
-    """A desktop's ``Overrides`` as JSON (the checksum as its three fields)."""
-    from dataclasses import asdict
-
-    return {k: v for k, v in asdict(overrides).items() if v not in (None, {}, "")}
-
-
-def overrides_from_wire(data: dict):
-    from app.requests import Overrides
-    from backends.core.base import Checksum
-
-    data = dict(data or {})
-    if isinstance(data.get("checksum"), dict):
-        data["checksum"] = Checksum(**data["checksum"])
-    known = set(Overrides.__dataclass_fields__)
-    return Overrides(**{k: v for k, v in data.items() if k in known and v is not None})

@@ -33,7 +33,7 @@ from backends.core.base import ForwardsArriving
 from backends.core.errors import BadRequest, NoSpace, NotFound
 from backends.core.registry import registry
 from backends.core.words import human_size
-from backends.destination import STATE_SUFFIX
+from backends.destination import STATE_SUFFIX, open_new, portable_name, write_atomic
 from backends.streams.arriving import read_arrivals, write_arrivals
 from backends.streams.chunks import merge
 
@@ -67,10 +67,7 @@ class Relays:
 
     def _save(self, record: dict) -> None:
         self.records.mkdir(parents=True, exist_ok=True)
-        path = self.records / f"{record['id']}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, path)
+        write_atomic(self.records / f"{record['id']}.json", json.dumps(record).encode())
 
     def _folder(self, record: dict) -> Path:
         return self.spool / record["id"]
@@ -125,15 +122,15 @@ class Relays:
     # -- requests from the laptop -----------------------------------------------------------------
     def open(self, request: dict) -> dict:
         """A new relay, or the one the same command made before (resumed)."""
-        from app.agent.protocol import overrides_from_wire
-        from app.requests import resolve_here
+        from app.requests import overrides_from_wire, resolve_here
 
         direction = request["direction"]
         if direction not in ("up", "down"):
             raise BadRequest(f"A relay goes up or down, not '{direction}'.")
-        name = Path(request["name"]).name
+        name = Path(str(request["name"]).replace("\\", "/")).name
         if not name or name in (".", ".."):
             raise BadRequest("The relayed file needs a name.")
+        name = portable_name(name)[0]  # the spool is a destination like any other: a name every OS accepts
         ident = relay_id(request)
         with self.lock:
             path = self.records / f"{ident}.json"
@@ -152,8 +149,11 @@ class Relays:
                 size, mode, mtime = int(request["size"]), int(request.get("mode") or 0o644), float(request["mtime"])
                 self._room(size)
                 part = folder / "in" / f"{name}.part"
-                with open(part, "wb") as fh:
-                    fh.truncate(size)
+                fd = open_new(part, os.O_WRONLY | os.O_TRUNC)  # through no link, as every write below a destination
+                try:
+                    os.ftruncate(fd, size)
+                finally:
+                    os.close(fd)
                 os.link(part, folder / "out" / name)
                 arrivals = folder / "arrivals.json"
                 write_arrivals(arrivals, size=size, mode=mode, mtime=mtime, ready=[])
@@ -205,8 +205,7 @@ class Relays:
             record["hop1"] |= {k: request[k] for k in ("seconds", "streams", "rate", "route") if k in request}
             record["hop1"]["last_at"] = time.time()
             if record.get("pending"):  # store-and-forward: the far backend takes only whole files
-                from app.agent.protocol import overrides_from_wire
-                from app.requests import resolve_here
+                from app.requests import overrides_from_wire, resolve_here
 
                 pending = record.pop("pending")
                 resolved = resolve_here(pending["source"], pending["dest"], overrides_from_wire(pending["overrides"]),
@@ -260,16 +259,14 @@ class Relays:
             job = self._job(record)
             if job and job["state"] not in ("done", "failed", "cancelled"):
                 self.engine.cancel(record["job"])
-            shutil.rmtree(self._folder(record), ignore_errors=True)
-            record["state"] = "cancelled"
-            record["delivered_at"] = time.time()  # forgotten after FORGET_DAYS like a delivered one
-            self._save(record)
+            self._cancelled(record)
             return {"relay": ident, "state": "cancelled"}
 
     # -- housekeeping (each second, from the agent's loop thread pool) ----------------------------------
     def tend(self) -> None:
-        """Upload relays whose destination is verified lose their spool; records of relays delivered more than
-        ``FORGET_DAYS`` ago go."""
+        """Upload relays whose destination is verified lose their spool; a relay whose hop here was cancelled on
+        the agent (``labferry cancel --on``, the Agents tab) loses its spool at once, as one cancelled from the
+        laptop does; records of relays delivered more than ``FORGET_DAYS`` ago go."""
         if not self.records.exists():
             return
         with self.lock:
@@ -282,11 +279,19 @@ class Relays:
                 if record["state"] in ("delivered", "cancelled") and time.time() - ended > FORGET_DAYS * 86400:
                     path.unlink(missing_ok=True)
                     continue
-                if record["direction"] != "up" or record["state"] != "relaying":
+                if record["state"] != "relaying":
                     continue
                 job = self._job(record)
-                if job and job["state"] == "done" and job.get("result"):
+                if job and job["state"] == "cancelled":
+                    self._cancelled(record)
+                elif record["direction"] == "up" and job and job["state"] == "done" and job.get("result"):
                     self._deliver(record)
+
+    def _cancelled(self, record: dict) -> None:
+        shutil.rmtree(self._folder(record), ignore_errors=True)
+        record["state"] = "cancelled"
+        record["delivered_at"] = time.time()  # forgotten after FORGET_DAYS like a delivered one
+        self._save(record)
 
     def _deliver(self, record: dict) -> None:
         record["state"] = "delivered"

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from app.engine import Engine, JobState
 from app.paths import data_dir, database_path
+from app.requests import overrides_from_wire
 from backends.core.errors import BadRequest, TransferError
 
-from .protocol import RELAY_VERBS, VERBS, encode, hello, job_dict, overrides_from_wire, socket_path
+from .protocol import RELAY_VERBS, VERBS, encode, hello, job_dict, socket_path
 
 log = logging.getLogger(__name__)
 IDLE_SECONDS = 600.0

@@ -13,6 +13,7 @@ import os
 import sys
 
 from app import __version__
+from app import stops as stopping
 from backends.core import errors
 
 from . import agent, copy, listing, preflight, report, sites, torrent
@@ -118,15 +119,17 @@ def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = N
         parser.print_help()
         return 0
     try:
+        if args.command != "gui":  # the window handles its own quitting
+            stopping.install()
         setup_logging()
         quiet_threads()
         return args.handler(args)
     except errors.TransferError as exc:
         print(f"labferry: {exc}", file=sys.stderr)
         return exc.exit_status
-    except KeyboardInterrupt:
-        print("labferry: interrupted.", file=sys.stderr)
-        return 130
+    except stopping.STOPS as stop:
+        print(f"labferry: {stopping.said(stop)}.", file=sys.stderr)
+        return stopping.status(stop)
     except BrokenPipeError:  # `labferry history | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -7,10 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from app.accessions import ena, ids
+from app import stops
+from app.accessions import ena, ids, services
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.plans import build_plan, no_reads_in_geo, read_list
 from app.accessions.sheets import write_metadata, write_samplesheet
+from app.engine import RetryPolicy
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
@@ -39,7 +41,8 @@ def run(args: argparse.Namespace, overrides) -> int:
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
-    plan = _plan(args, overrides.ca_file)
+    with services.waiting(lambda text: _say(args, f"labferry: {text}")):
+        plan = _plan(args, overrides.ca_file)
     files = counted(len(plan.files), f"{args.files} file")
     _say(args, f"labferry: {plan.label}: {counted(plan.runs, 'run')}, {files}, {format_bytes(plan.total_bytes)} → "
                f"{folder}")
@@ -58,11 +61,17 @@ def run(args: argparse.Namespace, overrides) -> int:
     with Store() as store:
         defaults = Defaults.from_settings(store.settings.all())
     live = not args.quiet and sys.stderr.isatty()
-    outcome = fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
-                    on_progress=_progress_line(plan.label) if live else None,
-                    on_switch=lambda count, route: _say(args, f"{CLEAR if live else ''}labferry: "
-                                                              f"{counted(count, 'file')} failed by {args.route}; "
-                                                              f"trying {route}.", always=True))
+    outcome, stopped = Outcome(), None
+    retry = RetryPolicy(max_retries=args.retries) if getattr(args, "retries", None) is not None else None
+    try:
+        fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
+              on_progress=_progress_line(plan.label) if live else None,
+              on_switch=lambda count, route: _say(args, f"{CLEAR if live else ''}labferry: "
+                                                        f"{counted(count, 'file')} failed by {args.route}; "
+                                                        f"trying {route}.", always=True),
+              retry=retry, outcome=outcome)
+    except stops.STOPS as stop:  # Ctrl-C or SIGTERM: what is verified gets its sheet; the rest resumes
+        stopped = stop
     if live:
         sys.stderr.write(CLEAR)
     write_metadata(plan, folder)
@@ -70,7 +79,9 @@ def run(args: argparse.Namespace, overrides) -> int:
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
     status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for or unlinked else 0
-    _summary(plan, outcome, sheet_rows, folder)
+    if stopped is not None:
+        status = stops.status(stopped)
+    _summary(plan, outcome, sheet_rows, folder, stops.said(stopped) if stopped is not None else None)
     if args.json:
         print(json.dumps(_as_json(plan, outcome, folder, status)))
     return status
@@ -101,17 +112,25 @@ def _progress_line(name: str):
     return show
 
 
-def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path) -> None:
-    rate = format_rate(outcome.bytes_moved / outcome.seconds) if outcome.seconds > 0 else "-"
+def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str | None = None) -> None:
+    moved = f"{format_bytes(outcome.bytes_moved)} in {format_duration(outcome.seconds)}"
+    if outcome.bytes_moved and outcome.seconds > 0:
+        moved += f", {format_rate(outcome.bytes_moved / outcome.seconds)}"
     kept = f", {len(outcome.kept)} already here and verified" if outcome.kept else ""
     failed = f", {len(outcome.failed)} failed" if outcome.failed else ""
     fetched = counted(len(outcome.done), "file")
-    print(f"labferry: {plan.label}: {fetched} fetched ({format_bytes(outcome.bytes_moved)} in "
-          f"{format_duration(outcome.seconds)}, {rate}){kept}{failed}; every file checked against ENA's MD5 and size. "
-          f"{folder / 'samplesheet.csv'} lists {counted(sheet_rows, 'run')}; metadata.tsv has the "
-          "whole report.", file=sys.stderr)
-    if outcome.failed:
-        print("labferry: run the same command again to fetch what failed; verified files are kept.", file=sys.stderr)
+    left = len(plan.files) - len(outcome.done) - len(outcome.kept) - len(outcome.failed)
+    head = f"{stopped} with {counted(left, 'file')} to go; " if stopped else ""
+    unsummed = sum(1 for f in plan.files if not f.md5)  # an empty MD5 in the report is never claimed as checked
+    checked = ("every file checked against ENA's MD5 and size" if not unsummed else
+               f"every file checked against its size and ENA's MD5 where the report gives one "
+               f"({counted(unsummed, 'file')} without)")
+    print(f"labferry: {plan.label}: {head}{fetched} fetched ({moved}){kept}{failed}; {checked}. "
+          f"{folder / 'samplesheet.csv'} lists {counted(sheet_rows, 'run')}; metadata.tsv has the whole report.",
+          file=sys.stderr)
+    if outcome.failed or stopped:
+        print("labferry: run the same command again to fetch what is missing; verified files are kept.",
+              file=sys.stderr)
 
 
 def _as_json(plan, outcome: Outcome, folder: Path, status: int) -> dict:

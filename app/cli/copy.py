@@ -6,11 +6,11 @@ import argparse
 import getpass
 import json
 import queue
-import signal
 import sys
 import time
 from dataclasses import replace
 
+from app import stops as stopping
 from app.cli.flags import add_option_flags, options_from_flags
 from app.engine import Engine, JobState, RetryPolicy
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
@@ -120,7 +120,7 @@ def backend_options(args: argparse.Namespace) -> dict:
 
 
 def _run_on(args: argparse.Namespace) -> int:
-    from app.agent.protocol import overrides_to_wire
+    from app.requests import overrides_to_wire
 
     from .agent import client_for
 
@@ -190,26 +190,23 @@ def run(args: argparse.Namespace) -> int:
     engine = Engine(run_queue=False, max_jobs=1, retry=policy).start()
     events, unsubscribe = engine.bus.queue()
     view, stopped = None, None
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)  # a batch system's kill: pause, as Ctrl-C does
     try:
         view = request.submit_to(engine)
         view = _follow(engine, view.id, events, line)
-    except (KeyboardInterrupt, Terminated) as exc:
+    except stopping.STOPS as exc:  # Ctrl-C or a batch system's kill: the job pauses, kept resumable
         stopped = exc
         line.clear()
-        if view is not None:
-            view = engine.pause(view.id)
+        view = _paused(engine, view)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         unsubscribe()
-        engine.close()
+        _close(engine)
     line.clear()
     if stopped is not None:
-        how = "stopped (SIGTERM)" if isinstance(stopped, Terminated) else "paused"
-        print(f"labferry: {how}. Run the same command again to resume from where it stopped.", file=sys.stderr)
+        print(f"labferry: {stopping.said(stopped)}: {_kept(view, request.dest)} Run the same command again to "
+              "resume from where it stopped.", file=sys.stderr)
         if args.json and view is not None:
-            print(json.dumps(_json_result(view, 1)))
-        return 143 if isinstance(stopped, Terminated) else 130
+            print(json.dumps(_json_result(view, stopping.status(stopped))))
+        return stopping.status(stopped)
     status = _report(view, args.json, EXIT_STATUSES)
     args.closed = not engine.running  # nothing left that the interpreter's tear-down would have to finish
     return status
@@ -244,12 +241,35 @@ def ask_password(url: str) -> str:
 ASKS_PASSWORD = ("http", "https", "ftp", "ftps")
 
 
-class Terminated(Exception):
-    """SIGTERM arrived: the job is paused (kept resumable), never left "running" in the queue."""
+def _paused(engine: Engine, view):
+    """The job paused after a stop; a second Ctrl-C meanwhile is not a traceback."""
+    if view is None:
+        return None
+    try:
+        return engine.pause(view.id)
+    except (*stopping.STOPS, TimeoutError):
+        return view
 
 
-def _stop_on_sigterm(signum, frame) -> None:
-    raise Terminated()
+def _close(engine: Engine) -> None:
+    """The engine closed; bounded (its jobs stop within seconds), and a second signal does not interrupt it."""
+    try:
+        engine.close(timeout=20)
+    except (*stopping.STOPS, TimeoutError):
+        pass
+
+
+def _kept(view, dest: str) -> str:
+    """What a stopped copy leaves for its resume, counted on disk (the part file's resume record)."""
+    from backends.destination import kept_bytes
+
+    if view is None:
+        return "nothing was transferred yet."
+    here = kept_bytes(dest)
+    total = view.bytes_total
+    if here is None:
+        return f"{format_bytes(view.bytes_done)}{f' of {format_bytes(total)}' if total else ''} moved."
+    return f"{format_bytes(here)}{f' of {format_bytes(total)}' if total else ''} kept in {dest}.part."
 
 
 def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):
@@ -264,7 +284,9 @@ def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine
         if event.job.id != job_id:
             continue
         view = event.job
-        if event.kind in (NOTE, RETRYING):
+        if event.kind == NOTE:  # what happened on the way, not an error: said as a note
+            line.say(f"labferry: note: {event.message}")
+        elif event.kind == RETRYING:
             line.say(f"labferry: {event.message}")
         elif event.kind in (PROGRESS, STATE):
             line.show(view)
@@ -276,14 +298,14 @@ def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine
 def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
     result = view.result or {}
     if view.state == JobState.DONE:
-        print(
-            f"labferry: {view.dest}: {format_bytes(result['bytes'])} in {format_duration(result['seconds'])}"
-            f" ({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {counted(result['streams'], 'stream')});"
-            f" sha256 {result['sha256']}; verified: {result['verify_method']}.",
-            file=sys.stderr,
-        )
+        moved = result.get("bytes_fetched") or result["bytes"]  # 0 only when nothing at all crossed
+        how = (f"{format_bytes(result['bytes'])} in {format_duration(result['seconds'])} "
+               f"({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {counted(result['streams'], 'stream')})"
+               if moved else f"{format_bytes(result['bytes'])}, nothing needed sending")
+        print(f"labferry: {view.dest}: {how}; sha256 {result['sha256']}; verified: {result['verify_method']}.",
+              file=sys.stderr)
         for note in result.get("notes", []) if result.get("hops") else ():
-            print(f"labferry: {note}", file=sys.stderr)
+            print(f"labferry: note: {note}", file=sys.stderr)
         status = 0
     else:
         print(f"labferry: {view.error or 'the transfer did not finish.'}", file=sys.stderr)

@@ -14,7 +14,7 @@ import sys
 import time
 
 from app.requests import parse_streams
-from app.units import format_ms
+from app.units import counted, format_ms
 from backends.core.base import TransferOptions
 
 from .copy import add_ssh_arguments, backend_options
@@ -109,7 +109,7 @@ def run_preflight(args: argparse.Namespace) -> int:
 
 
 def _run_relay(args: argparse.Namespace) -> int:
-    from app.preflight.relay import measure_relay
+    from app.agent.relay_preflight import measure_relay
     from app.store import Store
     from backends.core.registry import registry
 
@@ -119,8 +119,8 @@ def _run_relay(args: argparse.Namespace) -> int:
             quick=args.quick, on_progress=(lambda p: _say(f"  {p.message}")) if sys.stderr.isatty() else None))
     for label, key in (("Direct", "direct"), ("Last mile", "first_hop"), ("Backbone", "second_hop")):
         hop = result[key]
-        print(f"  {label:<13} {hop['host']}: {hop['mbps']:.0f} Mbit/s with {hop['streams']} streams, round trip "
-              f"{format_ms(hop['rtt_ms'])}")
+        print(f"  {label:<13} {hop['host']}: {hop['mbps']:.0f} Mbit/s with {counted(hop['streams'], 'stream')}, "
+              f"round trip {format_ms(hop['rtt_ms'])}")
     print(f"  Relay         {result['why']}")
     if args.json:
         print(json.dumps(result))
@@ -134,7 +134,7 @@ def _apply(store, site: str | None, result: dict) -> None:
     if not site:
         raise BadRequest("--apply saves the recommendation in a site's profile: measure site:NAME instead of a URL.")
     profile = apply_to_site(store, site, result)
-    _say(f"labferry: site {site} now uses {profile.streams} streams.")
+    _say(f"labferry: site {site} now uses {counted(profile.streams, 'stream')}.")
 
 
 def _show(result: dict, as_json: bool) -> int:
@@ -180,7 +180,7 @@ def run_compare(args: argparse.Namespace) -> int:
     options = _options(args, parse_streams(args.streams))
 
     def said(run) -> None:
-        outcome = run.error or f"{run.mbps:.0f} Mbit/s ({run.streams} streams, {run.seconds:.1f} s)"
+        outcome = run.error or f"{run.mbps:.0f} Mbit/s ({counted(run.streams, 'stream')}, {run.seconds:.1f} s)"
         _say(f"  round {run.round}  {run.backend:<8} {outcome}")
 
     with Store() as store:
@@ -193,7 +193,7 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"  {row['backend']:<8} {row['median_mbps']:>8.0f} Mbit/s  best {row['best_mbps']:.0f}  "
               f"efficiency {row['efficiency'] * 100:.0f} %  {row['url']}{failed}")
     if args.plot:
-        from app.reports.charts import compare_chart
+        from app.ui.report_charts import compare_chart
 
         with open(args.plot, "wb") as fh:
             fh.write(compare_chart(result.to_dict()))

@@ -39,6 +39,7 @@ def parse_day(text: str, *, end: bool = False) -> float:
 def run_report(args: argparse.Namespace) -> int:
     from app.reports import gather, write_report
     from app.store import Store
+    from app.ui.report_pdf import renderers
 
     output = Path(args.output).expanduser()
     fmt = args.format or output.suffix.lstrip(".").lower()
@@ -58,7 +59,7 @@ def run_report(args: argparse.Namespace) -> int:
     with Store(readonly=True) as store:
         data = gather(store, since=since, until=until, site=args.site, include_users=args.include_user_names)
     try:
-        write_report(data, fmt, output)
+        write_report(data, fmt, output, **renderers())
     except OSError as exc:
         raise LocalError(f"Could not write {output}: {exc.strerror}. Choose another file.") from None
     totals = data.totals

@@ -176,7 +176,7 @@ def run_seed(args: argparse.Namespace) -> int:
             if event is not None and event.job.id == view.id:
                 view = event.job
                 if event.kind == NOTE and event.message:
-                    print(f"labferry: {event.message}", file=sys.stderr)
+                    print(f"labferry: note: {event.message}", file=sys.stderr)
             size = size or _size(args.torrent)
             if sys.stderr.isatty():
                 ratio = view.bytes_done / size if size else 0

@@ -123,7 +123,7 @@ class JobRunner:
         return isinstance(exc, Unreachable) and (self.job.bytes_done > 0 or self.retries > 0)
 
     def _options(self):
-        options = self.job.options
+        options = replace(self.job.options, job=f"{self.job.id}:{id(self)}")
         if (self.retries or self.job.bytes_done) and not options.overwrite and not options.sync:
             # an earlier attempt (a fault, a pause, a restart) wrote some of a folder: those files passed the
             # check that nothing was there before, so they are this job's own, kept when unchanged (as --sync)

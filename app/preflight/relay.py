@@ -9,11 +9,6 @@ direct path by ``GAIN`` or more, in one sentence that says why.
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import replace
-
-from backends.core.base import TransferOptions
-
 #: the relay is worth its extra hop when it is at least this much faster than the direct path
 GAIN = 1.2
 
@@ -51,37 +46,3 @@ def verdict(direct: dict, first: dict, second: dict, via: str, max_streams: int)
                            "rtt_ms": second.get("rtt_ms")},
             "direct": {"host": direct["host"], "mbps": round(direct_rate, 1), "streams": direct_streams,
                        "rtt_ms": direct.get("rtt_ms")}}
-
-
-async def measure_relay(store, registry, target: str, options: TransferOptions, via: str, agent_command: str, *,
-                        quick: bool = False, on_progress=None) -> dict:
-    """Measure the direct path, the first hop and (on the agent) the second; returns ``verdict``'s answer with
-    the three preflights under ``analyses``."""
-    from app.agent.client import site_client
-    from app.requests import RELAY_MAX_STREAMS, site_options
-    from app.sites import SiteBook
-
-    from . import resolve_target, run_preflight
-
-    name = via.removeprefix("site:").strip("/")
-    site = SiteBook(store).get(name)
-    url, target_site, target_options = resolve_target(store, target, options)
-    direct = await run_preflight(store, registry, url, target_options, site=target_site, quick=quick,
-                                 on_progress=on_progress)
-    hop_options = replace(site_options(site), max_streams=min(options.max_streams, 64))
-    first = await run_preflight(store, registry, site.url(), hop_options, site=name, quick=quick,
-                                on_progress=on_progress)
-    if on_progress:
-        from .measure import Progress
-
-        on_progress(Progress("sweep", f"the agent on {site.host} measures {target} from there"))
-
-    def far() -> dict:
-        with site_client(site, agent_command) as client:
-            return client.call("preflight", target=target, quick=quick, max_streams=options.max_streams)
-
-    second = await asyncio.to_thread(far)
-    result = verdict(direct.to_dict(), first.to_dict(), second, f"site:{name}", RELAY_MAX_STREAMS)
-    result["analyses"] = {"direct": direct.to_dict(), "first_hop": first.to_dict(), "second_hop": second}
-    return result
-

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from app.units import counted
 from backends.core.base import (
     COMPRESSED_NOTE,
     Availability,
@@ -266,7 +267,7 @@ async def _down(client, hop: _Hop, request: TransferRequest, sink: Sink, setting
 def _hop_line(figures: dict) -> str:
     parts = [figures.get("route", "")]
     if figures.get("streams"):
-        parts.append(f"{figures['streams']} streams")
+        parts.append(counted(figures["streams"], "stream"))
     if figures.get("rate"):
         parts.append(f"{figures['rate']:.0f} Mbit/s")
     if figures.get("seconds"):

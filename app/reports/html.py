@@ -1,4 +1,5 @@
-"""A report as one self-contained HTML file (inline CSS, charts as ``data:`` PNGs).
+"""A report as one self-contained HTML file (inline CSS, charts as ``data:`` PNGs, painted by the desktop's
+painter that the caller hands in: this package imports no Qt).
 
 Every text that came from outside — file names, hosts, error messages — goes through
 ``html.escape``, so a file called ``<script>…`` is shown, never run. The same markup,
@@ -15,8 +16,13 @@ from html import escape
 
 from app.units import format_bytes, format_ms
 
-from . import charts
 from .gather import ReportData, SiteSummary, Transfer
+
+#: the width charts are drawn at, in pixels
+CHART_WIDTH = 720
+#: draws one chart as PNG bytes (``app.ui.report_charts.chart``: the painter is the desktop's, so this package
+#: needs no Qt): ``draw(series, title=…, x_label=…, y_label=…, x_is_time=…, lines=…)``
+Draw = Callable[..., bytes]
 
 CSS = """
 body { font-family: -apple-system, 'Segoe UI', 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #222;
@@ -85,7 +91,7 @@ def _transfer_row(t: Transfer) -> str:
     )
 
 
-def _site_section(s: SiteSummary, image: ImageRef, index: int) -> str:
+def _site_section(s: SiteSummary, image: ImageRef, index: int, draw: Draw | None = None) -> str:
     rows = [
         ("Transfers", num(s.transfers)), ("Bytes moved", f"{num(s.bytes)} ({size(s.bytes)})"),
         ("Best throughput", f"{num(s.best_mbps, 1)} Mbit/s"), ("Median throughput", f"{num(s.median_mbps, 1)} Mbit/s"),
@@ -114,17 +120,20 @@ def _site_section(s: SiteSummary, image: ImageRef, index: int) -> str:
                   f"<pre>{escape(lines)}</pre><ul class='small'>{reasons}</ul>")
     else:
         tuning = "<p>This host's TCP settings are enough for this path (or the path is not measured yet).</p>"
-    over_time = charts.chart({s.host: [(x, y) for x, y, _ in s.series]}, title=f"Throughput over time — {s.name}",
-                             x_label="time", y_label="Mbit/s", x_is_time=True, lines=True)
-    by_streams = charts.chart({s.host: [(n, y) for _, y, n in s.series]}, title=f"Throughput vs streams — {s.name}",
-                              x_label="parallel streams", y_label="Mbit/s")
+    pictures = ""
+    if draw is not None:
+        over_time = draw({s.host: [(x, y) for x, y, _ in s.series]}, title=f"Throughput over time — {s.name}",
+                         x_label="time", y_label="Mbit/s", x_is_time=True, lines=True)
+        by_streams = draw({s.host: [(n, y) for _, y, n in s.series]}, title=f"Throughput vs streams — {s.name}",
+                          x_label="parallel streams", y_label="Mbit/s")
+        pictures = (f"<p><img src='{image(f'time{index}.png', over_time)}' width='{CHART_WIDTH}'></p>"
+                    f"<p><img src='{image(f'streams{index}.png', by_streams)}' width='{CHART_WIDTH}'></p>")
     return (f"<h3>{escape(s.name)} <span class='muted'>({escape(s.host)})</span></h3>"
-            f"<table class='site' data-host='{escape(s.host)}'>{table}</table>{preflight}{tuning}"
-            f"<p><img src='{image(f'time{index}.png', over_time)}' width='{charts.WIDTH}'></p>"
-            f"<p><img src='{image(f'streams{index}.png', by_streams)}' width='{charts.WIDTH}'></p>")
+            f"<table class='site' data-host='{escape(s.host)}'>{table}</table>{preflight}{tuning}{pictures}")
 
 
-def render(data: ReportData, image: ImageRef = inline_image) -> str:
+def render(data: ReportData, image: ImageRef = inline_image, draw: Draw | None = None) -> str:
+    """The report as HTML; ``draw`` paints its charts (none without it: CSV and JSON have no need of them)."""
     period = f"{when(data.since) if data.since else 'the beginning'} to {when(data.until) if data.until else 'now'}"
     totals = data.totals
     tcp = data.host_tcp
@@ -139,7 +148,7 @@ def render(data: ReportData, image: ImageRef = inline_image) -> str:
     version_table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in data.versions.items())
     transfers = "".join(_transfer_row(t) for t in data.transfers) or \
         "<tr><td colspan='13' class='muted'>No transfers in this period.</td></tr>"
-    sites = "".join(_site_section(s, image, i) for i, s in enumerate(data.sites)) or \
+    sites = "".join(_site_section(s, image, i, draw) for i, s in enumerate(data.sites)) or \
         "<p class='muted'>No transfers to a remote site in this period.</p>"
     users = "User names are shown (the person who made this report agreed)." if data.include_users else \
         "User names are removed from addresses; passwords and keys are never stored."

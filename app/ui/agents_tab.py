@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from app.agent.watch import AgentWatch, agent_note, note_agent
 from app.engine import JobState, JobView
 from app.store import Store
+from app.units import counted
 
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
 
@@ -164,7 +165,7 @@ class AgentsTab(QWidget):
         if chosen is not None:
             self.job_selected.emit(next((v for v in views if v.id == chosen.id), None))
         running = sum(v.state.active for v in views)
-        self.state.setText(f"The agent on {name} runs: {len(views)} jobs, {running} running.")
+        self.state.setText(f"The agent on {name} runs: {counted(len(views), 'job')}, {running} running.")
 
     def _failed(self, name: str, sentence: str) -> None:
         if name == self.site.currentText():
@@ -212,8 +213,7 @@ class RemoteJobs:
     remote jobs that end (a mixin of ``MainWindow``)."""
 
     def run_on_agent(self, values: dict) -> None:
-        from app.agent.protocol import overrides_to_wire
-        from app.requests import Overrides
+        from app.requests import Overrides, overrides_to_wire
 
         chosen = Overrides(streams=values["streams"], checksum=values["checksum"], limit_rate=values["limit_rate"],
                            **values["existing"])

@@ -7,7 +7,7 @@ import html
 from PySide6.QtWidgets import QTextBrowser
 
 from app.engine import JobState, JobView
-from app.units import format_bytes, format_duration, format_ms, format_rate
+from app.units import counted, format_bytes, format_duration, format_ms, format_rate
 
 REMEDIES = {
     "not-found": "Check the address: the file may have moved or been renamed on the server.",
@@ -43,7 +43,8 @@ def render(view: JobView | None) -> str:
     if result:
         rows += [
             ("Duration", format_duration(result.get("seconds"))),
-            ("Throughput", f"{result.get('throughput_mbps', 0):.0f} Mbit/s over {result.get('streams')} streams"),
+            ("Throughput", f"{result.get('throughput_mbps', 0):.0f} Mbit/s over "
+                           f"{counted(result.get('streams') or 1, 'stream')}"),
             ("SHA-256", result.get("sha256") or ""),
             ("Verified", ("yes — " if result.get("verified") else "no — ") + (result.get("verify_method") or "")),
         ]

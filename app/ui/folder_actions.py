@@ -9,6 +9,7 @@ when a folder goes with everything in it. The pane is listed again once the serv
 from __future__ import annotations
 
 import os
+from typing import Any, Protocol
 
 from PySide6.QtCore import QFile
 from PySide6.QtWidgets import QInputDialog, QMessageBox
@@ -16,7 +17,30 @@ from PySide6.QtWidgets import QInputDialog, QMessageBox
 from backends.core.errors import TransferError
 from backends.core.urls import entry_name
 
-from .folder_pane import FolderPane
+
+class FolderPane(Protocol):
+    """What the actions use of a folder pane (``folder_pane.FolderPane``, which calls them: named here, not
+    imported, so the pane and its actions do not import each other)."""
+
+    site: Any
+    path: str
+    bridge: Any
+    status: Any
+    said: Any
+    note: str
+
+    @property
+    def where(self) -> str: ...
+
+    def address(self, rel: str, *, with_secret: bool = False, folder: bool = False) -> str: ...
+
+    def child(self, name: str) -> str: ...
+
+    def refresh(self) -> None: ...
+
+    def selected(self) -> list: ...
+
+    def _options(self): ...
 
 
 def _checked(pane: FolderPane, name: str | None) -> str | None:

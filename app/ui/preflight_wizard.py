@@ -31,7 +31,7 @@ from app.preflight import apply_to_site
 from app.preflight.recommend import streams_phrase
 from app.sites import Site
 from app.store import Store
-from app.units import format_ms
+from app.units import counted, format_ms
 from backends.core.base import TransferOptions
 
 OTHER = "Another address…"
@@ -250,7 +250,7 @@ class AdvicePage(QWizardPage):
             return
         with Store(self.owner.db_path) as store:
             site = apply_to_site(store, name, r)
-        self.applied.setText(f"Site {name} now uses {site.streams} streams.")
+        self.applied.setText(f"Site {name} now uses {counted(site.streams, 'stream')}.")
         self.owner.site_changed.emit(name)
 
     def copy_sysctl(self) -> None:

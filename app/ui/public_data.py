@@ -15,6 +15,7 @@ from app.accessions.queued import finish, queue_request
 from app.engine import JobView
 from app.requests import Defaults
 from app.store import Store
+from app.units import counted
 from backends.core.errors import TransferError
 
 from .accession_dialog import AccessionDialog
@@ -55,5 +56,5 @@ class PublicData:
             self._show_error(f"{view.source}: the samplesheet could not be written ({exc}).")
             return
         if again is not None:
-            self.status.setText(f"{view.source}: trying {len(again.options.files)} files by the other route")
+            self.status.setText(f"{view.source}: trying {counted(len(again.options.files), 'file')} by the other route")
             self.bridge.call("submit", *again.submit_args())

@@ -48,10 +48,12 @@ class ReportExporter(QObject):
         from app.reports import gather, write_report
         from app.store import Store
 
+        from .report_pdf import renderers
+
         try:
             with Store(self.db_path, readonly=True) as store:
                 data = gather(store, filt=filt)
-            write_report(data, fmt, path)
+            write_report(data, fmt, path, **renderers())
         except OSError as exc:
             self.failed.emit(f"Could not write the report to {path}: {exc.strerror}. Choose another folder.")
             return

@@ -98,6 +98,9 @@ class TransferOptions:
     files: tuple[ListedFile, ...] = ()
     #: the source is a relay's spool, still arriving: the file that says what of it is ready (``Arriving``)
     arriving: str | None = None
+    #: the running job this transfer belongs to (set by the engine for one run, never stored): every file of
+    #: the job pays one rate bucket (``streams.ratelimit``)
+    job: str | None = None
 
     @property
     def rate_cap(self) -> int | None:

@@ -15,3 +15,8 @@ def human_size(n: float) -> str:
 def counted(n: int, word: str, plural: str | None = None) -> str:
     """"1 stream", "8 streams", "0 runs", "1 folder": a count and its noun, in the plural unless it is one."""
     return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
+
+
+def agrees(n: int, one: str, many: str) -> str:
+    """The verb that agrees with a count: ``agrees(1, "is", "are")``."""
+    return one if n == 1 else many

@@ -300,3 +300,38 @@ class PartFile:
         os.close(self.fd)  # also drops the lock
         portable.forget(self.fd)
         self.fd = None
+
+
+def recorded_bytes(part_record: Path) -> int | None:
+    """The bytes a part file's resume record says are written and kept; None without a readable record."""
+    try:
+        record = json.loads(part_record.read_text())
+        return sum(int(e) - int(s) for s, e in record.get("done", []))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def kept_bytes(dest: Path | str, limit: int = 100_000) -> int | None:
+    """What a transfer to ``dest`` has on disk now, counted from the disk: a file's resume record (or the file,
+    once whole); below a folder, its whole files plus what its part files' records keep. None: nothing there."""
+    dest = Path(dest)
+    part = dest.with_name(dest.name + ".part")
+    record = part.with_name(part.name + STATE_SUFFIX)
+    if record.exists() or part.exists():
+        return recorded_bytes(record) or 0
+    if dest.is_file():
+        return dest.stat().st_size
+    if not dest.is_dir():
+        return None
+    total, seen = 0, 0
+    for folder, _, names in os.walk(dest):
+        for name in names:
+            seen += 1
+            if seen > limit:
+                return total
+            path = Path(folder) / name
+            if name.endswith(".part" + STATE_SUFFIX):
+                total += recorded_bytes(path) or 0
+            elif not name.endswith((".part", STATE_SUFFIX, ".tmp")) and not path.is_symlink():
+                total += path.stat().st_size
+    return total

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..host import portable
 from .partfile import open_new, oversize
 from .place import os_error, refuse_link
 
@@ -52,7 +53,7 @@ class WholeFile:
         self.close()
         try:
             if mode is not None:
-                os.chmod(self.part, mode & 0o777)
+                portable.set_mode(self.part, mode & 0o777)
             if mtime is not None:
                 os.utime(self.part, (mtime, mtime))
             refuse_link(self.path)
@@ -75,7 +76,7 @@ def move_into_place(made: Path, final: Path, mtime: float | None = None, mode: i
         raise Corrupt(f"{final.name} arrived as something other than a plain file (a link or a device); Ferry "
                       "stopped and kept nothing under that name.")
     if mode is not None:
-        os.chmod(made, mode & 0o777)
+        portable.set_mode(made, mode & 0o777)
     if mtime is not None:
         os.utime(made, (mtime, mtime))
     refuse_link(final)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from urllib.parse import quote, unquote, urlsplit
 
-from ..core.errors import BadRequest
+from ..core.errors import BadAnswer, BadRequest
 from ..core.urls import redact
 
 SCHEMES = ("ftp", "ftps")
@@ -67,6 +67,9 @@ class FtpAddress:
         return self.path.rstrip("/").rsplit("/", 1)[-1]
 
     def child(self, name: str, *, folder: bool = False) -> FtpAddress:
+        if any(c in name for c in "\r\n\0"):  # it would end the command and start another on the connection
+            raise BadAnswer(f"The FTP server named {name!r} in {self.shown}, with a line break or NUL, which FTP "
+                            "cannot ask for safely; Ferry stopped. Ask the server's owner to rename it.")
         base = self.path.rstrip("/")
         return replace(self, path=f"{base}/{name}" if base else name, folder=folder)
 

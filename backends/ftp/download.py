@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.base import Checksum, Result, Sink, TransferRequest
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, RemoteChanged, TransferError
-from ..core.words import human_size
+from ..core.words import counted, human_size
 from ..destination import Identity, PartFile, oversize, room_for
 from ..host.netprobe import connect_time
 from ..streams.chunks import ChunkMap, Lease
@@ -236,7 +236,7 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 peak = max(peak, run.peak_streams)
             if run.lowered_to:
                 note(f"The FTP server took at most {run.lowered_to} connections at once, so Ferry used "
-                     f"{run.lowered_to} streams.")
+                     f"{counted(run.lowered_to, 'stream')}.")
             if (now.size, now.modified) == (entry.size, entry.modified):
                 break
             restarts += 1

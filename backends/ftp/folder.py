@@ -20,7 +20,7 @@ from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import BadRequest, TransferError
 from ..core.words import counted
 from ..destination import Destination, WholeFile
-from ..destination.names import Renamed, one_part
+from ..destination.names import Renamed, one_part, shown
 from ..streams.floor import RateFloor
 from ..streams.folder import (
     FileDone,
@@ -96,8 +96,30 @@ class Walked:
     files: list[tuple[str, Entry]] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)
     links: int = 0  # symbolic links, never followed
+    #: names holding a line break or NUL: asked for over FTP they would end the command early (a second command
+    #: injected into the control connection), so they are left out and named
+    unsafe: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # folders whose listing repeats one above them
     renamed: list[Renamed] = field(default_factory=list)
+
+
+    def notes(self, files: int, todo: int) -> list[str]:
+        """The folder in a sentence, and one for each kind of entry left out."""
+        said = [f"An FTP folder: {counted(files, 'file')} in {counted(len(self.folders) + 1, 'folder')}"
+                + (f", {files - todo} of them already here" if todo < files else "") + "."]
+        if self.links:
+            said.append(f"{counted(self.links, 'symbolic link')} on the server {'was' if self.links == 1 else 'were'} "
+                        "not followed (a link may lead anywhere); copy what they point to by its own address.")
+        if self.skipped:
+            said.append(f"{counted(len(self.skipped), 'folder')} left out: the server lists "
+                        f"{'it' if len(self.skipped) == 1 else 'them'} as the same as a folder above (a loop): "
+                        + ", ".join(self.skipped[:3]) + ".")
+        if self.unsafe:
+            verb = "holds" if len(self.unsafe) == 1 else "hold"
+            said.append(f"{counted(len(self.unsafe), 'name')} on the server {verb} a line break, which FTP cannot "
+                        "ask for safely (it would end the command); left out: "
+                        + ", ".join(repr(n) for n in self.unsafe[:3]) + ". Ask the server's owner to rename them.")
+        return said
 
 
 def _signature(entries: list[Entry]) -> tuple:
@@ -132,6 +154,9 @@ async def walk(lead: FtpControl, top: FtpAddress) -> Walked:
         for entry in entries:
             if entry.name in (".", "..", ""):
                 continue
+            if any(c in entry.name for c in "\r\n\0"):
+                walked.unsafe.append(shown(f"{rel}/{entry.name}" if rel else entry.name))
+                continue
             name, changed = one_part(entry.name)
             if changed:
                 walked.renamed.append(changed)
@@ -164,7 +189,7 @@ class FtpFolder:
             raise BadRequest("--checksum names one file's checksum, but the address is a folder. Copy the file on "
                              "its own to check it against a checksum.")
         walked = await walk(self.lead, self.top)
-        folders, links = walked.folders, walked.links
+        folders = walked.folders
         exact_dates = "MLST" in self.lead.features
         files = []
         for rel, entry in walked.files:
@@ -184,18 +209,7 @@ class FtpFolder:
                                          large_from=LARGE_FROM, at_once=SMALL_AT_ONCE, totals=totals)
         finally:
             await self.pool.close()
-        notes = [f"An FTP folder: {counted(len(files), 'file')} in {counted(len(folders) + 1, 'folder')}"
-                 + (f", {len(files) - len(todo)} of them already here" if len(todo) < len(files) else "") + "."]
-        if links:
-            notes.append(f"{counted(links, 'symbolic link')} on the server {'was' if links == 1 else 'were'} not "
-                         "followed (a link may lead anywhere); copy what they point to by its own address.")
-        if walked.skipped:
-            notes.append(f"{counted(len(walked.skipped), 'folder')} left out: the server lists "
-                         f"{'it' if len(walked.skipped) == 1 else 'them'} as the same as a folder above (a loop): "
-                         + ", ".join(walked.skipped[:3]) + ".")
-        renamed = destination.renamed_note()
-        if renamed:
-            notes.append(renamed)
+        notes = walked.notes(len(files), len(todo)) + [n for n in [destination.renamed_note()] if n]
         for note in notes:
             self.sink.note(note)
         return Result(bytes=outcome.bytes, seconds=time.monotonic() - began, streams=outcome.streams,

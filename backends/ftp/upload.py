@@ -22,7 +22,7 @@ import aioftp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import Corrupt, LocalError, TransferError
-from ..core.words import human_size
+from ..core.words import counted, human_size
 from ..streams.folder import FileSink, Totals
 from ..streams.hashing import hash_file, manifest_digest
 from ..streams.ratelimit import limiter_for
@@ -234,12 +234,14 @@ async def _folder(request: TransferRequest, sink: Sink, connect, lead: FtpContro
     finally:
         await pool.close()
     hows = sorted({how for _, _, how, _ in done.values()}) or ["nothing needed sending"]
-    notes = [f"Sync: {skipped} files were already on the server with the same size; skipped."] if skipped else []
+    were = "was" if skipped == 1 else "were"
+    notes = [f"Sync: {counted(skipped, 'file')} {were} already on the server with the same size; skipped."] \
+        if skipped else []
     for text in notes:
         sink.note(text)
+    how = f"{counted(len(files), 'file')}, {SMALL_AT_ONCE} at a time; " + "; ".join(hows) if options.verify \
+        else NOT_COMPARED
     return Result(bytes=totals.total, seconds=time.monotonic() - began, streams=min(SMALL_AT_ONCE, len(files)) or 1,
                   sha256=manifest_digest({rel: v[0] for rel, v in done.items()}),
-                  verified=bool(done) and all(v[1] for v in done.values()),
-                  verify_method=f"{len(files)} files, {SMALL_AT_ONCE} at a time; " + "; ".join(hows) if options.verify
-                  else NOT_COMPARED, peer_host=address.host, bytes_fetched=sum(v[3] for v in done.values()),
-                  notes=notes)
+                  verified=bool(done) and all(v[1] for v in done.values()), verify_method=how,
+                  peer_host=address.host, bytes_fetched=sum(v[3] for v in done.values()), notes=notes)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, NotFound, TransferError, Transient
-from ..destination import check_destination, os_error, room_for
+from ..destination import check_destination, move_into_place, os_error, room_for
 from ..streams.hashing import FollowingHasher, hash_file, written_prefix
 from . import resume
 from .control import Entry, open_control
@@ -81,9 +81,7 @@ async def download(remote: GridUrl, looked_up: asyncio.Future, dest: Path, plan:
             _forget(record)
             raise Transient(f"{remote.path} on {remote.where} changed on the server during each of {COPIES} "
                             "copies. Run the transfer again once it is completely written.")
-        if copied.entry.mtime:
-            os.utime(record.part, (copied.entry.mtime, copied.entry.mtime))
-        os.replace(record.part, dest)
+        move_into_place(record.part, dest, copied.entry.mtime or None)  # a plain file, never onto a link
         record.drop()
     except BaseException as exc:
         if isinstance(exc, Corrupt) or not record.saved:

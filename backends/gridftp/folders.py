@@ -28,9 +28,11 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
+from ..core.words import agrees, counted
 from ..destination import Destination, move_into_place, os_error
 from ..destination.names import portable_path
 from ..destination.place import link_refused
+from ..host import portable
 from ..streams.hashing import hash_file, manifest_digest
 from . import guc
 from .control import Control, Entry, checksums
@@ -76,7 +78,7 @@ def _apply_times(root: Path, entries: list[Entry]) -> None:
         path = root / entry.rel
         try:
             if entry.mode is not None:
-                os.chmod(path, entry.mode | (0o700 if entry.is_dir else 0o600))
+                portable.set_mode(path, entry.mode | (0o700 if entry.is_dir else 0o600))
             if entry.mtime:
                 os.utime(path, (entry.mtime, entry.mtime))
         except OSError:
@@ -134,10 +136,7 @@ async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan
     target = dest if direct else dest.with_name(dest.name + ".part")
     if not direct and target.is_dir():
         sync = 1  # a retry: keep what the last attempt finished
-    try:
-        target.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise os_error(exc, dest, "create the folder") from exc
+    Destination(target.parent).folder(target.name)  # made, entering no link (a sentence naming one)
     rels = [e.rel for e in files]
     source_sums = _server_sums(remote, rels, options)
     opts = folder_options(plan, options, len(files), sync)
@@ -185,7 +184,7 @@ async def _settled(future: asyncio.Future) -> dict[str, str | None]:
 
 
 def _shape(opts: guc.Options, files: list[Entry]) -> str:
-    return f"{len(files)} files, {opts.concurrency} at a time with {opts.streams} streams each."
+    return f"{counted(len(files), 'file')}, {opts.concurrency} at a time with {counted(opts.streams, 'stream')} each."
 
 
 def _judge(theirs: dict[str, str | None], ours: dict[str, str], who: str,
@@ -198,8 +197,8 @@ def _judge(theirs: dict[str, str | None], ours: dict[str, str], who: str,
                 drop(rel)
             except (OSError, TransferError):
                 pass
-        raise Corrupt(f"{len(bad)} files differ from the {who}'s copy (first: {bad[0]}); Ferry removed them. "
-                      "Run the transfer again to fetch them anew.")
+        raise Corrupt(f"{counted(len(bad), 'file')} {agrees(len(bad), 'differs', 'differ')} from the {who}'s copy "
+                      f"(first: {bad[0]}); Ferry removed them. Run the transfer again to fetch them anew.")
     if ours and all(theirs.get(rel) for rel in ours):
         return True, f"sha256 of every file computed by the {who} matched"
     return False, f"sizes of every file checked (the {who} could not compute sha256 for all of them)"
@@ -252,7 +251,7 @@ async def _check_remote_sizes(control: Control, target: GridUrl, files: list[Ent
     remote_files = {e.rel: e.size for e in await asyncio.to_thread(control.walk, target.path) if not e.is_dir}
     missing = [e.rel for e in files if remote_files.get(e.rel) != e.size]
     if missing:
-        raise Corrupt(f"{len(missing)} files did not arrive whole on {target.where} (first: {missing[0]}). "
+        raise Corrupt(f"{counted(len(missing), 'file')} did not arrive whole on {target.where} (first: {missing[0]}). "
                       "Run the transfer again; the finished files are kept.")
 
 

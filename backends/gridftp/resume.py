@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..destination import Identity, PartFile
+from ..destination import Identity, PartFile, open_new
 from .control import Entry
 
 #: a recorded prefix is kept to whole MiB: the page after a block that was being written is never trusted
@@ -80,7 +80,7 @@ class Record:
 
 def cut_back(part: Path, prefix: int) -> None:
     """Keep only the trusted prefix of the part file: what lies beyond may be half-written."""
-    fd = os.open(part, os.O_WRONLY | os.O_CLOEXEC)
+    fd = open_new(part, os.O_WRONLY)  # never through a link
     try:
         os.ftruncate(fd, prefix)
     finally:

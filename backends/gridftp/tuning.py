@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.options import read_options
+from ..core.words import counted
 from ..host.hosttcp import host_tcp
 from ..streams.tuner import initial_streams
 from .options import GridftpOptions
@@ -50,12 +51,12 @@ def kernel_buffers() -> tuple[int | None, int | None]:
 def choose_streams(streams, *, learned: int | None, rtt_s: float | None, size: int | None,
                    maximum: int) -> tuple[int, str]:
     if isinstance(streams, int):
-        return max(1, min(streams, 64)), f"{streams} streams as asked"
+        return max(1, min(streams, 64)), f"{counted(streams, 'stream')} as asked"
     if learned:
-        return max(1, min(learned, maximum)), f"{learned} streams, the best recent result to this site"
+        return max(1, min(learned, maximum)), f"{counted(learned, 'stream')}, the best recent result to this site"
     guess = initial_streams(rtt_s, size, maximum, MIN_BYTES_PER_STREAM)
     rtt = f"{rtt_s * 1000:.0f} ms" if rtt_s is not None else "an unknown round trip"
-    return guess, f"{guess} streams for {rtt}"
+    return guess, f"{counted(guess, 'stream')} for {rtt}"
 
 
 def choose_buffer(streams: int, rtt_s: float | None, *, explicit: int | None = None,

@@ -191,3 +191,19 @@ def allocate(fd: int, size: int) -> bool:
     if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
         return False  # glibc's posix_fallocate would write zeros: too slow for 300 GB
     raise OSError(err, os.strerror(err))
+
+
+#: what a file system says when it keeps no POSIX permission bits (FAT, exFAT, some FUSE and network mounts)
+_NO_MODES = {errno.ENOSYS, errno.EPERM, errno.ENOTSUP, getattr(errno, "EOPNOTSUPP", errno.ENOTSUP)}
+
+
+def set_mode(path, mode: int) -> bool:
+    """Give ``path`` the permission bits ``mode`` where its file system keeps them; False where it keeps none
+    (FAT, exFAT: a copy there cannot keep the server's modes, and that is no error)."""
+    try:
+        os.chmod(path, mode)
+        return True
+    except OSError as exc:
+        if exc.errno in _NO_MODES:
+            return False
+        raise

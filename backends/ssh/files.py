@@ -12,6 +12,7 @@ from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..core.words import human_size
 from ..destination import Identity, PartFile
+from ..host import portable
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
@@ -83,7 +84,7 @@ async def download_file(session: SshSession, entry: Entry, remote: str, dest: Pa
             verified, method = _compare(digests["sha256"], server, remote, part) if options.verify \
                 else (False, NOT_COMPARED)
         part.finish(size)
-        os.chmod(dest, mode & 0o777)
+        portable.set_mode(dest, mode & 0o777)
         os.utime(dest, (mtime, mtime))
         return FileOutcome(size, moved, peak, digests["sha256"], verified, method, resumed, on_wire)
     except BaseException:

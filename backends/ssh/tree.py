@@ -21,7 +21,9 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt
+from ..core.words import agrees, counted
 from ..destination import Destination, WholeFile, os_error
+from ..host import portable
 from ..streams.folder import FileOutcome, FileSink, Totals, choose, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
@@ -90,7 +92,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):  # every file is in: now their own
         folder = destination.path(entry.saved)
         try:
-            os.chmod(folder, entry.mode & 0o777)
+            portable.set_mode(folder, entry.mode & 0o777)
             os.utime(folder, (entry.mtime, entry.mtime))
         except OSError as exc:
             raise os_error(exc, folder, "write") from None
@@ -98,7 +100,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         else (False, NOT_COMPARED)
     methods.add(method)
     all_verified = verified and all(m.startswith("sha256") for m in methods)
-    summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
+    summary = f"{counted(len(files), 'file')} ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
         "; ".join(sorted(methods))
     if sink:
         sink.stage("verifying")
@@ -114,7 +116,7 @@ def _writable_folder(path: Path) -> None:
     again."""
     mode = os.stat(path).st_mode
     if mode & 0o700 != 0o700:
-        os.chmod(path, mode | 0o700)
+        portable.set_mode(path, mode | 0o700)
 
 
 def split_groups(items: list, size_of, count: int) -> list[list]:
@@ -211,6 +213,6 @@ def check_small(hashes: dict[str, str], rels: list[str], server: list[str | None
         return False, "small files: the server could not hash them (no sha256 tool or no shell); sizes checked"
     bad = [r for r, s in zip(rels, server, strict=True) if s != hashes.get(r)]
     if bad:
-        raise Corrupt(f"{len(bad)} files differ from the server's SHA-256 (for example {bad[0]}). "
-                      "Run the transfer again with --sync.")
+        raise Corrupt(f"{counted(len(bad), 'file')} {agrees(len(bad), 'differs', 'differ')} from the server's "
+                      f"SHA-256 (for example {bad[0]}). Run the transfer again with --sync.")
     return True, "sha256 computed by the server matched for every small file"

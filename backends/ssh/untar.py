@@ -32,7 +32,7 @@ import threading
 from pathlib import Path
 
 from ..core.errors import BadAnswer, Corrupt, TransferError
-from ..core.words import human_size
+from ..core.words import counted, human_size
 from ..destination import Destination, WholeFile, move_into_place, os_error
 from ..host.procs import child_argv, child_kwargs
 from . import scripts, squeeze
@@ -76,7 +76,9 @@ def tar_get(session, root: str, dest: Destination, small: list[Entry], progress,
                                 stderr=subprocess.PIPE, **child_kwargs())
         feeder = threading.Thread(target=_feed, args=(proc, request), daemon=True)
         feeder.start()
-    tar = native_tar()
+    # the system's tar unpacks under the server's own names: where a name must be saved otherwise (what Windows
+    # refuses, a twin on a disk that folds case), each file is written straight to its saved name instead
+    tar = native_tar() if all(e.saved == e.rel for e in small) else None
     try:
         if tar:
             hashes = _unpack_native(tar, proc, dest, small, progress, session.target.host, wire)
@@ -91,8 +93,8 @@ def tar_get(session, root: str, dest: Destination, small: list[Entry], progress,
         raise ssh_error(proc.stderr.read().decode("utf-8", "replace"), session.target)
     missing = [e.rel for e in small if e.rel not in hashes]
     if missing:
-        raise TransferError(f"{len(missing)} files did not arrive (for example {missing[0]}); they may have been "
-                            "removed on the server meanwhile. Run again with --sync.")
+        raise TransferError(f"{counted(len(missing), 'file')} did not arrive (for example {missing[0]}); they may "
+                            "have been removed on the server meanwhile. Run again with --sync.")
     return hashes
 
 

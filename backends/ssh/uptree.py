@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import LocalError
+from ..core.words import agrees, counted
 from ..host.procs import child_argv, child_kwargs
 from ..streams.folder import FileOutcome, FileSink, Totals, wire_of
 from ..streams.hashing import manifest_digest
@@ -66,7 +67,9 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
             if old is None or old.size != st.st_size or old.mtime != int(st.st_mtime):
                 keep.append((rel, st))
         if sink and len(keep) < len(files):
-            sink.note(f"Sync: {len(files) - len(keep)} files are already on the server, unchanged; skipped.")
+            same = len(files) - len(keep)
+            sink.note(f"Sync: {counted(same, 'file')} {agrees(same, 'is', 'are')} already on the server, unchanged; "
+                      "skipped.")
         files = keep
     elif not options.overwrite:
         clashes = [rel for rel, _ in files if rel in existing]
@@ -116,7 +119,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     else:
         verified, method = False, NOT_COMPARED
     methods.add(method)
-    summary = f"{len(files)} files ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
+    summary = f"{counted(len(files), 'file')} ({len(small)} in a tar stream, {len(large)} in parallel streams); " + \
         "; ".join(sorted(methods))
     all_verified = verified and all(m.startswith("sha256") for m in methods)
     plain = totals.total - sum(st.st_size for _, st in large)

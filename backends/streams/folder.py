@@ -136,6 +136,13 @@ def unchanged_here(path: Path, file) -> bool:
     return statmod.S_ISREG(st.st_mode) and st.st_size == file.size and int(st.st_mtime) == int(file.mtime)
 
 
+def _same_size(path: Path, size: int | None) -> bool:
+    try:
+        return size is not None and os.lstat(path).st_size == size
+    except OSError:
+        return False
+
+
 def claim_all(files: list, folders: list[str], destination: Destination) -> None:
     """Give every file (anything with ``rel`` and ``saved``) and folder its safe path below DEST, in sorted
     order, so a name a case-insensitive disk would clash on is numbered the same way on every run."""
@@ -155,6 +162,11 @@ def choose(files: list, destination: Destination, options: TransferOptions, sink
             skipped = len(files) - len(wanted)
             sink.note(f"Sync: {counted(skipped, 'file')} {'is' if skipped == 1 else 'are'} already here with the "
                       "same size and time; skipped.")
+        undated = [f for f in wanted if f.mtime is None and _same_size(destination.path(f.saved), f.size)]
+        if undated and sink:
+            sink.note(f"Sync: {counted(len(undated), 'file')} here {'has' if len(undated) == 1 else 'have'} the "
+                      "server's size, but the server gives no date to compare, and a size alone does not show the "
+                      "same content: fetched again.")
         files = wanted
     elif not options.overwrite:
         clashes = [f.saved for f in files if os.path.lexists(destination.path(f.saved))]

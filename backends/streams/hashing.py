@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from pathlib import Path
 
+from ..destination import os_error
 from ..host import portable
 
 BLOCK = 4 * 1024 * 1024
@@ -22,7 +24,9 @@ BLOCK = 4 * 1024 * 1024
 
 class FollowingHasher:
     def __init__(self, path: str | os.PathLike, algorithms: tuple[str, ...] = ("sha256",)) -> None:
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self._path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | portable.O_BINARY)
+        self._reopened = False
         self._hashes = {alg: hashlib.new(alg) for alg in algorithms}
         self._pos = 0
         self._target = 0
@@ -54,7 +58,7 @@ class FollowingHasher:
                 self._cond.wait()
         self.stop()
         if self._error is not None:
-            raise self._error
+            raise os_error(self._error, Path(self._path), "read back") from self._error
         return {alg: h.hexdigest() for alg, h in self._hashes.items()}
 
     def stop(self) -> None:
@@ -77,7 +81,7 @@ class FollowingHasher:
                 start, end = self._pos, self._target
             try:
                 while start < end:
-                    data = portable.pread(self._fd, min(BLOCK, end - start), start)
+                    data = self._read(min(BLOCK, end - start), start)
                     if not data:
                         raise OSError(f"the file ended at {start} bytes while hashing")
                     for h in self._hashes.values():
@@ -91,6 +95,21 @@ class FollowingHasher:
                 return
             with self._cond:
                 self._cond.notify_all()
+
+
+    def _read(self, size: int, at: int) -> bytes:
+        """``pread``; a descriptor some file systems will not read through once the file grew under another one
+        (fusefat's FAT answers EPERM) is opened again, once."""
+        try:
+            return portable.pread(self._fd, size, at)
+        except OSError:
+            if self._reopened:
+                raise
+            self._reopened = True
+            fresh = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC | portable.O_BINARY)
+            os.close(self._fd)
+            self._fd = fresh
+            return portable.pread(self._fd, size, at)
 
 
 def algorithms_for(checksum) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import weakref
 
 
 class RateLimit:
@@ -61,13 +62,23 @@ class Limits:
 
 #: the process-wide buckets, by rate: every job with the same global cap pays the same one
 _SHARED: dict[float, RateLimit] = {}
+#: each job's own bucket, by (job, rate): every file of a study or a folder pays the same one, so --limit-rate
+#: caps the job as a whole, not each file in it; a bucket lives while a transfer of the job holds it
+_JOBS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def limiter_for(options) -> RateLimit | Limits | None:
-    """The limiter a job's streams pay: its own ``limit_rate`` and the global ``shared_limit``, either or both."""
+    """The limiter a job's streams pay: its own ``limit_rate`` (one bucket for the whole job, ``options.job``)
+    and the global ``shared_limit``, either or both."""
     buckets = []
     if options.limit_rate:
-        buckets.append(RateLimit(options.limit_rate))
+        key = (getattr(options, "job", None), float(options.limit_rate))
+        own = _JOBS.get(key) if key[0] is not None else None
+        if own is None:
+            own = RateLimit(options.limit_rate)
+            if key[0] is not None:
+                _JOBS[key] = own
+        buckets.append(own)
     if options.shared_limit:
         rate = float(options.shared_limit)
         buckets.append(_SHARED.setdefault(rate, RateLimit(rate)))

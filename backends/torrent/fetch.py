@@ -63,11 +63,7 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
             params = saved
         except RuntimeError:
             resume_file.unlink(missing_ok=True)  # unreadable: start from the files' own contents
-    destination.folder("")
-    try:
-        work.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise LocalError(f"Could not create {work}: {exc.strerror}. Choose another destination.") from None
+    destination.folder(work.name)  # DEST and the part folder in it, made entering no link
     if params.ti is not None:
         _refuse_existing(params.ti, destination, replace_existing)
         _room_for_torrent(params.ti, work)

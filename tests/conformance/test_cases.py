@@ -43,6 +43,8 @@ CASES.update({
                        "listener kept): retried, byte-exact",
     "disk_full": "the local disk is too small for the file: one sentence naming the folder, exit 5",
     "cancel_upload": "Cancel of an upload removes the partial file on the server (GridFTP: the staging copy)",
+    "links_in_dest": "links in DEST (a folder and a file leading outside, a planted NAME.part): refused in a "
+                     "sentence naming the link, exit 5, nothing outside touched, --sync included",
 })
 _UPLOADS = "BitTorrent fetches; serving is seeding"
 NOT_APPLICABLE.update({
@@ -124,6 +126,38 @@ def test_download_folder(target, tmp_path, ferry_home):
     proc = copy(target, url, tmp_path, home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert tree_digests(tmp_path / "run42") == digests
+
+
+@over(*EVERY)
+def test_links_in_dest(target, tmp_path, ferry_home, record_property):
+    """A link below DEST, put there by a user or an earlier tool, is never followed when writing: a folder
+    download with --sync into a DEST whose sub-folder leads elsewhere, a file whose name there is a link, and a
+    single file whose ``NAME.part`` is a link. Each is refused naming the link; the files outside stay as they
+    were."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = outside / "r00.fq"
+    precious.write_bytes(b"precious")
+    make_tree(target.path("linked"))
+    write_random(target.path("single.bam"), 3 * MiB, seed=341)
+    target.hand_over(target.root)
+    dest = tmp_path / "dest"
+    (dest / "linked").mkdir(parents=True)
+    (dest / "linked" / "lane1").symlink_to(outside)  # a sub-folder that leads out of DEST
+    (dest / "linked" / "r00.fq").symlink_to(precious)  # a file there that leads out of DEST
+    folder = copy(target, target.url("linked", folder=True), dest, "--sync", home=ferry_home)
+    sentence = assert_clean_failure(folder, 5, words=("is a link",))
+    assert "never writes through a link" in sentence, sentence
+    part = dest / "single.bam.part"
+    part.symlink_to(outside / "victim.bam")
+    single = copy(target, target.url("single.bam"), dest, home=ferry_home)
+    if target.name == "torrent":  # its pieces grow in a part folder of its own, never NAME.part: the link is left
+        assert single.returncode == 0, single.stderr
+    else:
+        assert_clean_failure(single, 5, words=("single.bam.part is a link",))
+    assert precious.read_bytes() == b"precious" and sorted(p.name for p in outside.iterdir()) == ["r00.fq"]
+    assert (dest / "linked" / "lane1").is_symlink() and part.is_symlink()
+    record_property("how", "refused naming the link, nothing outside touched")
 
 
 @over(*UPLOADS)

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import nginx, sshd  # noqa: F401  (real servers beside the hostile ones)
 from tests.servers.hostile_http import HostileServer, hostile
 
 MiB = 1024 * 1024
@@ -35,23 +35,26 @@ class Ran:
 
 
 def ferry(*args: str, home: Path, timeout: float = 120, env: dict | None = None) -> Ran:
-    """``labferry ARGS`` in its own process; its own peak memory comes from ``wait4``."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """``labferry ARGS`` in its own process; its own peak memory comes from ``wait4`` in a small launcher
+    (``peak.py``: measured from here, the child would count this test process's memory too)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as peak:
         began = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "app", *args], stdout=out, stderr=err,
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("peak.py")), peak.name,
+                                 sys.executable, "-m", "app", *args], stdout=out, stderr=err,
                                 env=dict(env or os.environ, LABFERRY_HOME=str(home)))
-        killer = threading.Timer(timeout, lambda: os.kill(proc.pid, signal.SIGKILL))
-        killer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # the launcher ends its child
+            proc.wait(10)
+            proc.returncode = -signal.SIGKILL
         seconds = time.monotonic() - began
         out.seek(0)
         err.seek(0)
+        kib = peak.read().strip()
         ran = Ran(proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                  seconds, usage.ru_maxrss / 1024)
+                  seconds, int(kib) / 1024 if kib else 0.0)
     assert ran.returncode != -signal.SIGKILL, f"still running after {timeout} s: {ran.stderr[-2000:]}"
     assert "Traceback" not in ran.stderr and "Exception ignored" not in ran.stderr, ran.stderr
     return ran
@@ -91,3 +94,42 @@ def hostile_ftp():
     server = hostile_tree(HostileFtp()).start()
     yield server
     server.stop()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    from tests import hostile
+
+    for item in items:
+        hostile.expect(item.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    from tests import hostile
+
+    if report.when == "call" or report.failed:
+        hostile.record(report.nodeid, report.passed)
+
+
+@pytest.fixture
+def fat_drive(tmp_path):
+    """A real FAT file system (mkfs.fat on an image, mounted with fusefat): case-insensitive, and it refuses the
+    characters Windows refuses, as an exFAT stick or a Windows disk does. A missing tool fails the suite."""
+    import shutil
+
+    from tests.integration.conftest import require
+
+    mkfs = shutil.which("mkfs.fat") or shutil.which("mkfs.fat", path="/usr/sbin:/sbin")
+    if not mkfs:
+        pytest.fail("mkfs.fat is not installed; run tests/system-deps.sh (as root) or install dosfstools.",
+                    pytrace=False)
+    fusefat = require("fusefat")
+    image, point = tmp_path / "fat.img", tmp_path / "fat"
+    point.mkdir()
+    subprocess.run([mkfs, "-C", str(image), str(128 * 1024)], check=True, capture_output=True)
+    subprocess.run([fusefat, "-o", "rw+", str(image), str(point)], check=True, capture_output=True)
+    try:
+        yield point
+    finally:
+        unmount = shutil.which("fusermount") or shutil.which("fusermount3")
+        subprocess.run([unmount, "-u", str(point)] if unmount else ["umount", "-l", str(point)], check=False,
+                       capture_output=True)

@@ -29,6 +29,9 @@ def test_hostile_names_in_a_listing_are_saved_inside_dest_and_named(hostile_ftp,
                                         "dest/names/sub/inner.txt": 6}
     assert any("saved under a safe name" in line and "'what?.txt' → 'what%3F.txt'" in line for line in ran.said)
     assert any("1 symbolic link on the server was not followed" in line for line in ran.said), ran.stderr
+    # a name with a line break would end RETR's line and start a command of the server's choosing: never sent
+    assert any("1 name on the server holds a line break" in line for line in ran.said), ran.stderr
+    assert not [verb for verb, _ in hostile_ftp.asked if verb == "DELE"]
 
 
 def test_a_listing_that_leads_back_into_itself_ends(hostile_ftp, dest, ferry_home):

@@ -315,17 +315,104 @@ def test_a_folder_without_the_room_is_refused_before_anything_is_fetched(portal,
     """The report gives the total first: a disk with 1 MiB free for a 49 MiB study is refused in one sentence,
     and no file is asked of the server. (The disk's free space is the one thing stood in for: filling a real
     disk in a test would fill the machine's.)"""
-    from types import SimpleNamespace
-
     from app.cli import main
 
     for name, value in (("LABFERRY_ENA_PORTAL", portal.url), ("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}"),
                         ("LABFERRY_HOME", str(ferry_home))):
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_bavail=256, f_frsize=4096))
+    from backends.host import portable
+
+    monkeypatch.setattr(portable, "free_bytes", lambda folder: 256 * 4096)
     asked = nginx.access_log.read_text().count("ERR0000001_1.fastq.gz")
     status = main(["copy", "ena:PRJEB1111", f"{tmp_path / 'full'}/", "--ca-file", nginx.ca_file, "-q"])
     err = capsys.readouterr().err
     assert status == 5 and "Not enough free space" in err and "Traceback" not in err, err
     assert nginx.access_log.read_text().count("ERR0000001_1.fastq.gz") == asked
     assert not [p for p in (tmp_path / "full").rglob("*") if p.is_file()]
+
+
+def test_ctrl_c_in_the_middle_of_a_study_says_what_is_done_and_the_same_command_finishes(portal, nginx, tmp_path,
+                                                                                         ferry_home, monkeypatch):
+    """Ctrl-C while the large file comes at 2 MB/s: exit 130 within seconds, a summary of what is verified, a
+    samplesheet of the runs whose files all arrived; the same command fetches only the rest."""
+    import signal
+    import time
+
+    from .conftest import popen_labferry
+
+    monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}/slow")
+    dest = tmp_path / "ctrl-c"
+    proc = popen_labferry("copy", "ena:PRJEB4444", f"{dest}/", "--host-connections", "2", "--ca-file",
+                          nginx.ca_file, env_home=ferry_home)
+    deadline = time.monotonic() + 60
+    while not (dest / "ERR0000006_1.fastq.gz").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)  # the small file is in; the 20 MiB one still comes
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - sent < 10, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    summary = next(line for line in err.splitlines() if "stopped (Ctrl-C)" in line)
+    assert "1 file to go; 1 file fetched (2.0 MiB" in summary, summary
+    assert not (dest / "ERR0000006_2.fastq.gz").exists()
+    assert (dest / "samplesheet.csv").read_text().count("\n") == 1  # a header: the run is not whole yet
+    again = fetch(portal, nginx, "ena:PRJEB4444", f"{dest}/", "--json", home=ferry_home,
+                  LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}/slow")
+    assert again.returncode == 0, again.stderr
+    states = {f["name"]: f["state"] for f in json.loads(again.stdout.splitlines()[-1])["files"]}
+    assert states == {"ERR0000006_1.fastq.gz": "kept", "ERR0000006_2.fastq.gz": "fetched"}
+    assert "ERR0000006" in (dest / "samplesheet.csv").read_text()
+
+
+def test_a_read_only_destination_is_one_sentence_before_anything_is_fetched(portal, nginx, tmp_path, ferry_home):
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=4m", "tmpfs", str(ro)], check=True)
+    try:
+        proc = fetch(portal, nginx, "ena:PRJEB4444", f"{ro}/", home=ferry_home)
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+    assert proc.returncode == 5, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (f"labferry: {ro} is on a read-only file system. Choose another "
+                                                    "destination folder.")
+
+
+def test_a_portal_that_answers_after_a_minute_is_waited_for_and_shown_waiting(portal, nginx, tmp_path, ferry_home):
+    """ENA's portal takes minutes for a large project: Ferry's question once ended at 60 s, silently, four times
+    over. A 65-second answer now arrives, and the terminal says what Ferry waits for within seconds."""
+    portal.slow["PRJEB4444"] = 65
+    try:
+        proc = fetch(portal, nginx, "ena:PRJEB4444", f"{tmp_path}/slow-portal/", home=ferry_home)
+    finally:
+        del portal.slow["PRJEB4444"]
+    assert proc.returncode == 0, proc.stderr
+    waits = [line for line in proc.stderr.splitlines() if "asking ENA's portal about PRJEB4444" in line]
+    assert waits[0] == "labferry: asking ENA's portal about PRJEB4444 (3 s)…", proc.stderr
+    assert len(waits) >= 6  # every 10 s while it waits
+    assert portal.queries.count("PRJEB4444") >= 1 and (tmp_path / "slow-portal" / "samplesheet.csv").exists()
+
+
+def test_a_portal_asking_to_wait_with_retry_after_is_waited_for_as_it_asks(portal, nginx, tmp_path, ferry_home):
+    portal.fail_first["PRJEB5555"], portal.retry_after = 1, 6
+    try:
+        proc = fetch(portal, nginx, "ena:PRJEB5555", f"{tmp_path}/later/", home=ferry_home)
+    finally:
+        portal.retry_after = None
+    assert proc.returncode == 0, proc.stderr
+    assert "ENA's portal asks Ferry to wait 6 s before asking about PRJEB5555 again (HTTP 503)" in proc.stderr
+
+
+def test_limit_rate_caps_the_study_as_a_whole_not_each_file(portal, nginx, tmp_path, ferry_home):
+    """--limit-rate 8M on a study of two 24 MiB files and a small one: the job as a whole keeps to 8 MiB/s (each
+    large file once had its own bucket: twice the cap, four times with four files)."""
+    proc = fetch(portal, nginx, "ena:PRJEB1111", f"{tmp_path}/capped/", "--limit-rate", "8M", "--json",
+                 home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out["bytes_fetched"] >= 50 * MiB
+    rate = out["bytes_fetched"] / out["seconds"]
+    assert rate <= 8 * MiB * 1.15, f"{rate / MiB:.1f} MiB/s under an 8 MiB/s cap"

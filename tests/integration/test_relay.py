@@ -70,7 +70,7 @@ def test_an_upload_relayed_through_the_agent_arrives_byte_exact_with_cut_through
 
     with Store() as store:  # history (and the reports made from it) shows both hops
         notes = json.loads(store.conn.execute("SELECT notes FROM history WHERE outcome='done'").fetchone()[0])
-    assert [n[:6] for n in notes[:2]] == ["Hop 1:", "Hop 2:"] and "streams" in notes[0] and "Mbit/s" in notes[1]
+    assert [n[:6] for n in notes[:2]] == ["Hop 1:", "Hop 2:"] and " stream" in notes[0] and "Mbit/s" in notes[1]
 
 
 def test_a_download_relayed_through_the_agent_arrives_byte_exact_with_cut_through(dtn, nginx, ferry_home, tmp_path):
@@ -241,3 +241,25 @@ def test_compressed_reads_are_relayed_compressed_on_both_hops(dtn, collab, ferry
     assert result["bytes_on_wire"] < result["bytes"] / 2, result
     assert {n[:29] for n in result["notes"] if "Compressed on the wire" in n} == \
         {"Hop 1: Compressed on the wire", "Hop 2: Compressed on the wire"}, result["notes"]
+
+
+def test_cancelling_the_agents_hop_on_the_agent_removes_the_spool_too(dtn, collab, ferry_home, tmp_path):
+    """``labferry cancel --on site:dtn JOB`` (what the docs' ``queue --on`` shows): the hop stops and the spool
+    on the DTN goes, as when the laptop cancels; it once stayed, 200 MiB of it."""
+    source = tmp_path / "cancelled-there.fastq"
+    write_random(source, 48 * MiB, seed=23)
+    proc = subprocess.Popen([sys.executable, "-m", "app", *_args(dtn, str(source), "site:collab/"),
+                             "--limit-rate", "12M"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, LABFERRY_HOME=str(ferry_home)))
+    try:
+        record = _wait_record(dtn, lambda r: r["hop1"].get("first_at") and r.get("job"), timeout=90)
+        assert (dtn.home / "spool" / record["id"]).exists()
+        cancel = labferry("cancel", str(record["job"]), "--on", "site:dtn", "--agent-command", str(dtn.command),
+                          env_home=ferry_home)
+        assert cancel.returncode == 0, cancel.stderr
+        cancelled = _wait_record(dtn, lambda r: r["id"] == record["id"] and r["state"] == "cancelled", timeout=30)
+        assert not (dtn.home / "spool" / cancelled["id"]).exists()
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert not (collab / "cancelled-there.fastq").exists()

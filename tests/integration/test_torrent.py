@@ -298,3 +298,31 @@ def test_a_private_torrents_magnet_says_to_ask_for_the_file(dataset, tmp_path):
                         "--stall-timeout", "5", env_home=tmp_path / "home", timeout=120)
     assert proc.returncode != 0
     assert "Ask for the .torrent file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_seed_that_dies_midway_leaves_no_file_under_its_final_name(dataset, tmp_path):
+    """The only seed dies at about 40 %: the pieces stay in the part folder below DEST, which the same command
+    resumes; nothing is under the final name (it once was, at full size, with 40 % of the data)."""
+    torrent = dataset["root"] / "reads.fastq.torrent"
+    with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "8M") as seed:
+        proc = popen_labferry("copy", str(torrent), str(tmp_path), "--peer", f"127.0.0.1:{seed.port}",
+                              "--stall-timeout", "5", "--retries", "0", env_home=tmp_path / "home")
+        deadline = time.monotonic() + 60
+        part = None
+        while time.monotonic() < deadline:
+            parts = list(tmp_path.glob(".ferry-torrent-*.part/reads.fastq"))
+            if parts and parts[0].stat().st_blocks * 512 >= 38 * MiB:
+                part = parts[0]
+                break
+            time.sleep(0.2)
+        assert part is not None, "the pieces never reached 40 %"
+        assert not (tmp_path / "reads.fastq").exists()
+    _, err = proc.communicate(timeout=60)  # the seed is gone: a stall, in a sentence
+    assert proc.returncode == 4, err
+    assert not (tmp_path / "reads.fastq").exists() and part.exists()
+    with seeding(torrent, dataset["data"], dataset["home"]) as seed:
+        again = fetch(torrent, tmp_path, tmp_path / "home", "--peer", f"127.0.0.1:{seed.port}")
+    assert again.returncode == 0, again.stderr
+    assert result_of(again)["resumed_from"] >= 16 * MiB
+    assert sha256_of(tmp_path / "reads.fastq") == dataset["digest"]
+    assert not list(tmp_path.glob(".ferry-torrent-*"))

@@ -6,9 +6,11 @@ Content`` when nothing matches, and for an accession of a study, project, sample
 belongs to it. It also stands in for NCBI's E-utilities (``/entrez/eutils/esearch.fcgi`` and ``esummary.fcgi``
 on database ``gds``, JSON as NCBI documents it): ``add_geo`` makes a GEO series or sample whose summary links an
 SRA study or experiment under ``extrelations``, or a SuperSeries whose ``relations`` name its series.
-``fail_first[ACC] = N`` makes the first N queries for ACC answer 503, as the portal does now
-and then. The files themselves are written under ``nginx.data/vol1/…``, where the report's
-``ftp.sra.ebi.ac.uk/vol1/…`` paths lead once ``LABFERRY_ENA_FILES`` names the nginx.
+``fail_first[ACC] = N`` makes the first N queries for ACC answer 503, as the portal does now and then
+(``retry_after`` seconds in a ``Retry-After`` header, when set); ``slow[ACC] = S`` makes every query for ACC
+answer after S seconds, as the portal does for a project of thousands of runs. The files themselves are
+written under ``nginx.data/vol1/…``, where the report's ``ftp.sra.ebi.ac.uk/vol1/…`` paths lead once
+``LABFERRY_ENA_FILES`` names the nginx.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -29,6 +32,8 @@ class Portal:
         self.files_root, self.listen = files_root, listen
         self.runs: list[dict] = []
         self.fail_first: dict[str, int] = {}
+        self.retry_after: int | None = None
+        self.slow: dict[str, float] = {}
         self.queries: list[str] = []
         self.geo: dict[str, dict] = {}  # GEO accession → its esummary document
         self.server = ThreadingHTTPServer((listen, port), self._handler())
@@ -116,7 +121,10 @@ class Portal:
                 portal.queries.append(accession)
                 if portal.fail_first.get(accession, 0) > 0:
                     portal.fail_first[accession] -= 1
-                    return self._send(503, b"Service Unavailable", "text/plain")
+                    later = {"Retry-After": str(portal.retry_after)} if portal.retry_after is not None else {}
+                    return self._send(503, b"Service Unavailable", "text/plain", later)
+                if accession in portal.slow:
+                    time.sleep(portal.slow[accession])
                 rows = portal.matching(accession)
                 if not rows:
                     return self._send(204, b"", "text/plain")
@@ -150,8 +158,10 @@ class Portal:
                     return self._send(400, b"unsupported tool", "text/plain")
                 return self._send(200, json.dumps(body).encode(), "application/json")
 
-            def _send(self, status: int, body: bytes, kind: str) -> None:
+            def _send(self, status: int, body: bytes, kind: str, headers: dict | None = None) -> None:
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 if status != 204:
                     self.send_header("Content-Type", kind)
                     self.send_header("Content-Length", str(len(body)))

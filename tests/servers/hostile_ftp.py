@@ -232,7 +232,7 @@ def hostile(server: HostileFtp) -> HostileFtp:
     t["/lies.bin"], sizes["/lies.bin"] = flood("/lies.bin"), MiB  # SIZE says 1 MiB, RETR floods
     t["/trickle.bin"], sizes["/trickle.bin"] = trickle("/trickle.bin"), MiB
     t["/names"] = [("../../escaped.txt", "file"), ("what?.txt", "file"), ("CON", "file"), ("x:y.txt", "file"),
-                   ("trailing.", "file"), ("sub", "dir"), ("ln", "link")]
+                   ("trailing.", "file"), ("sub", "dir"), ("ln", "link"), ("evil\rDELE /names/CON", "file")]
     for name, body in {"escaped.txt": b"escaped\n", "what?.txt": b"q\n", "CON": b"con\n", "x:y.txt": b"colon\n",
                        "trailing.": b"dot\n"}.items():
         t[f"/names/{name}"] = body

@@ -273,6 +273,18 @@ def loop_route(h: Handler):
     return (loop_file if h.path.endswith(".txt") else echo_folder)(h)
 
 
+def slow_folder(h: Handler):
+    """A listing that takes 2 s a page, each level one folder deeper and one file named after its depth: a walk
+    that is still going when a user presses Ctrl-C."""
+    if not h.path.endswith("/"):
+        h._send(200, b"s\n", {"Content-Type": "application/octet-stream"})
+        return True
+    time.sleep(2.0)
+    depth = h.path.count("/")
+    h._send(200, listing(h.path, ["d/", f"level-{depth}.txt"]), {"Content-Type": "text/html"})
+    return True
+
+
 def wide_folder(count: int):
     """One folder of ``count`` tiny files (a listing beyond any sane bound)."""
     def answer(h: Handler):
@@ -347,4 +359,5 @@ def hostile(server: HostileServer) -> HostileServer:
     r["/names/sub/"] = folder_of(["inner.txt"])
     r["/names/sub/inner.txt"] = file_of(b"inner\n")
     server.prefixes["/wide/"] = wide_folder(WIDE)
+    server.prefixes["/slow/"] = slow_folder
     return server

@@ -16,6 +16,7 @@ import pytest
 from app.reports import gather, write_report
 from app.reports.tabular import CSV_COLUMNS, safe_cell
 from app.store import Store
+from app.ui.report_pdf import renderers
 
 HOSTILE = '<script>alert(1)</script>=HYPERLINK("http://evil")&amp;.bam'
 
@@ -89,7 +90,7 @@ def store(tmp_path):
 
 def test_html_figures_match_the_store(store, tmp_path):
     data = gather(store, since=time.time() - 86400 * 30)
-    path = write_report(data, "html", tmp_path / "r.html")
+    path = write_report(data, "html", tmp_path / "r.html", **renderers())
     text = path.read_text()
     parser = Cells()
     parser.feed(text)
@@ -145,7 +146,7 @@ def test_user_names_only_when_agreed_and_site_filter(store):
 def test_pdf_reads_back_with_the_same_figures(store, tmp_path):
     if not shutil.which("pdftotext"):
         pytest.fail("pdftotext is not installed; run tests/system-deps.sh (poppler-utils).", pytrace=False)
-    path = write_report(gather(store), "pdf", tmp_path / "r.pdf")
+    path = write_report(gather(store), "pdf", tmp_path / "r.pdf", **renderers())
     assert path.read_bytes().startswith(b"%PDF")
     text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
                           check=True).stdout
@@ -180,7 +181,7 @@ def test_a_pdf_qt_could_not_write_is_an_error_not_a_report(store, tmp_path, monk
 
     target = tmp_path / "gone" / "r.pdf"  # a folder Qt cannot open a file in, past the CLI's own checks
     with pytest.raises(OSError):
-        write_report(gather(store), "pdf", target)
+        write_report(gather(store), "pdf", target, **renderers())
     assert not target.exists()
 
 
@@ -194,7 +195,7 @@ def test_the_latest_preflight_of_a_site_is_in_the_report(store, tmp_path):
     data = gather(store)
     site = next(s for s in data.sites if s.host == host)
     assert site.preflight["recommended_streams"] == 16 and site.preflight["sweep"] == {"1": 190.0, "16": 900.0}
-    text = write_report(data, "html", tmp_path / "r.html").read_text()
+    text = write_report(data, "html", tmp_path / "r.html", **renderers()).read_text()
     assert "Latest preflight" in text and "16 streams reached 900 Mbit/s" in text and "1: 190, 16: 900" in text
     out = json.loads(write_report(data, "json", tmp_path / "r.json").read_text())
     assert next(s for s in out["sites"] if s["host"] == host)["preflight"]["rtt_ms"] == 48.2

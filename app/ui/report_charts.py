@@ -12,7 +12,9 @@ import time
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
 
-WIDTH, HEIGHT = 720, 300
+from app.reports.html import CHART_WIDTH
+
+WIDTH, HEIGHT = CHART_WIDTH, 300
 MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 64, 20, 34, 44
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"]
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from . import charts
-from .gather import ReportData
-from .html import render
+from app.reports.gather import ReportData
+from app.reports.html import render
+
+from . import report_charts
 
 
-def write_pdf(data: ReportData, path: Path) -> None:
-    charts.ensure_gui()
+def write_pdf(data: ReportData, path: Path, draw=report_charts.chart) -> None:
+    report_charts.ensure_gui()
     from PySide6.QtCore import QMarginsF, QSizeF, QUrl
     from PySide6.QtGui import QImage, QPageLayout, QPageSize, QPdfWriter, QTextDocument
 
@@ -22,7 +23,7 @@ def write_pdf(data: ReportData, path: Path) -> None:
         images[name] = png
         return name
 
-    markup = render(data, register)
+    markup = render(data, register, draw)
     for name, png in images.items():
         document.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), QImage.fromData(png, "PNG"))
     document.setHtml(markup)
@@ -41,3 +42,8 @@ def write_pdf(data: ReportData, path: Path) -> None:
     # writes nothing: check, so a report that did not happen is never called written
     if not path.is_file() or path.stat().st_size == 0:
         raise OSError(errno.EACCES, "Qt could not write the PDF there")
+
+
+def renderers() -> dict:
+    """What ``app.reports.write_report`` takes to paint the charts and print the PDF."""
+    return {"draw": report_charts.chart, "print_pdf": write_pdf}
