@@ -7,6 +7,7 @@ from pathlib import Path
 
 from backends.core.errors import BadRequest
 from backends.core.urls import redact, remote_name
+from backends.destination.names import portable_name
 
 
 def resolve_destination(source: str, dest: str | os.PathLike) -> str:
@@ -34,5 +35,5 @@ def resolve_destination(source: str, dest: str | os.PathLike) -> str:
                 f"{redact(source)} does not end in a file name, so Ferry cannot name the download. "
                 "Give the destination as a file path."
             )
-        path = path / name.replace("\0", "")
+        path = path / portable_name(name)[0]  # a name every OS takes (CON, what?.txt, a\\..\\b: backends.destination)
     return str(path.absolute())

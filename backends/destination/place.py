@@ -90,8 +90,11 @@ class Destination:
     ``a.txt``: the second becomes ``a~2.txt``) instead of letting one overwrite the other. ``folder`` makes
     folders below DEST without following a link; ``path`` is where a claimed file goes."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, named_here: bool = False) -> None:
+        """``named_here``: the root's last part was made from the source's name (DEST was a folder), so a link
+        there was not the user's choice and is refused like any link below DEST."""
         self.root = Path(root)
+        self.named_here = named_here
         self.renamed: list[Renamed] = []
         self._claims: dict[str, str] = {}  # given → saved
         self._folded: dict[str, str] = {}  # fold(saved) → saved, on a disk that folds case
@@ -133,6 +136,8 @@ class Destination:
             return target
         current = self.root
         try:
+            if self.named_here:
+                refuse_link(current)
             current.mkdir(parents=True, exist_ok=True)
             for part in [p for p in saved.split("/") if p]:
                 current = current / part

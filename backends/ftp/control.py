@@ -180,7 +180,7 @@ class FtpControl:
         try:
             found = []
             async for name, info in self.client.list(path, raw_command=command):
-                found.append(_entry(PurePosixPath(name).name, info))
+                found.append(_entry(_listed_name(path, name), info))
                 if len(found) > MAX_ENTRIES:  # memory stays bounded whatever the server lists
                     self.abandon()
                     raise BadRequest(f"The FTP server at {self.address.where} lists more than {MAX_ENTRIES:,} "
@@ -243,6 +243,17 @@ class FtpControl:
 def _flat(items) -> list:
     """``items`` with the lists inside it opened (aioftp's parse error carries a list of errors)."""
     return [x for item in items for x in (item if isinstance(item, (list, tuple)) else (item,))]
+
+
+def _listed_name(folder: str, joined: PurePosixPath) -> str:
+    """The name the server listed, as it listed it: aioftp joins it to the folder's path, which a name holding a
+    ``/`` (``../x``, ``evil\rDELE /x``) would otherwise pass through as a path, its last part mistaken for the
+    name; the walker then keeps it one name (``one_part``) or refuses it (a line break)."""
+    base = str(PurePosixPath(folder)) if folder else "."
+    text = str(joined)
+    if base != "." and text.startswith(base.rstrip("/") + "/"):
+        return text[len(base.rstrip("/")) + 1:]
+    return text
 
 
 def _entry(name: str, info: dict) -> Entry:

@@ -20,7 +20,7 @@ from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.errors import BadRequest, TransferError
 from ..core.words import counted
 from ..destination import Destination, WholeFile
-from ..destination.names import Renamed, one_part, shown
+from ..destination.names import shown
 from ..streams.floor import RateFloor
 from ..streams.folder import (
     FileDone,
@@ -96,11 +96,11 @@ class Walked:
     files: list[tuple[str, Entry]] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)
     links: int = 0  # symbolic links, never followed
-    #: names holding a line break or NUL: asked for over FTP they would end the command early (a second command
-    #: injected into the control connection), so they are left out and named
+    #: names holding a line break, a NUL or a slash: asked for over FTP, a line break would end the command early
+    #: (a second command injected into the control connection) and a slash would name another file than the one
+    #: listed (``../x``), so they are left out and named
     unsafe: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # folders whose listing repeats one above them
-    renamed: list[Renamed] = field(default_factory=list)
 
 
     def notes(self, files: int, todo: int) -> list[str]:
@@ -116,8 +116,8 @@ class Walked:
                         + ", ".join(self.skipped[:3]) + ".")
         if self.unsafe:
             verb = "holds" if len(self.unsafe) == 1 else "hold"
-            said.append(f"{counted(len(self.unsafe), 'name')} on the server {verb} a line break, which FTP cannot "
-                        "ask for safely (it would end the command); left out: "
+            said.append(f"{counted(len(self.unsafe), 'name')} on the server {verb} a line break or a slash, which "
+                        "FTP cannot ask for safely (it would end the command, or name another file); left out: "
                         + ", ".join(repr(n) for n in self.unsafe[:3]) + ". Ask the server's owner to rename them.")
         return said
 
@@ -154,12 +154,10 @@ async def walk(lead: FtpControl, top: FtpAddress) -> Walked:
         for entry in entries:
             if entry.name in (".", "..", ""):
                 continue
-            if any(c in entry.name for c in "\r\n\0"):
+            if any(c in entry.name for c in "\r\n\0/"):
                 walked.unsafe.append(shown(f"{rel}/{entry.name}" if rel else entry.name))
                 continue
-            name, changed = one_part(entry.name)
-            if changed:
-                walked.renamed.append(changed)
+            name = entry.name
             child = f"{rel}/{name}" if rel else name
             if entry.kind == "dir":
                 key = posixpath.normpath(top.child(child).path)
@@ -199,8 +197,7 @@ class FtpFolder:
             files.append(RemoteFile(rel, entry.size, mtime, self.top.child(rel).path))
         if self.options.verify:
             self.sidecars = published_sidecars(f.rel for f in files)
-        destination = Destination(self.request.dest)
-        destination.note_renamed(walked.renamed)
+        destination = Destination(self.request.dest, named_here=self.options.name_from_source)
         todo = plan(files, folders, destination, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)
         self.sink.stage("transferring")

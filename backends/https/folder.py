@@ -86,7 +86,7 @@ class FolderDownload:
         files = await _described(self.session, found)
         self.sidecars = published_sidecars(f.rel for f in files) if self.options.verify else {}
         self.urls = {f.rel: f.address for f in files}
-        destination = Destination(self.request.dest)
+        destination = Destination(self.request.dest, named_here=self.options.name_from_source)
         destination.note_renamed(walked.renamed)
         todo = plan(files, folders, destination, self.options, self.sink)
         totals = Totals(sum(f.size or 0 for f in todo), limiter=self.limiter)

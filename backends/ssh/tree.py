@@ -43,7 +43,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
                         sink: Sink | None) -> FileOutcome:
     """The folder ``root`` into ``dest``: the listing is the server's word, so every name goes through the
     destination's claims (made safe, nothing outside DEST, no link entered) before anything is written."""
-    destination = Destination(dest)
+    destination = Destination(dest, named_here=options.name_from_source)
     entries = [replace(e, saved=destination.claim(e.rel)) for e in sorted(await session.walk(root),
                                                                             key=lambda e: e.rel)]
     files = [e for e in entries if statmod.S_ISREG(e.mode)]

@@ -326,3 +326,26 @@ def test_a_seed_that_dies_midway_leaves_no_file_under_its_final_name(dataset, tm
     assert result_of(again)["resumed_from"] >= 16 * MiB
     assert sha256_of(tmp_path / "reads.fastq") == dataset["digest"]
     assert not list(tmp_path.glob(".ferry-torrent-*"))
+
+
+def test_names_in_a_torrent_that_windows_refuses_are_saved_safely_and_said(tmp_path):
+    """A torrent made on Linux may name files what?.txt, CON or x:y.txt: saved under names every OS takes, inside
+    DEST, each change in a note; the pieces' checks and the sha256 still hold."""
+    home, data = tmp_path / "home", tmp_path / "seed"
+    home.mkdir()
+    (data / "odd").mkdir(parents=True)
+    bodies = {"what?.txt": b"q" * 70000, "CON": b"c" * 50000, "x:y.txt": b"x" * 90000, "plain.fq": b"p" * 60000}
+    for name, body in bodies.items():
+        (data / "odd" / name).write_bytes(body)
+    torrent = tmp_path / "odd.torrent"
+    made = labferry("torrent", "create", str(data / "odd"), "-o", str(torrent), env_home=home)
+    assert made.returncode == 0, made.stderr
+    dest = tmp_path / "got"
+    dest.mkdir()
+    with seeding(torrent, data / "odd", home) as seed:
+        proc = fetch(torrent, dest, tmp_path / "fetcher", "--peer", f"127.0.0.1:{seed.port}")
+    assert proc.returncode == 0, proc.stderr
+    saved = {"what%3F.txt": "what?.txt", "CON_": "CON", "x%3Ay.txt": "x:y.txt", "plain.fq": "plain.fq"}
+    assert {p.name: p.read_bytes() for p in (dest / "odd").iterdir()} == {s: bodies[g] for s, g in saved.items()}
+    assert "saved under a safe name" in proc.stderr and "'odd/what?.txt' → 'odd/what%3F.txt'" in proc.stderr
+    assert not list(dest.glob(".ferry-torrent-*"))

@@ -233,8 +233,8 @@ def hostile(server: HostileFtp) -> HostileFtp:
     t["/trickle.bin"], sizes["/trickle.bin"] = trickle("/trickle.bin"), MiB
     t["/names"] = [("../../escaped.txt", "file"), ("what?.txt", "file"), ("CON", "file"), ("x:y.txt", "file"),
                    ("trailing.", "file"), ("sub", "dir"), ("ln", "link"), ("evil\rDELE /names/CON", "file")]
-    for name, body in {"escaped.txt": b"escaped\n", "what?.txt": b"q\n", "CON": b"con\n", "x:y.txt": b"colon\n",
-                       "trailing.": b"dot\n"}.items():
+    t["/escaped.txt"] = b"outside the listed folder\n"  # where RETR /names/../../escaped.txt would lead
+    for name, body in {"what?.txt": b"q\n", "CON": b"con\n", "x:y.txt": b"colon\n", "trailing.": b"dot\n"}.items():
         t[f"/names/{name}"] = body
     t["/names/sub"] = [("inner.txt", "file")]
     t["/names/sub/inner.txt"] = b"inner\n"

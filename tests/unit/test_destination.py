@@ -147,3 +147,14 @@ def test_a_saved_name_is_saved_as_itself_again(name):
     """What Ferry saved once, it saves under the same name when asked again (--sync, a re-run)."""
     once = portable_name(name)[0]
     assert portable_name(once) == (once, "")
+
+
+def test_a_folder_named_after_the_source_that_is_a_link_is_refused(tmp_path):
+    """DEST/run42 made from the source's name (DEST was a folder): a link there was not the user's choice."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "run42").symlink_to(outside)
+    with pytest.raises(LinkInDest, match="run42 is a link"):
+        Destination(tmp_path / "run42", named_here=True).folder("")
+    assert Destination(tmp_path / "run42").folder("") == tmp_path / "run42"  # typed by the user: taken
+    assert list(outside.iterdir()) == []
