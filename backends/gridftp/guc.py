@@ -53,7 +53,7 @@ class Options:
     concurrency: int = 1
     verify: str | None = None  # checksum algorithm for -verify-checksum
     sync_level: int | None = None  # -sync -sync-level N
-    restart_retries: int = 10
+    restart_retries: int = 3
     restart_interval: int = 2
     stall_timeout: int = 120
     seconds: float | None = None  # -t (probe)

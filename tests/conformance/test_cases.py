@@ -222,10 +222,10 @@ class UnderWay:
 
 
 def under_way(target, name: str, seed: int, tmp_path: Path, home: Path) -> UnderWay:
-    """``name`` on the server and Ferry copying it, mid-transfer: slowed to 8 MB/s by its own cap (48 MiB), or,
-    from a server it cannot slow (384 MiB), with that server frozen once 16 MiB arrived (the caller's
-    ``target.go_on()`` thaws it)."""
-    size = 48 * MiB if target.capped else 384 * MiB
+    """``name`` on the server and Ferry copying it, mid-transfer: slowed to 8 MB/s by its own cap (36 MiB: about
+    12 MiB are in when the caller acts, 3 s of data left), or, from a server it cannot slow (384 MiB), with that
+    server frozen once 16 MiB arrived (the caller's ``target.go_on()`` thaws it)."""
+    size = 36 * MiB if target.capped else 384 * MiB
     digest = write_random(target.path(name), size, seed=seed)
     target.hand_over(target.root)
     dest = tmp_path / name

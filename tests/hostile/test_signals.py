@@ -42,7 +42,7 @@ def stop(proc: subprocess.Popen, signum: int) -> tuple[int, str, float]:
 @pytest.mark.parametrize("signum,status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_while_a_folder_is_still_being_listed(hostile_http, dest, ferry_home, signum, status):
     proc = started("copy", hostile_http.url("/slow/"), f"{dest}/", home=ferry_home)
-    time.sleep(5)  # two listings in, the walk goes on
+    time.sleep(3)  # one listing in (2 s a page), the walk goes on
     rc, err, took = stop(proc, signum)
     assert rc == status and took < 10, (rc, took, err)
     last = err.strip().splitlines()[-1]

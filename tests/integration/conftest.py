@@ -219,11 +219,11 @@ def kill_after_progress(proc: subprocess.Popen, state: Path, min_bytes: int, tim
     return done
 
 
-def popen_labferry(*args: str, env_home: Path) -> subprocess.Popen:
+def popen_labferry(*args: str, env_home: Path, env: dict | None = None) -> subprocess.Popen:
     """A Ferry process the test may stop with SIGINT: Ctrl-C's default handling even when the suite runs as a
     shell's background job, whose children inherit SIGINT ignored (a seed then never stopped, and a copy meant to
-    be interrupted ran to its end)."""
-    env = dict(os.environ, LABFERRY_HOME=str(env_home))
+    be interrupted ran to its end). ``env``: more variables for it."""
+    env = dict(os.environ, **(env or {}), LABFERRY_HOME=str(env_home))
     return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, preexec_fn=_default_sigint)
 

@@ -306,7 +306,7 @@ def test_a_seed_that_dies_midway_leaves_no_file_under_its_final_name(dataset, tm
     torrent = dataset["root"] / "reads.fastq.torrent"
     with seeding(torrent, dataset["data"], dataset["home"], "--upload-limit", "8M") as seed:
         proc = popen_labferry("copy", str(torrent), str(tmp_path), "--peer", f"127.0.0.1:{seed.port}",
-                              "--stall-timeout", "5", "--retries", "0", env_home=tmp_path / "home")
+                              "--stall-timeout", "3", "--retries", "0", env_home=tmp_path / "home")
         deadline = time.monotonic() + 60
         part = None
         while time.monotonic() < deadline:

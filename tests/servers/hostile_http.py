@@ -20,7 +20,7 @@ MiB = 1024 * 1024
 #: the most a flooding path sends before it gives up on its own (the client should stop long before)
 FLOOD_LIMIT = 512 * MiB
 #: files in the one folder of /wide/
-WIDE = 10_000
+WIDE = 5_000
 #: the most seconds a trickling or flooding answer lasts
 ANSWER_SECONDS = 120.0
 
