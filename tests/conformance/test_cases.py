@@ -35,7 +35,7 @@ CASES.update({
     "refused_port": "a refused port: one sentence, exit 4",
     "unresolvable_host": "a name that does not resolve: one sentence, exit 4",
     "hostile_names": "hostile names in a folder (newline, leading -, $(…), quotes, non-UTF-8, NFC/NFD twins)",
-    "server_restarted": "the server killed mid-transfer, started again 5 s later: retried, byte-exact",
+    "server_restarted": "the server killed mid-transfer, started again 3 s later: retried, byte-exact",
     "source_replaced": "the source replaced on the server mid-transfer: fetched again, never spliced",
     "permission_denied": "no permission to read on the server: one sentence, exit 3",
     "wrong_login": "a key the server does not accept: one sentence, exit 3, no retries",
@@ -317,7 +317,7 @@ def test_server_restarted(target, tmp_path, ferry_home):
     copying = under_way(target, "outage.bam", 501, tmp_path, ferry_home)
     try:
         target.crash()
-        time.sleep(5)
+        time.sleep(3)
     finally:
         target.start_again()
     copying.ends_byte_exact()

@@ -29,7 +29,7 @@ def test_argv_is_a_list_with_the_options_asked_for():
     assert args[:5] == ["globus-url-copy", "-vb", "-cd", "-p", "8"]
     assert args[-3:] == ["--", "ftp://h:21/a/", "file:///b/"]
     joined = " ".join(args)
-    for piece in ("-tcp-bs 4194304", "-r -fast -cc 4", "-sync -sync-level 2", "-rst -rst-retries 10"):
+    for piece in ("-tcp-bs 4194304", "-r -fast -cc 4", "-sync -sync-level 2", "-rst -rst-retries 3"):
         assert piece in joined
     probe = guc.argv(guc.Options(streams=2, seconds=3), "ftp://h:21/f", "file:///dev/null")
     assert "-t" in probe and "-rst" not in probe
