@@ -23,7 +23,7 @@ from ..streams.chunks import ChunkMap, Lease
 from ..streams.floor import RateFloor
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
 from ..streams.parallel import ParallelTransfer
-from ..streams.ratelimit import limiter_for
+from ..streams.ratelimit import limiter_for, piece
 from ..streams.tuner import StreamTuner, initial_streams
 from .address import FtpAddress
 from .control import Entry, FtpControl
@@ -136,7 +136,7 @@ class FtpStreams(ParallelTransfer):
         floor = RateFloor(control.stall_seconds, self.address.shown)
         try:
             while lease.cursor < lease.end:
-                data = await stream.read(1 << 20)
+                data = await stream.read(piece(self.limiter, 1 << 20))
                 if not data:
                     complete = True
                     break

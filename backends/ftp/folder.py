@@ -32,7 +32,7 @@ from ..streams.folder import (
     plan,
     published_sidecars,
 )
-from ..streams.ratelimit import limiter_for
+from ..streams.ratelimit import limiter_for, piece
 from .address import FtpAddress
 from .control import Entry, FtpControl, entry_mtime
 from .download import download_file, read_text
@@ -254,7 +254,7 @@ class FtpFolder:
             with WholeFile(path, file.size, self.top.child(file.rel).shown) as out:
                 try:
                     stream = await control.read_from(file.address, 0)
-                    while data := await stream.read(1 << 20):
+                    while data := await stream.read(piece(self.limiter, 1 << 20)):
                         out.write(data)
                         floor.feed(len(data))
                         for h in digests.values():

@@ -124,7 +124,7 @@ class RangedFetch(ParallelTransfer):
             reader = resp.content
             floor = RateFloor(self.stall_seconds, redact(self.url))
             while lease.cursor < lease.end:
-                data = await reader.readany()
+                data = await (reader.read(self.limiter.quantum) if self.limiter else reader.readany())
                 if not data:
                     break  # the server sent a shorter range than asked; the worker asks for the rest
                 floor.feed(len(data))

@@ -36,7 +36,7 @@ from ..streams.folder import (
     published_sidecars,
 )
 from ..streams.hashing import FollowingHasher
-from ..streams.ratelimit import limiter_for
+from ..streams.ratelimit import limiter_for, pieces
 from .index import Listing, walk
 from .options import HttpsOptions
 from .remote import SIDECAR_LIMIT, head
@@ -133,7 +133,7 @@ class FolderDownload:
                         inflater = inflater_for(resp.headers, str(resp.url))
                         if inflater is not None:
                             out.limit = None  # the size said was of the compressed body: the inflater bounds it
-                        async for data in resp.content.iter_any():
+                        async for data in pieces(resp.content, self.limiter):
                             wire += len(data)
                             floor.feed(len(data))
                             for piece in inflater.feed(data) if inflater else (data,):

@@ -14,7 +14,7 @@ from ..destination import PartFile
 from ..streams.floor import RateFloor
 from ..streams.hashing import FollowingHasher
 from ..streams.inflate import Inflater
-from ..streams.ratelimit import RateLimit
+from ..streams.ratelimit import RateLimit, pieces
 from .identity import Validators, refuse_web_page, transport_coding
 from .options import STALL_SECONDS
 from .session import answer_error, map_error
@@ -52,7 +52,7 @@ async def fetch_whole(
                 part.limit = validators.size
             wire, last = 0, time.monotonic()
             floor = RateFloor(stall_seconds, redact(url))
-            async for data in resp.content.iter_any():
+            async for data in pieces(resp.content, limiter):
                 wire += len(data)
                 floor.feed(len(data))
                 for piece in inflater.feed(data) if inflater is not None else (data,):

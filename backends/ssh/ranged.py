@@ -26,6 +26,7 @@ from ..host.pipes import PipeSource
 from ..host.procs import reap
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
+from ..streams.ratelimit import piece
 from . import scripts, squeeze
 from .openssh import Master, OpenSsh, ssh_error
 
@@ -320,7 +321,7 @@ class SshUpload(_SshStreams):
             proc.stdin.write(scripts.encode_path(self.remote_part))
             pos = start
             while pos < lease.end:
-                data = portable.pread(self.fd, min(READ_SIZE, lease.end - pos), pos)
+                data = portable.pread(self.fd, min(piece(self.limiter, READ_SIZE), lease.end - pos), pos)
                 if not data:
                     raise TransferError(f"{self.local_path} became shorter while Ferry was sending it.")
                 local.update(data)

@@ -3,7 +3,11 @@ process (the global cap in Settings); a stream pays both, so the lower wins.
 
 Streams read, then pay for what they read; a stream in debt sleeps until the
 bucket refills. Reading less makes the kernel's receive window close, so the
-sender slows down too: the limit holds on the wire, not just on disk.
+sender slows down too: the limit holds on the wire, not just on disk. Under a cap
+a stream reads at most ``quantum`` bytes at a time (``piece``): paying after a
+read of whatever the socket held (megabytes on a fast path, where the receive
+buffer has grown) let a study's sixteen files run at fifteen times the cap for
+its first seconds.
 """
 
 from __future__ import annotations
@@ -13,6 +17,18 @@ import threading
 import time
 import weakref
 
+QUANTUM_MIN, QUANTUM_MAX = 16 * 1024, 1 << 20
+
+
+def quantum_of(rate: float) -> int:
+    """The most a capped stream reads at once: a sixteenth of a second at the cap, within 16 KiB … 1 MiB."""
+    return int(max(QUANTUM_MIN, min(QUANTUM_MAX, rate / 16)))
+
+
+def piece(limiter, default: int) -> int:
+    """How much a stream asks its socket for next: ``default``, or less under a cap (``quantum``)."""
+    return min(default, limiter.quantum) if limiter is not None else default
+
 
 class RateLimit:
     def __init__(self, bytes_per_second: float, burst: float | None = None) -> None:
@@ -20,6 +36,7 @@ class RateLimit:
             raise ValueError("rate must be positive")
         self.rate = float(bytes_per_second)
         self.burst = burst if burst is not None else max(self.rate / 8, 64 * 1024)
+        self.quantum = quantum_of(self.rate)
         self._tokens = self.burst
         self._stamp = time.monotonic()
         self._lock = threading.Lock()  # paid from the event loop and from worker threads (tar, SFTP) alike
@@ -50,6 +67,7 @@ class Limits:
     def __init__(self, *buckets: RateLimit) -> None:
         self.buckets = buckets
         self.rate = min(b.rate for b in buckets)
+        self.quantum = quantum_of(self.rate)
 
     async def consume(self, nbytes: int) -> None:
         for bucket in self.buckets:
@@ -85,3 +103,13 @@ def limiter_for(options) -> RateLimit | Limits | None:
     if not buckets:
         return None
     return buckets[0] if len(buckets) == 1 else Limits(*buckets)
+
+
+async def pieces(reader, limiter):
+    """A response body's pieces as they arrive (aiohttp's ``StreamReader``): whatever has come, or under a cap at
+    most ``quantum`` bytes a time, so a read never runs megabytes ahead of the bucket."""
+    while True:
+        data = await (reader.read(limiter.quantum) if limiter is not None else reader.readany())
+        if not data:
+            return
+        yield data

@@ -49,3 +49,46 @@ def test_three_jobs_over_three_paths_share_one_global_cap(nginx, sshd, tmp_path,
     assert all(sha256_of(tmp_path / "small" / rel.split("/", 1)[1]) == d for rel, d in smalls.items())
     # 36 MiB at 8 MiB/s together take 4.5 s at least, less the buckets' first bursts (1 MiB each)
     assert seconds >= 36 * MiB / CAP * 0.85, seconds
+
+
+def test_an_accession_job_pays_the_global_cap_from_its_first_byte(nginx, tmp_path, ferry_home, monkeypatch):
+    """The window's study job (one list job: small files by the folder path, large ones by ranged streams) under
+    the cap of Settings: no byte outruns it, not even at the start (a user saw 15× the cap for the first 20 %)."""
+    import random
+
+    from app.accessions.plans import build_plan
+    from app.accessions.queued import queue_request
+    from tests.servers.ena_portal import Portal
+
+    portal = Portal(nginx.data).start()
+    try:
+        portal.add_run("ERR0009001", experiment="ERX0009001", layout="PAIRED", sample="SAMEA0009001",
+                       study="ERP000999", project="PRJEB9999",
+                       fastq=[("ERR0009001_1.fastq.gz", random.Random(1).randbytes(6 * MiB)),
+                              ("ERR0009001_2.fastq.gz", random.Random(2).randbytes(6 * MiB))])
+        portal.add_run("ERR0009002", experiment="ERX0009002", layout="SINGLE", sample="SAMEA0009002",
+                       study="ERP000999", project="PRJEB9999",
+                       fastq=[("ERR0009002.fastq.gz", random.Random(3).randbytes(256 * 1024))])
+        monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+        monkeypatch.setenv("LABFERRY_ENA_FILES", f"http://127.0.0.1:{nginx.http_port}")
+        plan = build_plan(["PRJEB9999"], "ena:PRJEB9999")
+        cap = 2 * MiB
+        with Store() as store:
+            request = queue_request(plan, tmp_path / "study", defaults=Defaults(limit_rate=cap), store=store)
+        assert request.options.shared_limit == cap
+        seen: list[tuple[float, int]] = []
+        with Engine(retry=RetryPolicy(max_retries=0)) as engine:
+            began = time.monotonic()
+            submitted = request.submit_to(engine)
+            while (view := engine.job(submitted.id)).state.value not in ("done", "failed"):
+                seen.append((time.monotonic() - began, view.bytes_done))
+                assert time.monotonic() - began < 60, "the study took over a minute at 2 MiB/s"
+                time.sleep(0.05)
+        assert view.state.value == "done", view.error
+    finally:
+        portal.stop()
+    total = 12 * MiB + 256 * 1024
+    assert time.monotonic() - began >= total / cap * 0.85
+    # at every moment, what had arrived is at most what the cap allows since the start, plus the buckets' bursts
+    over = [(round(t, 2), b) for t, b in seen if b > cap * t + 2 * MiB]
+    assert not over, f"bytes ahead of the cap (seconds, bytes): {over[:5]}"
