@@ -234,8 +234,15 @@ class SshSession:
         return self.control
 
     async def stat(self, path: str) -> Entry | None:
+        """Over the stat channel while it answers; a channel that died during the transfer (its master gone,
+        a session limit reached: status 255 at the end of a 4 GiB copy) hands over to the SFTP connection
+        instead of failing a file that arrived whole."""
         if self.metadata is not None:
-            return await self.metadata.stat(path)
+            try:
+                return await self.metadata.stat(path)
+            except lead.NoExec:
+                metadata, self.metadata = self.metadata, None
+                await metadata.close()
         return await asyncio.to_thread((await self.ensure_control()).stat, path)
 
     async def can_exec(self) -> bool:

@@ -144,6 +144,11 @@ def measure(name: str, server: Sshd, host: str, ns: list[str], work: Path, size:
     return result
 
 
+def _seconds(value: float) -> str:
+    """A tool's time, or "failed" (NaN: it exited non-zero, see the log's "!" line)."""
+    return f"{value:.1f}" if value == value else "failed"
+
+
 def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command: str, loop_rounds: int) -> str:
     med = lambda v: statistics.median(v) if v else float("nan")  # noqa: E731
     lines = [
@@ -162,15 +167,18 @@ def render(paths: list[dict], loop: dict | None, size: int, rounds: int, command
     ]
     for name, p in [(p["path"], p) for p in paths] + ([("loopback, unshaped", loop)] if loop else []):
         f, o, s = med(p["rows"]["ferry"]), med(p["rows"]["own"]), med(p["rows"]["scp"])
-        lines.append(f"| {name} | {f:.0f} | {o:.0f} | {s:.0f} | {f / s:.2f}× | {min(p['streams'], default=0)}–"
+        ran = len(p["rows"]["ferry"])  # rounds that ended well; a failed one is in the log, not the median
+        lines.append(f"| {name}{'' if ran >= rounds or 'loop' in name else f' ({ran} rounds ran)'} | {f:.0f} | "
+                     f"{o:.0f} | {s:.0f} | {f / s:.2f}× | {min(p['streams'], default=0)}–"
                      f"{max(p['streams'], default=0)} |")
     for p in paths:
         if p["small"]:
             sm = p["small"]
             lines += ["", f"2,000 files of 10 KiB, {p['path']} (seconds, lower is better):", "",
                       "| Ferry | tar \\| ssh | rsync -a | scp -r | Ferry vs scp -r |", "|---|---|---|---|---|",
-                      f"| {sm['ferry']:.1f} | {sm['tar|ssh']:.1f} | {sm['rsync -a']:.1f} | {sm['scp -r']:.1f} |"
-                      f" {sm['scp -r'] / sm['ferry']:.0f}× faster |"]
+                      "| " + " | ".join(_seconds(sm[t]) for t in ("ferry", "tar|ssh", "rsync -a", "scp -r")) + " | "
+                      + (f"{sm['scp -r'] / sm['ferry']:.0f}× faster |" if sm["scp -r"] == sm["scp -r"]
+                         and sm["ferry"] == sm["ferry"] else "- |")]
     lines += ["", "Reproduce:", "", "```", command, "```", ""]
     return "\n".join(lines)
 
