@@ -79,14 +79,15 @@ class Job:
     error: str | None = None
     error_kind: str | None = None
     created: float = field(default_factory=time.time)
+    # stored with the job's state (a finished job in the window's queue shows them after a restart)
+    notes: list[str] = field(default_factory=list)
+    result: dict | None = None
+    files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
     # live only, never stored
     rate: float = 0.0
     eta: float | None = None
     streams: int = 0
-    notes: list[str] = field(default_factory=list)
-    result: dict | None = None
     stream_rates: tuple[float, ...] = ()
-    files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
 
     def view(self) -> JobView:
         return JobView(

@@ -18,7 +18,11 @@ SERVICE = "labferry"
 PROTOCOLS = ("sftp", "scp", "https", "http", "ftp", "ftps", "gsiftp", "sshftp")
 #: protocols whose login may take a password (GridFTP's gsiftp uses certificates, sshftp SSH keys)
 PASSWORD_PROTOCOLS = ("sftp", "scp", "https", "http", "ftp", "ftps")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: protocols whose relative paths start in the login folder (the others' start at the server's root)
+LOGIN_FOLDER_PROTOCOLS = ("sftp", "scp", "ftp", "ftps")
+#: a site's name as people write it ("Collaborator (Smith lab)"): up to 64 characters, no slash, backslash or
+#: colon (``site:NAME/path`` must stay readable), no control characters, no space at either end
+_NAME = re.compile(r"(?=[^\s])[^/\\:\x00-\x1f\x7f]{1,64}(?<=[^\s])")
 
 
 @dataclass
@@ -35,7 +39,8 @@ class Site:
 
     def validate(self) -> Site:
         if not _NAME.fullmatch(self.name):
-            raise BadRequest(f"'{self.name}' is not a usable site name: use letters, digits, '.', '_' or '-'.")
+            raise BadRequest(f"'{self.name}' cannot be a site's name: give up to 64 characters without '/', '\\' "
+                             "or ':'.")
         if self.protocol not in PROTOCOLS:
             raise BadRequest(f"Sites can use {', '.join(PROTOCOLS)}; '{self.protocol}' is not one of them.")
         if not self.host or any(c in self.host for c in "/@ :"):
@@ -44,18 +49,35 @@ class Site:
             raise BadRequest("A site's streams must be auto or a number from 1 to 64.")
         return self
 
+    def home(self) -> str:
+        """The default folder as the folder panes hold a server path: absolute (``/data/collab``) or below the
+        login folder (``~``, ``~/collab``) on servers that have one (SSH, FTP); web and GridFTP paths start at
+        the server's root."""
+        folder = self.remote_folder.strip()
+        if folder.startswith("/"):
+            return "/" + folder.strip("/")
+        folder = folder.removeprefix("~").strip("/")
+        if self.protocol in LOGIN_FOLDER_PROTOCOLS:
+            return f"~/{folder}" if folder else "~"
+        return "/" + folder
+
     def url(self, path: str = "", secret: str | None = None) -> str:
-        folder, rel = self.remote_folder.rstrip("/"), path.lstrip("/")
-        if self.protocol in ("ftp", "ftps"):
-            # RFC 1738: ftp://host/x is under the login folder, ftp://host//x the absolute /x
-            full = "/" + (f"{folder}/{rel}" if folder and rel else folder or rel)
+        """``path`` below the default folder ("" the folder itself, a trailing "/" kept) as this site's URL."""
+        rel = path.strip("/")
+        where = self.home().rstrip("/") + "/" + rel if rel else self.home()
+        return self.url_of(where + ("/" if path.endswith("/") and not where.endswith("/") else ""), secret)
+
+    def url_of(self, where: str, secret: str | None = None) -> str:
+        """A server path in the panes' form — absolute (``/x``) or below the login folder (``~``, ``~/x``) — as
+        this site's URL, whatever the default folder."""
+        if where.startswith("~"):
+            rel = where[1:].lstrip("/")
+            # SSH URLs say the login folder with /~/; FTP's paths start there (RFC 1738)
+            full = "/~/" + rel if self.protocol in ("sftp", "scp") else "/" + rel
         else:
-            full = f"{folder}/{rel}" if path else (folder or "/")
-            if not full.startswith("/"):
-                # SSH: relative to the login folder; GridFTP paths are root-relative
-                full = ("/~/" if self.protocol in ("sftp", "scp") else "/") + full
-        if path.endswith("/") and not full.endswith("/"):
-            full += "/"
+            full = "/" + where.lstrip("/")
+            if self.protocol in ("ftp", "ftps"):
+                full = "/" + full  # RFC 1738: ftp://host//x is the absolute /x
         auth = ""
         if self.user:
             auth = quote(self.user, safe="") + (":" + quote(secret, safe="") if secret else "") + "@"
@@ -137,10 +159,14 @@ class SiteBook:
         self.secrets.delete(name)
 
     def expand(self, location: str) -> tuple[str, Site | None]:
-        """``site:NAME/path`` → (URL with the secret, the site); anything else unchanged."""
+        """``site:NAME/path`` → (URL with the secret, the site); anything else unchanged. The path is below the
+        site's default folder; ``site:NAME//abs`` names the absolute ``/abs`` and ``site:NAME/~/x`` a path below
+        the login folder (what the folder panes reach above the default folder)."""
         if not location.startswith("site:"):
             return location, None
         name, _, path = location[5:].partition("/")
         site = self.get(name)
         secret = self.secrets.get(name) if site.protocol in PASSWORD_PROTOCOLS and site.user else None
+        if path.startswith("/") or path == "~" or path.startswith("~/"):
+            return site.url_of(path, secret), site
         return site.url(path if path or not location.endswith("/") else "/", secret), site

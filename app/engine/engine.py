@@ -18,21 +18,22 @@ from pathlib import Path
 
 from app.jobs import Job, JobState, JobView
 from app.store.jobs import Busy
-from backends.core.base import Closer, ListFetcher, TransferOptions, TransferRequest
+from backends.core.base import ASK_TRUST, Closer, ListFetcher, TransferOptions, TransferRequest
 from backends.core.errors import AuthError, BadRequest, LocalError, TransferError, Unavailable
 from backends.core.registry import Registry
 from backends.core.registry import registry as default_registry
 from backends.core.urls import redact
 
 from .events import ADDED, FINISHED, REMOVED, STATE, Event, EventBus
-from .folders import change_folder, list_folder
+from .folders import change_folder, list_folder, locate_folder
 from .runner import JobRunner, RetryPolicy
 
 log = logging.getLogger(__name__)
+KEPT_FINISHED = 500  # finished jobs a queue keeps across restarts (the oldest go first; the history has them all)
 # engine verbs a GUI may request without waiting, and the coroutines that do them
 _VERBS = {"submit": "_submit", "pause": "_pause", "resume": "_resume", "cancel": "_cancel", "remove": "_remove",
           "move": "_move", "jobs": "_views", "stat": "_stat", "listdir": "_listdir", "folder": "_folder",
-          "preflight": "_preflight"}
+          "locate": "_locate", "preflight": "_preflight"}
 
 
 class Engine:
@@ -45,12 +46,16 @@ class Engine:
         registry: Registry | None = None,
         retry: RetryPolicy | None = None,
         ask_trust=None,
+        keep_finished: bool = False,
     ) -> None:
         """``run_queue``: also run jobs already queued in the store (the GUI); the CLI's
-        ``copy`` runs only what it submits."""
+        ``copy`` runs only what it submits. ``keep_finished``: done and cancelled jobs stay in the store's queue
+        (in their places) until removed — the window's queue looks the same after a restart; elsewhere they
+        leave it when they end (the history keeps them either way)."""
         self.db_path = db_path
         self.max_jobs = max(1, max_jobs)
         self.run_queue = run_queue
+        self.keep_finished = keep_finished
         self.registry = registry or default_registry
         self.retry = retry or RetryPolicy()
         self.ask_trust = ask_trust  # the GUI's host-key question; None: refuse unknown keys
@@ -109,6 +114,7 @@ class Engine:
             self.store = Store(self.db_path)
             self.state_dir = str(self.store.path.parent)  # the backends' own records live beside the database
             self.store.jobs.interrupted_to_queued()
+            self.store.jobs.trim_finished(KEPT_FINISHED)
             for job in self.store.jobs.all():
                 self._jobs[job.id] = job
         except BaseException as exc:
@@ -191,7 +197,13 @@ class Engine:
         """
         if verb not in _VERBS:
             raise ValueError(f"unknown engine verb {verb}")
-        return asyncio.run_coroutine_threadsafe(getattr(self, _VERBS[verb])(*args), self._loop)
+        return asyncio.run_coroutine_threadsafe(self._asking(getattr(self, _VERBS[verb])(*args)), self._loop)
+
+    async def _asking(self, coro):
+        """``coro`` with the user's host-key question at hand (``ASK_TRUST``): a task takes the context of the
+        thread that asked for it (the GUI's, where it is not set), so it is set here, in the task's own."""
+        ASK_TRUST.set(self.ask_trust)
+        return await coro
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         return self.bus.subscribe(callback)
@@ -222,6 +234,10 @@ class Engine:
     async def _listdir(self, url: str, options: TransferOptions, on_entries=None):
         """A remote folder's entries; ``on_entries`` hears each batch as it arrives (on this thread)."""
         return await list_folder(self.registry, url, options, on_entries)
+
+    async def _locate(self, url: str, options: TransferOptions) -> str:
+        """Where the folder ``url`` names is, as an absolute path on its server."""
+        return await locate_folder(self.registry, url, options)
 
     async def _folder(self, action: str, url: str, options: TransferOptions, *args):
         """A folder action of the window's panes (``folders.ACTIONS``)."""
@@ -315,7 +331,7 @@ class Engine:
             result = await runner.run()
             job.state, job.bytes_done, job.rate, job.eta = JobState.DONE, result.bytes, 0.0, 0.0
             runner.record_done(result)
-            self.store.jobs.remove(job.id)
+            self._finished(job)
             self.publish(FINISHED, job)
         except asyncio.CancelledError:
             pass  # pause/cancel/close set the new state before cancelling us
@@ -378,9 +394,17 @@ class Engine:
         backend = self.registry.get(job.backend)
         await asyncio.to_thread(_discard, backend, TransferRequest(source, dest, job.options, state_dir=self.state_dir))
         JobRunner(self, job, job.source, job.dest).record_end("cancelled")
-        self.store.jobs.remove(job_id)
+        self._finished(job)
         self.publish(FINISHED, job)
         return job.view()
+
+    def _finished(self, job: Job) -> None:
+        """A job that ended done or cancelled: kept in its place in the queue (``keep_finished``), else gone
+        from the store (the history has it)."""
+        if self.keep_finished:
+            self.persist(job)
+        else:
+            self.store.jobs.remove(job.id)
 
     async def _remove(self, job_id: int) -> None:
         job = self._get(job_id)

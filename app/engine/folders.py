@@ -7,7 +7,7 @@ nothing is queued, retried or kept in history. A backend offers them through the
 
 from __future__ import annotations
 
-from backends.core.base import EntriesSink, FolderEditor, FolderEntry, Lister, TransferOptions
+from backends.core.base import EntriesSink, FolderEditor, FolderEntry, FolderLocator, Lister, TransferOptions
 from backends.core.errors import BadRequest, TransferError
 from backends.core.registry import Registry
 
@@ -38,3 +38,12 @@ async def change_folder(registry: Registry, action: str, url: str, options: Tran
     if action == "delete":
         return await backend.remove(url, options)
     raise BadRequest(f"'{action}' is not a folder action; use one of {', '.join(ACTIONS)}.")
+
+
+async def locate_folder(registry: Registry, url: str, options: TransferOptions, backend_name: str | None = None) -> str:
+    """The absolute path on the server of the folder ``url`` names (a pane going up from the login folder)."""
+    backend = registry.for_url(url, prefer=backend_name)
+    if not isinstance(backend, FolderLocator):
+        raise BadRequest(f"A {backend.name} server cannot say where its login folder is; type the path above it "
+                         "in the path bar instead.")
+    return await backend.locate(url, options)

@@ -262,11 +262,17 @@ def loss_reading(single_mbps: float, rtt_ms: float, bottleneck_mbps: float, tcp:
 
 
 def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, float]) -> tuple[str, str]:
-    """The protocol likely fastest to this host: measured comparisons first, else the one just measured."""
+    """The protocol to use for this address: the one it names, with what earlier transfers and comparisons to the
+    host measured beside it. Another protocol that was faster there is named, never put in its place: the same
+    host may serve other data another way (a DTN's web server beside its SFTP), and a site that speaks SFTP was
+    once told to use HTTPS."""
     if per_backend:
         top = max(per_backend, key=per_backend.get)
         ranked = ", ".join(f"{b} {v:.0f}" for b, v in sorted(per_backend.items(), key=lambda kv: -kv[1]))
-        return top, f"fastest in Ferry's transfers and comparisons to this host (Mbit/s: {ranked})"
+        if top == backend:
+            return backend, f"fastest in Ferry's transfers and comparisons to this host (Mbit/s: {ranked})"
+        return backend, (f"this address is {backend}; {top} was faster in earlier transfers and comparisons to this "
+                         f"host (Mbit/s: {ranked}): use {top} where this server offers the same data that way")
     return backend, (f"{backend} reached {bottleneck_mbps:.0f} Mbit/s here; no other protocol has been measured to "
                      "this host yet (run a comparison to rank them)")
 

@@ -171,7 +171,9 @@ class _Hop:
             self.options = replace(self.options, backend_options=self.options.backend_options | {"compress": compress})
 
     def url(self, path: str) -> str:
-        return replace(self.site, remote_folder="").url(path, self.secret)
+        """The agent's spool path (absolute, or below its login folder) on the via site, whatever the site's
+        default folder."""
+        return self.site.url_of(path if path.startswith("/") else "~/" + path, self.secret)
 
     def request_for(self, source: str, dest: str, **extra) -> TransferRequest:
         return TransferRequest(source, dest, self.options, ask_trust=self.request.ask_trust,

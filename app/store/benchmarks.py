@@ -36,6 +36,21 @@ class BenchmarkLog:
         rows = self.conn.execute(f"SELECT * FROM benchmarks{where} ORDER BY started DESC LIMIT ?", (*args, limit))
         return [dict(r) for r in rows]
 
+    def for_plots(self, limit: int = 2000) -> list[dict]:
+        """The log as the window plots it: each row with the rate its History entry shows (``shown_mbps``: what
+        was delivered per second, where the log keeps the bytes on the wire of a compressed transfer) and the
+        transfer's source and destination (its protocol as typed, and its direction): the History row of the
+        same job that finished nearest the log's start (SQLite takes no outer column in a subquery's ORDER BY,
+        so the nearest is found with ``min``)."""
+        rows = self.conn.execute(
+            "SELECT x.*, COALESCE(h.throughput_mbps, x.throughput_mbps) AS shown_mbps, h.source AS source,"
+            " h.dest AS dest FROM (SELECT b.*, (SELECT h1.id FROM history h1 WHERE h1.job_id = b.job_id"
+            " AND h1.outcome = 'done' AND abs(h1.started - b.started) = (SELECT min(abs(h2.started - b.started))"
+            " FROM history h2 WHERE h2.job_id = b.job_id AND h2.outcome = 'done') LIMIT 1) AS history_id"
+            " FROM benchmarks b ORDER BY b.started DESC LIMIT ?) x LEFT JOIN history h ON h.id = x.history_id"
+            " ORDER BY x.started DESC", (limit,))
+        return [{k: v for k, v in dict(r).items() if k != "history_id"} for r in rows]
+
     def best_streams(self, peer_host: str, backend: str, max_age_days: float = 30) -> int | None:
         """The stream count of the fastest recent meaningful transfer to this host, if any.
 

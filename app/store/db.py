@@ -115,6 +115,13 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX preflights_peer ON preflights(peer_host, backend, started)
     """,
+    # 5: a finished job kept in the window's queue across restarts shows what it showed before: its result
+    # (SHA-256, how it was verified), its notes and a list job's files (JSON)
+    """
+    ALTER TABLE jobs ADD COLUMN result TEXT;
+    ALTER TABLE jobs ADD COLUMN notes TEXT;
+    ALTER TABLE jobs ADD COLUMN files TEXT
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,4 +1,5 @@
-"""The queue table: unfinished jobs, so they survive a restart and resume."""
+"""The queue table: unfinished jobs, so they survive a restart and resume; in the window's queue finished ones
+too, with what they showed (result, notes, a list job's files), until the user removes them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ _HELD = ("queued", "running", "verifying")
 
 _COLUMNS = (
     "id, source, dest, backend, options, state, position, bytes_total, bytes_done, attempts, error, error_kind,"
-    " created"
+    " created, result, notes, files"
 )
 
 
@@ -26,6 +27,8 @@ def _job(row: sqlite3.Row) -> Job:
         options=TransferOptions.from_dict(json.loads(row["options"] or "{}")), state=JobState(row["state"]),
         position=row["position"], bytes_total=row["bytes_total"], bytes_done=row["bytes_done"],
         attempts=row["attempts"], error=row["error"], error_kind=row["error_kind"], created=row["created"],
+        result=json.loads(row["result"]) if row["result"] else None, notes=json.loads(row["notes"] or "[]"),
+        files={name: tuple(state) for name, state in json.loads(row["files"] or "{}").items()},
     )
 
 
@@ -106,17 +109,30 @@ class JobsTable:
         return None
 
     def save(self, job: Job) -> None:
-        """Write the job's state; a queued or running job is marked as this process's."""
-        owner = os.getpid() if job.state.value in _HELD else None
+        """Write the job's state; a queued or running job is marked as this process's. What it showed (result,
+        notes, files) is written once it stops (done, failed, paused, cancelled): a running study's ten thousand
+        file states are not written out every few seconds."""
+        held = job.state.value in _HELD
+        owner = os.getpid() if held else None
+        shown = (None, None, None) if held else (
+            json.dumps(job.result) if job.result else None, json.dumps(job.notes[-50:]),
+            json.dumps(job.files) if job.files else None)
         self.conn.execute(
             "UPDATE jobs SET state=?, position=?, bytes_total=?, bytes_done=?, attempts=?, error=?, error_kind=?,"
-            " options=?, owner_pid=?, updated=? WHERE id=?",
+            " options=?, owner_pid=?, updated=?, result=?, notes=?, files=? WHERE id=?",
             (job.state.value, job.position, job.bytes_total, job.bytes_done, job.attempts, job.error,
-             job.error_kind, json.dumps(job.options.to_dict()), owner, time.time(), job.id),
+             job.error_kind, json.dumps(job.options.to_dict()), owner, time.time(), *shown, job.id),
         )
 
     def remove(self, job_id: int) -> None:
         self.conn.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+
+    def trim_finished(self, keep: int) -> int:
+        """Done and cancelled jobs beyond the newest ``keep`` leave the queue (their history stays)."""
+        cursor = self.conn.execute(
+            "DELETE FROM jobs WHERE state IN ('done', 'cancelled') AND id NOT IN (SELECT id FROM jobs WHERE state IN"
+            " ('done', 'cancelled') ORDER BY id DESC LIMIT ?)", (keep,))
+        return cursor.rowcount
 
     def get(self, job_id: int) -> Job | None:
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()

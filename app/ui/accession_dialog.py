@@ -63,10 +63,12 @@ class AccessionDialog(QDialog):
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table = QTableWidget(0, 4, self)
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next control, as everywhere else
         self.table.setHorizontalHeaderLabels(["Run", "File", "Size", "MD5"])
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.dest = QLineEdit(folder, self)
+        self._base = folder  # the download folder: a study goes into a folder of its own below it
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
         self.fetch = self.buttons.addButton("Fetch", QDialogButtonBox.ButtonRole.AcceptRole)
         self.fetch.setEnabled(False)
@@ -121,6 +123,9 @@ class AccessionDialog(QDialog):
             self.table.setRowCount(0)
             return
         self.plan = answer
+        if self._base and self.dest.text().strip() in (self._base, getattr(self, "_suggested", None)):
+            self._suggested = str(Path(self._base).expanduser() / own_folder(answer.label))
+            self.dest.setText(self._suggested)  # one folder per accession, unless the user chose one
         self.summary.setText(describe(answer, self.folder))
         self.table.setRowCount(len(answer.files))
         for row, f in enumerate(answer.files):
@@ -136,6 +141,15 @@ class AccessionDialog(QDialog):
             self.summary.setText("Choose the folder the files go into.")
             return
         self.accept()
+
+
+def own_folder(label: str) -> str:
+    """The folder an accession's files go into below the download folder: ``PRJEB12345``, or
+    ``PRJEB12345-and-2-more`` for a list (its name made safe for every OS)."""
+    from backends.destination.names import portable_name
+
+    name = label.removeprefix("ena:").replace(" and ", "-and-").replace(" more", "-more")
+    return portable_name(name)[0]
 
 
 def describe(plan: ena.Plan, folder: Path) -> str:

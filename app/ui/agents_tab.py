@@ -31,6 +31,7 @@ from app.store import Store
 from app.units import counted
 
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
+from .words import for_window
 
 SSH = ("sftp", "scp")
 
@@ -69,6 +70,7 @@ class AgentsTab(QWidget):
         self.state.setWordWrap(True)
         self.model = QueueModel(self)
         self.table = QTableView(self)
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next control
         self.table.setModel(self.model)
         self.table.setItemDelegateForColumn(PROGRESS, ProgressDelegate(self.table))
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -233,6 +235,7 @@ class RemoteJobs:
 
     def notify(self, title: str, text: str) -> None:
         """A desktop notification (the tray's), or the status bar where there is no tray."""
+        text = for_window(text)
         self.last_notice = (title, text)
         if not self.settings.get("notifications", True):
             return

@@ -5,40 +5,66 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
 from app.paths import data_dir, database_path
 
 HOST_KEY_WAIT = 300.0  # seconds a transfer waits for the user to answer a host-key question
+SHARED_ANSWER = 5.0  # seconds an answer also serves the connections that were meeting the key as it was given
 
 
 class HostKeyAsker(QObject):
-    """Lets the engine (any thread) ask the user whether to trust a new SSH host key."""
+    """Lets the engine (any thread) ask the user whether to trust a new SSH host key, as FileZilla and WinSCP do:
+    the fingerprint (selectable, to compare with the one the administrator gave) and three answers."""
 
     _ask = Signal(str, str, str, object)
+    #: the buttons, as the tests and the user's eyes find them
+    ALWAYS, ONCE = "Trust and remember", "Trust this time"
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._ask.connect(self._show)
+        self._pending: dict[tuple[str, str], dict] = {}  # (host, fingerprint) → the question on screen
+        self._lock = threading.Lock()
 
-    def __call__(self, host: str, key_type: str, fingerprint: str) -> bool:
-        """Called on a worker thread: blocks it (never the GUI) until the user answers."""
-        answer = {"ok": False, "done": threading.Event()}
-        self._ask.emit(host, key_type, fingerprint, answer)
+    def __call__(self, host: str, key_type: str, fingerprint: str) -> str | None:
+        """Called on a worker thread: blocks it (never the GUI) until the user answers; "always", "once" or
+        None (refused, or no answer within ``HOST_KEY_WAIT``). Connections that meet the same key while it is
+        asked, or just after (a pane lists while a transfer starts), share the one question instead of
+        stacking boxes; a later connection asks again (Refresh after Cancel)."""
+        key = (host, fingerprint)
+        with self._lock:
+            answer = self._pending.get(key)
+            if answer is not None and answer["done"].is_set() and time.monotonic() - answer["at"] > SHARED_ANSWER:
+                answer = None
+            first = answer is None
+            if first:
+                answer = self._pending[key] = {"choice": None, "done": threading.Event(), "at": 0.0}
+        if first:
+            self._ask.emit(host, key_type, fingerprint, answer)
         answer["done"].wait(HOST_KEY_WAIT)
-        return bool(answer["ok"])
+        return answer["choice"]
 
     @Slot(str, str, str, object)
     def _show(self, host: str, key_type: str, fingerprint: str, answer: dict) -> None:
-        box = QMessageBox(QMessageBox.Icon.Warning, "Trust this server?",
-                          f"Ferry has not seen {host} before. Its {key_type} key fingerprint is:\n\n{fingerprint}\n\n"
-                          "Compare it with the one the server's administrator gave you. Trust it and connect?")
-        box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
-        box.setDefaultButton(QMessageBox.StandardButton.No)
-        answer["ok"] = box.exec() == QMessageBox.StandardButton.Yes
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unknown server key",
+                          f"Ferry has not connected to {host} before. It presents this {key_type} key:\n\n"
+                          f"{fingerprint}\n\nCompare it with the fingerprint the server's administrator gave you. "
+                          "Trust it only if they match.")
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        always = box.addButton(self.ALWAYS, QMessageBox.ButtonRole.AcceptRole)
+        once = box.addButton(self.ONCE, QMessageBox.ButtonRole.YesRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        always.setToolTip("Save the key in known_hosts: the next connection will not ask")
+        once.setToolTip("Trust the key until Ferry quits; nothing is saved")
+        box.setDefaultButton(cancel)
+        box.exec()
+        answer["choice"] = {always: "always", once: "once"}.get(box.clickedButton())
+        answer["at"] = time.monotonic()
         answer["done"].set()
 
 
@@ -61,8 +87,12 @@ def build(argv: list[str] | None = None):
     db = database_path()
     with Store(db) as store:
         settings = store.settings.all()
+    from backends.ssh.once import forget_all
+
+    forget_all()  # "Trust this time" lasts one window session, whatever an earlier one in this process said
     asker = HostKeyAsker(app)
-    engine = Engine(db, max_jobs=int(settings.get("max_jobs", 3)), run_queue=True, ask_trust=asker).start()
+    engine = Engine(db, max_jobs=int(settings.get("max_jobs", 3)), run_queue=True, ask_trust=asker,
+                    keep_finished=True).start()
     apply_theme(settings.get("theme", "system"))
     window = MainWindow(engine, db, data_dir())
     # what exists now lives as long as the window (modules, Qt wrappers, the engine): out of the collector's

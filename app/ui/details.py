@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QTextBrowser
 
 from app.engine import JobState, JobView
 from app.units import counted, format_bytes, format_duration, format_ms, format_rate
+
+from .words import for_window, protocol_name
 
 REMEDIES = {
     "not-found": "Check the address: the file may have moved or been renamed on the server.",
@@ -28,8 +32,10 @@ REMEDIES = {
 def render(view: JobView | None) -> str:
     if view is None:
         return "<p style='color:gray'>Select a transfer to see its details.</p>"
+    address = view.source if "://" in view.source else view.dest
     rows = [
-        ("From", view.source), ("To", view.dest), ("Backend", view.backend), ("State", view.state.value),
+        ("From", view.source), ("To", view.dest), ("Protocol", protocol_name(view.backend, address)),
+        ("State", view.state.value),
         ("Progress", f"{format_bytes(view.bytes_done)} of {format_bytes(view.bytes_total)}"),
     ]
     if view.state.active:
@@ -64,14 +70,29 @@ def render(view: JobView | None) -> str:
     parts = [f"<table>{table}</table>"]
     if view.state == JobState.FAILED and view.error:
         remedy = REMEDIES.get(view.error_kind or "", "Press Retry to try again.")
-        parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(view.error)}</p>"
+        parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(for_window(view.error))}</p>"
                      f"<p><b>What to try:</b> {html.escape(remedy)}</p>")
     if view.files:
+        parts.append(_study_files(view))
         parts.append(files_table(view.files))
     if view.notes:
-        notes = "".join(f"<li>{html.escape(n)}</li>" for n in view.notes[-20:])
+        notes = "".join(f"<li>{html.escape(for_window(n))}</li>" for n in view.notes[-20:])
         parts.append(f"<p><b>Log</b></p><ul>{notes}</ul>")
     return "".join(parts)
+
+
+def _study_files(view: JobView) -> str:
+    """An accession's samplesheet and report, and its folder, as links (they open in the desktop's apps)."""
+    if "://" in view.dest:
+        return ""
+    folder = Path(view.dest)
+    links = [f"<a href='{folder.as_uri()}'>Open folder</a>"] if folder.is_absolute() else []
+    for label, name in (("samplesheet.csv", "samplesheet.csv"), ("metadata.tsv (the archive's report)",
+                                                                   "metadata.tsv")):
+        path = folder / name
+        if path.is_absolute() and path.exists():
+            links.append(f"<a href='{path.as_uri()}'>{html.escape(label)}</a>")
+    return f"<p><b>In {html.escape(str(folder))}:</b> {' · '.join(links)}</p>" if links else ""
 
 
 #: the order a list job's files are shown in: what needs the reader first
@@ -89,7 +110,7 @@ def files_table(files: dict) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(name)}</td><td style='padding-left:8px;color:"
         f"{'#c0392b' if state == 'failed' else 'gray'}'>{html.escape(state)}</td>"
-        f"<td style='padding-left:8px'>{html.escape(error or '')}</td></tr>"
+        f"<td style='padding-left:8px'>{html.escape(for_window(error))}</td></tr>"
         for name, (state, error, *_) in ordered[:SHOWN_FILES])
     more = f"<p style='color:gray'>and {len(ordered) - SHOWN_FILES} more</p>" if len(ordered) > SHOWN_FILES else ""
     return f"<p><b>Files</b> ({len(files)}: {html.escape(head)})</p><table>{rows}</table>{more}"
@@ -99,6 +120,8 @@ class DetailsPane(QTextBrowser):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setOpenExternalLinks(False)
+        self.setOpenLinks(False)  # a link opens in the desktop's app (the file manager, a spreadsheet), not here
+        self.anchorClicked.connect(QDesktopServices.openUrl)
         self.show_job(None)
 
     def show_job(self, view: JobView | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -15,7 +16,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMessageBox,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -29,8 +29,12 @@ from app.units import parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import TransferError
 
+from .words import as_folder, for_window
 
-def with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
+
+def with_browse(edit: QLineEdit, folder: bool, parent: QWidget, start: str | None = None) -> QWidget:
+    """``edit`` with a Browse… button beside it; the chooser opens at what the box holds, else at ``start`` (a
+    key file's chooser at ~/.ssh), else in the home folder, never in the folder Ferry happened to start in."""
     box = QWidget(parent)
     row = QHBoxLayout(box)
     row.setContentsMargins(0, 0, 0, 0)
@@ -38,14 +42,29 @@ def with_browse(edit: QLineEdit, folder: bool, parent: QWidget) -> QWidget:
     button = QPushButton("Browse…", box)
 
     def pick() -> None:
-        path = (QFileDialog.getExistingDirectory(parent, "Choose a folder", edit.text()) if folder
-                else QFileDialog.getOpenFileName(parent, "Choose a file", edit.text())[0])
+        where = edit.text().strip() or start or str(Path.home())
+        path = (QFileDialog.getExistingDirectory(parent, "Choose a folder", where) if folder
+                else QFileDialog.getOpenFileName(parent, "Choose a file", where)[0])
         if path:
             edit.setText(path)
 
     button.clicked.connect(pick)
     row.addWidget(button)
     return box
+
+
+def problem_label(parent: QWidget) -> QLabel:
+    """Where a dialog says what is wrong with what was typed: in the dialog, never a box over it."""
+    label = QLabel("", parent)
+    label.setWordWrap(True)
+    label.setObjectName("problem")
+    return label
+
+
+def say_problem(label: QLabel, text: str) -> None:
+    import html
+
+    label.setText(f"<span style='color:#c0392b'>{html.escape(for_window(text))}</span>")
 
 
 #: what to do with files already at the destination (the CLI's default, --sync, --overwrite)
@@ -110,6 +129,8 @@ class NewTransferDialog(QDialog):
         form.addRow("Checksum", self.checksum)
         form.addRow("Rate limit", self.limit)
         form.addRow("If files exist", self.existing)
+        self.problem = problem_label(self)
+        form.addRow(self.problem)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
@@ -124,7 +145,7 @@ class NewTransferDialog(QDialog):
         streams = self.streams.currentText().strip() or "auto"
         return {
             "source": self.source.text().strip(),
-            "dest": self.dest.text().strip(),
+            "dest": as_folder(self.dest.text().strip()),  # the To box names a folder
             "streams": "auto" if streams == "auto" else int(streams),
             "checksum": parse_checksum(self.checksum.text()) if self.checksum.text().strip() else None,
             "limit_rate": parse_rate(self.limit.text()) if self.limit.text().strip() else None,
@@ -147,10 +168,26 @@ class NewTransferDialog(QDialog):
             problem = str(exc)
         except ValueError:
             problem = "Streams must be auto or a number from 1 to 64."
+        if not problem and not values["on"]:  # on an agent, To is a path on that site's host
+            problem = self._make_local_folder(values["dest"])
         if problem:
-            QMessageBox.warning(self, "New transfer", problem)
+            say_problem(self.problem, problem)  # under the form; what was typed stays as it was
             return
         self.accept()
+
+    @staticmethod
+    def _make_local_folder(dest: str) -> str | None:
+        """The To box names a folder: one on this computer that is not there yet is made now, as a file manager's
+        Save to does (through the one way out to disk: no link entered). A sentence when it cannot be."""
+        from backends.destination import Destination
+
+        if "://" in dest or dest.startswith("site:"):
+            return None
+        try:
+            Destination(Path(dest).expanduser()).folder("")
+        except TransferError as exc:
+            return str(exc)
+        return None
 
 
 class SiteDialog(QDialog):
@@ -177,7 +214,7 @@ class SiteDialog(QDialog):
         self.key = QLineEdit(site.key_file or "" if site else "", self)
         self.secret = QLineEdit(self)
         self.secret.setEchoMode(QLineEdit.EchoMode.Password)
-        self.secret.setPlaceholderText("password or key passphrase (kept in the OS keyring)")
+        self.secret.setPlaceholderText("the login's password, or the key file's passphrase (kept in the OS keyring)")
         self.remember = QCheckBox("Remember it in the OS keyring", self)
         self.remember.setChecked(True)
         self.options = OptionFields(self)  # the protocol's own options, from its backend's declarations
@@ -196,20 +233,22 @@ class SiteDialog(QDialog):
         form.addRow("User", self.user)
         form.addRow("Default folder", self.folder)
         form.addRow("Streams", self.streams)
-        form.addRow("Key file", with_browse(self.key, False, self))
-        form.addRow("Secret", self.secret)
+        form.addRow("Key file", with_browse(self.key, False, self, str(Path.home() / ".ssh")))
+        form.addRow("Password", self.secret)
         form.addRow("", self.remember)
         form.addRow(self.options_box)
         self._protocol_changed(self.protocol.currentText())
+        self.status = QLabel("", self)  # above the buttons, its room kept: a message never squeezes the form
+        self.status.setWordWrap(True)
+        self.status.setMinimumHeight(3 * self.fontMetrics().lineSpacing())
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow(self.status)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
         self.test_button = buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
         self.test_button.clicked.connect(self._run_test)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        self.status = QLabel("", self)
-        self.status.setWordWrap(True)
-        form.addRow(self.status)
 
     def _protocol_changed(self, protocol: str) -> None:
         backend, spec = site_option_spec(protocol)
@@ -243,13 +282,14 @@ class SiteDialog(QDialog):
         import html
 
         color = "#2e7d32" if ok else "#c0392b"
-        self.status.setText(f"<span style='color:{color}'>{html.escape(message)}</span>")
+        self.status.setText(f"<span style='color:{color}'>{html.escape(for_window(message))}</span>")
 
     def _accept(self) -> None:
+        """A refusal is said under the form, next to what the user typed (nothing is lost, no box to dismiss)."""
         try:
             self.site()
         except TransferError as exc:
-            QMessageBox.warning(self, "Site profile", str(exc))
+            self.report(str(exc), False)
             return
         self.accept()
 
@@ -297,6 +337,8 @@ class SettingsDialog(QDialog):
         where = QLabel(f"{data_folder} (set LABFERRY_HOME to move it)", self)
         where.setWordWrap(True)
         form.addRow("Ferry's data", where)
+        self.problem = problem_label(self)
+        form.addRow(self.problem)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
@@ -319,6 +361,6 @@ class SettingsDialog(QDialog):
             if self.limit_rate.text().strip():
                 parse_rate(self.limit_rate.text())
         except TransferError as exc:
-            QMessageBox.warning(self, "Settings", str(exc))
+            say_problem(self.problem, str(exc))
             return
         self.accept()

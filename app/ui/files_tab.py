@@ -16,6 +16,7 @@ from app.sites import Site
 
 from .dialogs import EXISTING_CHOICES, EXISTING_OPTIONS
 from .folder_pane import FolderPane
+from .words import as_folder
 
 
 class FilesTab(QWidget):
@@ -90,7 +91,7 @@ class FilesTab(QWidget):
             if local:
                 self._show_error("Both sides are this computer: copy between local folders in your file manager.")
             for item in remote:
-                self._submit(item, folder, **chosen)
+                self._submit(item, as_folder(folder), **chosen)
             return
         if remote:
             self._show_error("Ferry copies between a site and this computer; to copy between two sites, fetch to "

@@ -197,9 +197,8 @@ def local_mime(folder: str, entries: list[FolderEntry]) -> QMimeData:
     return mime
 
 
-def site_mime(site_name: str, folder: str, entries: list[FolderEntry]) -> QMimeData:
-    lines = [f"site:{site_name}/{'/'.join(p for p in (folder.strip('/'), e.name) if p)}{'/' if e.is_dir else ''}"
-             for e in entries]
+def site_mime(lines: list[str]) -> QMimeData:
+    """A drag of a site pane's entries: their ``site:NAME/…`` lines (``FolderPane.items``)."""
     mime = QMimeData()
     mime.setData(SITE_PATHS, "\n".join(lines).encode())
     mime.setText("\n".join(lines))

@@ -13,6 +13,7 @@ only says what was dropped and onto which folder (``dropped``).
 
 from __future__ import annotations
 
+import html
 import os
 import threading
 from pathlib import Path
@@ -20,14 +21,12 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QMenu,
-    QTableView,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -36,9 +35,11 @@ from PySide6.QtWidgets import (
 from app.sites import Site
 from backends.core.base import FolderEntry
 
-from .folder_model import EntryRole, FolderModel, local_mime, site_mime, site_paths
+from . import pane_paths
+from .folder_model import EntryRole, FolderModel, local_mime, site_mime
 from .icons import icon
-from .panels import local_paths
+from .pane_view import PaneView, scan_local
+from .words import for_window
 
 THIS_COMPUTER = "This computer"
 BATCH = 500
@@ -57,69 +58,6 @@ PANE_ACTIONS = {
 }
 
 
-def scan_local(folder: str) -> list[FolderEntry]:
-    """This computer's folder as entries (links followed to say what they lead to; a dangling one kept)."""
-    out = []
-    with os.scandir(folder) as found:
-        for item in found:
-            try:
-                info = item.stat()
-            except OSError:
-                info = item.stat(follow_symlinks=False)
-            is_dir = item.is_dir()
-            out.append(FolderEntry(item.name, is_dir, None if is_dir else info.st_size, info.st_mtime,
-                                   info.st_mode & 0o7777, item.is_symlink()))
-    return out
-
-
-class PaneView(QTableView):
-    """The entries; a drop names the folder row under the cursor, or the pane's own folder.
-
-    A table, not a tree: a ``QTreeView`` lays out every row again after each batch (asking the model whether
-    each of 10,000 rows has children, a call into Python apiece), measured as 60–170 ms stalls; a table
-    with fixed row heights lays out nothing per row."""
-
-    def __init__(self, pane: FolderPane) -> None:
-        super().__init__(pane)
-        self.pane = pane
-        self.verticalHeader().hide()
-        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.horizontalHeader().setHighlightSections(False)
-        self.horizontalHeader().setStretchLastSection(True)
-        self.setShowGrid(False)
-        self.setWordWrap(False)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSortingEnabled(True)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.setDragEnabled(True)
-        self.setAcceptDrops(True)
-        self.setDropIndicatorShown(True)
-        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
-
-    def dragEnterEvent(self, event) -> None:
-        if event.source() is not self and (event.mimeData().hasUrls() or site_paths(event.mimeData())):
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dragMoveEvent(self, event) -> None:
-        if event.source() is self:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:
-        mime = event.mimeData()
-        items = site_paths(mime) or local_paths(mime.urls() if mime.hasUrls() else [])
-        index = self.indexAt(event.position().toPoint())
-        entry = index.data(EntryRole) if index.isValid() else None
-        folder = self.pane.child(entry.name) if entry is not None and entry.is_dir else self.pane.path
-        event.acceptProposedAction()
-        if items:
-            self.pane.dropped.emit(items, self.pane, folder)
-
-
 class FolderPane(QWidget):
     dropped = Signal(list, object, str)  # what was dropped (local paths or site:NAME/path lines), pane, folder
     send_requested = Signal(object)  # this pane: copy its selection to the other pane
@@ -132,7 +70,7 @@ class FolderPane(QWidget):
         super().__init__(parent)
         self.bridge, self._sites, self._secret_of = bridge, sites, secret_of
         self.site: Site | None = site
-        self.path = "" if site else str(Path.home())
+        self.path = site.home() if site else str(Path.home())
         self.history: list[str] = []
         self.generation = 0
         self.listing = False
@@ -182,7 +120,15 @@ class FolderPane(QWidget):
         self.view = PaneView(self)
         self.view.setModel(self.model)
         self.view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
-        self.view.setColumnWidth(0, 260)
+        # the name takes what is left; the others the width of their longest text, measured once on a sample (not
+        # ResizeToContents, which measures every row again on each batch of a 10,000-name folder)
+        header = self.view.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        metrics = self.view.fontMetrics()
+        for column, sample in ((1, "1023.9 MiB"), (2, "2026-12-31 23:59"), (3, "drwxr-xr-x")):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+            self.view.setColumnWidth(column, metrics.horizontalAdvance(sample) + 28)
         self.view.doubleClicked.connect(self._open)
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._menu)
@@ -205,15 +151,19 @@ class FolderPane(QWidget):
     # -- where the pane is -----------------------------------------------------------------------
     @property
     def where(self) -> str:
-        """The folder in words: a local path, or ``NAME:/path`` below the site's own folder."""
-        return self.path if self.site is None else f"{self.site.name}:/{self.path}"
+        """The folder in words: a local path, or ``NAME:/path`` (``NAME:~/path`` below the login folder)."""
+        return self.path if self.site is None else f"{self.site.name}:{self.path}"
 
     def show_site(self, site: Site | None, path: str | None = None) -> None:
-        """Show ``site`` (None: this computer) at ``path`` (default: its home or the site's folder)."""
+        """Show ``site`` (None: this computer) at ``path`` (default: the home folder or the site's default
+        folder; a relative path is below that folder)."""
         self.site = site
         self.history.clear()
         self.location.setCurrentIndex(max(self.location.findText(site.name if site else THIS_COMPUTER), 0))
-        self.load(path if path is not None else ("" if site else str(Path.home())), remember=False)
+        if site is None:
+            self.load(path if path is not None else str(Path.home()), remember=False)
+        else:
+            self.load(pane_paths.below(site.home(), path), remember=False)
 
     def shows(self, dest: str) -> bool:
         """Whether a transfer to ``dest`` may have changed what this pane lists (its folder or below it, on this
@@ -229,30 +179,35 @@ class FolderPane(QWidget):
         text = self.path_bar.text().strip()
         if self.site is None:
             return os.path.expanduser(text)
-        prefix = f"{self.site.name}:"
-        return text[len(prefix):].strip("/") if text.startswith(prefix) else text.strip("/")
+        return pane_paths.typed(text, self.site.name, self.path)
 
     def child(self, name: str) -> str:
         if self.site is None:
             return os.path.join(self.path, name)
-        return f"{self.path}/{name}" if self.path else name
+        return pane_paths.join(self.path, name)
 
     def parent_path(self) -> str | None:
         if self.site is None:
             parent = os.path.dirname(self.path.rstrip(os.sep)) or os.sep
             return None if parent == self.path else parent
-        return None if not self.path else (self.path.rsplit("/", 1)[0] if "/" in self.path else "")
+        return pane_paths.parent(self.path)
 
-    def address(self, rel_or_path: str, *, with_secret: bool = False, folder: bool = False) -> str:
-        """A remote path's URL for the engine (with the keyring's secret) or for the clipboard (without)."""
+    def address(self, where: str, *, with_secret: bool = False, folder: bool = False) -> str:
+        """A server path's URL (``pane_paths``' form) for the engine (with the keyring's secret) or for the
+        clipboard (without)."""
         assert self.site is not None
         secret = self._secret_of(self.site) if with_secret else None
-        return self.site.url(rel_or_path + ("/" if folder and rel_or_path else ""), secret)
+        return self.site.url_of(where + ("/" if folder and not where.endswith("/") else ""), secret)
 
-    def site_path(self, rel: str, folder: bool = False) -> str:
-        """``site:NAME/rel`` as the front door takes it (a folder with its trailing slash)."""
+    def site_path(self, where: str, folder: bool = False) -> str:
+        """A server path as the front door takes it: ``site:NAME/rel`` below the site's default folder (what the
+        user reads in New transfer), else ``site:NAME//abs`` or ``site:NAME/~/path``; a folder with its trailing
+        slash."""
         assert self.site is not None
-        return f"site:{self.site.name}/{rel}" + ("/" if folder and rel else "")
+        rel = pane_paths.inside(self.site.home(), where)
+        shown = where if rel is None else rel
+        slash = "/" if folder and shown and not shown.endswith("/") else ""
+        return f"site:{self.site.name}/{shown}{slash}"
 
     # -- listing ---------------------------------------------------------------------------------
     def load(self, path: str, remember: bool = True) -> None:
@@ -326,11 +281,12 @@ class FolderPane(QWidget):
         self.note = ""
 
     def _failed(self, generation: int, message: str) -> None:
+        """A listing that failed is said in the pane's own status line, in the window's words: a box on every
+        refresh (as before) stops the user instead of telling them."""
         if generation != self.generation:
             return
         self.listing = False
-        self.status.setText(message)
-        self.said.emit(message)
+        self.status.setText(f"<span style='color:#c0392b'>{html.escape(for_window(message))}</span>")
 
     # -- moving around -------------------------------------------------------------------------------
     def _open(self, index) -> None:
@@ -346,6 +302,21 @@ class FolderPane(QWidget):
         parent = self.parent_path()
         if parent is not None:
             self.load(parent)
+        elif self.site is not None and self.path == pane_paths.LOGIN:
+            self._locate_login_folder()
+
+    def _locate_login_folder(self) -> None:
+        """Up from the login folder: the server says where that folder is (SSH's realpath, FTP's PWD), then the
+        pane goes to its parent; a server that cannot say leaves the pane where it is, and says so."""
+        generation = self.generation
+        self.status.setText("Asking the server where the login folder is…")
+
+        def located(absolute: str) -> None:
+            if generation == self.generation:  # the user has not moved on meanwhile
+                self.load(pane_paths.parent(pane_paths.normal(absolute)) or "/")
+
+        self.bridge.call("locate", self.address(self.path, with_secret=True, folder=True), self._options(),
+                         done=located, error=lambda message: self._failed(generation, message))
 
     def refresh(self) -> None:
         self.load(self.path, remember=False)
@@ -361,7 +332,7 @@ class FolderPane(QWidget):
     def _mime(self, entries: list[FolderEntry]):
         if self.site is None:
             return local_mime(self.path, entries)
-        return site_mime(self.site.name, self.path, entries)
+        return site_mime(self.items(entries))
 
     def items(self, entries: list[FolderEntry]) -> list[str]:
         """What a transfer takes for ``entries``: local paths, or ``site:NAME/path`` (folders with ``/``)."""

@@ -14,10 +14,12 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from app.store import HistoryFilter, Store
 from app.units import format_bytes, format_duration
 
+from .words import for_window, protocol_name
+
 PAGE = 500
 COLUMNS = (
     ("Finished", "finished"), ("Outcome", "outcome"), ("Source", "source"), ("Destination", "dest"),
-    ("Backend", "backend"), ("Size", "bytes"), ("Duration", "seconds"), ("Mbit/s", "throughput_mbps"),
+    ("Protocol", "backend"), ("Size", "bytes"), ("Duration", "seconds"), ("Mbit/s", "throughput_mbps"),
     ("Streams", "streams"), ("SHA-256", "sha256"), ("Error", "error"),
 )
 RowRole = Qt.ItemDataRole.UserRole + 2
@@ -83,12 +85,16 @@ class HistoryModel(QAbstractTableModel):
             return row
         key = COLUMNS[index.column()][1]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return row.get("error") or row.get("verify_method") or None
+            return for_window(row.get("error")) or row.get("verify_method") or None
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         value = row.get(key)
         if value is None:
             return ""
+        if key == "backend":
+            return protocol_name(value, row.get("source") or "")
+        if key == "error":
+            return for_window(value)
         if key == "finished":
             return datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M")
         if key == "bytes":

@@ -52,6 +52,7 @@ class HistoryTab:
             bar.addWidget(widget)
         layout.addLayout(bar)
         self.history_view = QTableView(page)
+        self.history_view.setTabKeyNavigation(False)  # Tab moves on to the next control
         self.history_view.setModel(self.history_model)
         self.history_view.setSortingEnabled(True)
         self.history_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -21,14 +21,13 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableView,
     QTabWidget,
-    QToolBar,
 )
 
 from app.engine import JobState, JobView
 from app.requests import Defaults, Overrides, resolve, site_options
 from app.sites import Site, SiteBook
 from app.store import Store
-from app.units import format_rate
+from app.units import counted, format_rate
 from backends.core.errors import TransferError
 
 from .agents_tab import AgentsTab, RemoteJobs, agent_note
@@ -41,11 +40,15 @@ from .history_model import HistoryModel
 from .history_tab import HistoryTab
 from .icons import ACTIONS, icon
 from .opening import Opening
-from .panels import BenchmarksView, Sidebar, Tray, app_icon, apply_theme, empty_hint
+from .panels import Sidebar, Tray, app_icon, apply_theme, empty_hint
+from .plots import BenchmarksView
 from .public_data import PublicData, accessions_in
+from .queue_menu import queue_menu
 from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
 from .reporting import ReportExporter
 from .torrents import SeedingView
+from .window_actions import build_actions
+from .words import for_window
 
 log = logging.getLogger(__name__)
 
@@ -83,16 +86,20 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.sidebar.files_dropped_on_site.connect(self.upload_to_site)
         self.sidebar.site_activated.connect(self.edit_site)
         self.queue_view = QTableView(self)
+        self.queue_view.setTabKeyNavigation(False)  # Tab leaves the table (arrows move inside it)
         self.queue_view.setModel(self.queue_model)
         self.queue_view.setItemDelegateForColumn(PROGRESS, ProgressDelegate(self.queue_view))
         self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.queue_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.queue_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # two studies differ at their ends
         self.queue_view.verticalHeader().hide()
         self.queue_view.setWordWrap(False)
         self.queue_view.setColumnWidth(1, 190)
         self.queue_view.setAcceptDrops(True)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.queue_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.queue_view.customContextMenuRequested.connect(self._queue_menu)
         self.empty_hint = empty_hint(self.queue_view)
         self.history_model = HistoryModel(self.db_path, self)
         self.reporter = ReportExporter(self.db_path, self)
@@ -133,37 +140,12 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.statusBar().addPermanentWidget(self.status)
 
     def _toolbar(self) -> None:
-        bar = QToolBar("Transfers", self)
-        bar.setObjectName("transfers")
-        self.addToolBar(bar)
-        self.actions_by_name: dict[str, QAction] = {}
-        for name, label, shortcut, slot in (
-            ("new", "New transfer", QKeySequence.StandardKey.New, lambda: self.new_transfer()),  # not triggered(bool)
-            ("public", "Public data…", "Ctrl+Shift+P", lambda: self.public_data()),
-            ("pause", "Pause", "Ctrl+P", lambda: self._each_selected("pause")),
-            ("resume", "Resume", "Ctrl+Shift+R", lambda: self._each_selected("resume")),
-            ("cancel", "Cancel", "Ctrl+.", lambda: self._each_selected("cancel")),
-            ("retry", "Retry", "Ctrl+R", lambda: self._each_selected("resume")),
-            ("remove", "Remove", QKeySequence.StandardKey.Delete, lambda: self._each_selected("remove")),
-            ("up", "Move up", "Ctrl+Up", lambda: self._move(-1)),
-            ("down", "Move down", "Ctrl+Down", lambda: self._move(1)),
-            ("clear", "Clear finished", "Ctrl+Shift+Del", lambda: self.clear_finished()),
-            ("site", "Add site", "Ctrl+Shift+N", lambda: self.edit_site(None)),
-            ("torrent", "Create torrent…", "Ctrl+Shift+B", lambda: self.create_torrent()),
-            ("paste", "Paste", QKeySequence.StandardKey.Paste, lambda: self.paste()),
-            ("preflight", "Preflight…", "Ctrl+Shift+T", lambda: self.open_preflight()),
-            ("settings", "Settings", "Ctrl+,", lambda: self.edit_settings()),
-        ):
-            action = QAction(label, self)
-            action.setShortcut(shortcut)
-            action.setToolTip(f"{label} ({action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})")
-            if name in ("remove", "up", "down", "clear", "settings", "paste"):  # icon only; text for the others
-                action.setPriority(QAction.Priority.LowPriority)
-            action.triggered.connect(slot)
-            bar.addAction(action)
-            self.actions_by_name[name] = action
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.actions_by_name: dict[str, QAction] = build_actions(self)
         self.refresh_icons()
+
+    def show_details(self, shown: bool) -> None:
+        """The details pane, shown or hidden (View → Details pane, Ctrl+D)."""
+        self._tab_changed(self.tabs.currentIndex())
 
     def follow_system_theme(self, *_) -> None:
         """The desktop switched between light and dark: follow it, unless Settings fixed a theme."""
@@ -172,9 +154,11 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             self.refresh_icons()
 
     def refresh_icons(self) -> None:
-        """Every action's icon, drawn again in the palette's colours (after a theme change)."""
+        """Every action's icon, drawn again in the palette's colours (after a theme change), and the plots."""
         for name, action in self.actions_by_name.items():
             action.setIcon(icon(ACTIONS[name]))
+        if hasattr(self, "benchmarks"):
+            self.benchmarks.follow_palette()
         self.queue_model.refresh_icons()
 
     # -- engine facts coming in ----------------------------------------------------------------
@@ -205,7 +189,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
 
     def _show_error(self, message: str) -> None:
         """Say it without stopping the window: the box is window-modal but does not block the event loop."""
-        log.warning("shown to the user: %s", message)
+        message = for_window(message)
+        log.info("shown to the user: %s", message)
         box = QMessageBox(QMessageBox.Icon.Warning, "Ferry", message, QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
@@ -218,6 +203,12 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     def _selection_changed(self, *args) -> None:
         views = self.selected_views()
         self.details.show_job(views[0] if views else None)
+
+    def _queue_menu(self, position) -> None:
+        menu = queue_menu(self, position)
+        if menu is not None:
+            self.last_menu = menu  # kept while it is open (and for the tests, which read it)
+            menu.popup(self.queue_view.viewport().mapToGlobal(position))
 
     def _each_selected(self, verb: str) -> None:
         for view in self.selected_views():
@@ -254,10 +245,14 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             return
         self.bridge.call("submit", *request.submit_args())
 
-    def new_transfer(self, source: str = "") -> None:
+    def new_transfer(self, source: str = "", more: list[str] | tuple = ()) -> None:
+        """The New transfer dialog (``source`` filled in); ``more``: further sources (a pasted list) that go to
+        the same place with the same choices once the dialog is accepted."""
         sites = self._sites()
         dialog = NewTransferDialog(self, source, self.settings.get("download_folder") or str(Path.home()), sites,
                                    browse=self.browse_site)
+        if more:
+            dialog.setWindowTitle(f"New transfer ({counted(len(more) + 1, 'item')} from the clipboard)")
         if dialog.exec():
             values = dialog.values()
             if accessions_in(values["source"]):  # an accession in the source box: what it resolves to, first
@@ -267,8 +262,9 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
                 self.run_on_agent(values)
                 return
             via = self.relay_choice(values)
-            self.submit(values["source"], values["dest"], streams=values["streams"], checksum=values["checksum"],
-                        limit_rate=values["limit_rate"], **values["existing"], **via)
+            for item in [values["source"], *more]:
+                self.submit(item, values["dest"], streams=values["streams"], checksum=values["checksum"],
+                            limit_rate=values["limit_rate"], **values["existing"], **via)
 
     def browse_site(self, parent, folder: bool = False) -> str | None:
         """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""
@@ -363,13 +359,19 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     # -- history and benchmarks ----------------------------------------------------------------------
     def _benchmark_rows(self) -> list[dict]:
         with Store(self.db_path, readonly=True) as store:
-            return store.benchmarks.recent(limit=2000)
+            return store.benchmarks.for_plots(limit=2000)
 
     def _tab_changed(self, index: int) -> None:
-        if self.tabs.widget(index) is self.benchmarks:
+        page = self.tabs.widget(index)
+        if page is self.benchmarks:
             self.benchmarks.refresh()
-        if self.tabs.widget(index) is self.agents:  # the details pane follows the tab's own selection
+        if page is self.agents:  # the details pane follows the tab's own selection
             self.details.show_job(self.agents.selected())
+        # the details of a selected transfer belong to the tabs that list transfers: the Files panes, the plots
+        # and the seeds take the whole height (unless View → Details pane hid it everywhere)
+        wanted = getattr(self, "details_action", None)
+        self.details.setVisible(page in (self.queue_view, self.history_page, self.agents)
+                                and (wanted is None or wanted.isChecked()))
 
     # -- closing ---------------------------------------------------------------------------------------
     def show_normal(self) -> None:
@@ -385,7 +387,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         running = [v for v in self.queue_model.views() if v.state.active or v.state == JobState.QUEUED]
         if running and not self._really_quit:
             box = QMessageBox(QMessageBox.Icon.Question, "Transfers are running",
-                              f"{len(running)} transfer(s) are still running or waiting.", parent=self)
+                              f"{counted(len(running), 'transfer')} {'is' if len(running) == 1 else 'are'} still "
+                              "running or waiting.", parent=self)
             keep = box.addButton("Keep running in the tray", QMessageBox.ButtonRole.AcceptRole) if self.tray else None
             stop = box.addButton("Pause them and quit", QMessageBox.ButtonRole.DestructiveRole)
             box.addButton(QMessageBox.StandardButton.Cancel)

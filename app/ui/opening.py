@@ -14,9 +14,11 @@ from PySide6.QtCore import QUrl
 from PySide6.QtWidgets import QInputDialog
 
 from app.accessions.ids import is_accession
+from app.units import counted
 
 from .folder_model import site_paths
 from .panels import local_paths
+from .words import as_folder
 
 
 class Opening:
@@ -31,7 +33,7 @@ class Opening:
         mime = event.mimeData()
         remote = site_paths(mime)
         if remote:  # a site's entries dragged from the Files tab onto the queue: into the download folder
-            folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
+            folder = as_folder(self.settings.get("download_folder") or str(Path.home() / "Downloads"))
             for item in remote:
                 self.submit(item, folder, **self.files.existing_choice())
             event.acceptProposedAction()
@@ -48,7 +50,7 @@ class Opening:
         self.showNormal()
         self.raise_()
         self.activateWindow()
-        folder = self.settings.get("download_folder") or str(Path.home() / "Downloads")
+        folder = as_folder(self.settings.get("download_folder") or str(Path.home() / "Downloads"))
         items = [QUrl(i).toLocalFile() if i.startswith("file://") else i for i in items]  # the desktop's %U
         torrents = [i for i in items
                     if i.startswith("magnet:") or (i.lower().endswith(".torrent") and Path(i).is_file())]
@@ -70,11 +72,18 @@ class Opening:
                              "gsiftp://), a .torrent, a magnet link, an accession or a file on this computer.")
 
     def paste(self) -> None:
-        """What the clipboard holds (links, magnets, accessions, paths), as if dropped."""
+        """What the clipboard holds, into New transfer with it filled in (where it goes and what to do with files
+        already there are chosen first, as for any transfer); accessions into Public data."""
         from PySide6.QtWidgets import QApplication
 
-        text = QApplication.clipboard().text()
-        self.open_items([line.split("#", 1)[0].strip() for line in text.splitlines() if line.strip()])
+        items = [line.split("#", 1)[0].strip() for line in QApplication.clipboard().text().splitlines()]
+        items = [i for i in items if i]
+        if not items:
+            self._show_error("The clipboard holds no address, accession or file to copy.")
+        elif all(is_accession(i) and "://" not in i for i in items):
+            self.public_data("\n".join(items))
+        else:
+            self.new_transfer(items[0], more=items[1:])
 
     def create_torrent(self, path: str = "") -> None:
         """Make a torrent of a file or folder (hashed off the GUI thread), then seed it if asked."""
@@ -95,7 +104,7 @@ class Opening:
         if not sites:
             self._show_error("To send files, first add the site to send them to (Add site).")
             return
-        name, ok = QInputDialog.getItem(self, "Send to which site?", f"Send {len(paths)} item(s) to:", sites, 0,
-                                        False)
+        name, ok = QInputDialog.getItem(self, "Send to which site?", f"Send {counted(len(paths), 'item')} to:",
+                                        sites, 0, False)
         if ok:
             self.upload_to_site(name, paths)

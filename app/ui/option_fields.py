@@ -22,11 +22,27 @@ TLS_PROTOCOLS = ("https", "ftps")
 
 
 _WORDS = {"ssh": "SSH", "tcp": "TCP", "ca": "CA", "bs": "buffer", "bps": "(bit/s)"}
+#: what a researcher calls an option (the CLI keeps the backend's own names: --max-handshakes, --none-cipher)
+LABELS = {
+    "known_hosts": "Known hosts file", "accept_new_host_key": "Trust a new server key without asking",
+    "ssh_config": "SSH config file", "max_handshakes": "Connections opened at once",
+    "compress": "Compress on the wire", "none_cipher": "Unencrypted data (HPN-SSH; trusted networks only)",
+    "stall_seconds": "Give up on a silent stream after (s)", "web_page": "Save a web page where a file was asked",
+    "share_connections": "Reuse connections between transfers", "tcp_bs": "TCP buffer (bytes)",
+    "bottleneck_bps": "Path's bottleneck (bit/s)", "restart_retries": "Restarts after a fault",
+    "transport": "Data transport", "streams": "Streams",
+}
 
 
 def _label(name: str) -> str:
+    if name in LABELS:
+        return LABELS[name]
     words = [_WORDS.get(w, w) for w in name.split("_")]
     return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]])
+
+
+def _default_text(f) -> str | None:
+    return None if f.default is None or callable(f.default) else str(f.default)
 
 
 class OptionFields(QWidget):
@@ -55,9 +71,15 @@ class OptionFields(QWidget):
                 widget = QCheckBox(self)
                 widget.setChecked(bool(value))
             elif typing.get_origin(base) is Literal:
-                widget = QComboBox(self)
-                widget.addItems(["", *map(str, typing.get_args(base))])
-                widget.setCurrentText(str(value or ""))
+                widget = QComboBox(self)  # the default first, said to be it: never an empty box
+                default = _default_text(f)
+                for choice in map(str, typing.get_args(base)):
+                    widget.addItem(f"{choice} (default)" if choice == default else choice, choice)
+                if default is not None:
+                    widget.setCurrentIndex(max(0, widget.findData(default)))
+                if value is not None:
+                    widget.setCurrentIndex(max(0, widget.findData(str(value))))
+                widget.setProperty("default_choice", default)
             else:
                 widget = QLineEdit("" if value is None else str(value), self)
                 if f.default is not None and not callable(f.default):
@@ -78,8 +100,9 @@ class OptionFields(QWidget):
                 if widget.isChecked():
                     found[name] = True
             elif isinstance(widget, QComboBox):
-                if widget.currentText():
-                    found[name] = widget.currentText()
+                chosen = widget.currentData()
+                if chosen and chosen != widget.property("default_choice"):
+                    found[name] = chosen
             elif isinstance(widget, QLineEdit) and widget.text().strip():
                 found[name] = widget.text().strip()
         return found

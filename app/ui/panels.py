@@ -8,14 +8,12 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import (
     QApplication,
-    QComboBox,
     QLabel,
     QMenu,
     QSystemTrayIcon,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
-    QWidget,
 )
 
 from app.sites import Site
@@ -112,59 +110,6 @@ class Sidebar(QTreeWidget):
         name = item.data(0, SiteRole)
         if name:
             self.site_activated.emit(name)
-
-
-class BenchmarksView(QWidget):
-    """Throughput against streams and against time, per site and backend, from the benchmark log."""
-
-    def __init__(self, load, parent=None) -> None:
-        super().__init__(parent)
-        import pyqtgraph as pg  # imported when the tab is built, not at start-up
-
-        self._load = load
-        layout = QVBoxLayout(self)
-        self.choice = QComboBox(self)
-        self.choice.currentIndexChanged.connect(self.redraw)
-        layout.addWidget(self.choice)
-        self.by_streams = pg.PlotWidget(title="Throughput against streams")
-        self.by_streams.setLabel("bottom", "streams")
-        self.by_streams.setLabel("left", "Mbit/s")
-        self.by_time = pg.PlotWidget(title="Throughput over time")
-        self.by_time.setLabel("left", "Mbit/s")
-        self.by_time.setAxisItems({"bottom": pg.DateAxisItem()})
-        layout.addWidget(self.by_streams)
-        layout.addWidget(self.by_time)
-        self._rows: list[dict] = []
-
-    def refresh(self) -> None:
-        self._rows = self._load()
-        keys = sorted({(r["peer_host"] or "?", r["backend"]) for r in self._rows})
-        current = self.choice.currentText()
-        self.choice.blockSignals(True)
-        self.choice.clear()
-        self.choice.addItem("all sites and backends")
-        self.choice.addItems([f"{host} · {backend}" for host, backend in keys])
-        if current:
-            self.choice.setCurrentText(current)
-        self.choice.blockSignals(False)
-        self.redraw()
-
-    def redraw(self) -> None:
-        import pyqtgraph as pg
-
-        label = self.choice.currentText()
-        rows = self._rows if self.choice.currentIndex() <= 0 else [
-            r for r in self._rows if f"{r['peer_host'] or '?'} · {r['backend']}" == label]
-        self.by_streams.clear()
-        self.by_time.clear()
-        if not rows:
-            return
-        self.by_streams.addItem(pg.ScatterPlotItem([r["streams"] or 0 for r in rows],
-                                                   [r["throughput_mbps"] for r in rows], size=8,
-                                                   brush=pg.mkBrush(31, 111, 235, 180)))
-        ordered = sorted(rows, key=lambda r: r["started"])
-        self.by_time.plot([r["started"] for r in ordered], [r["throughput_mbps"] for r in ordered],
-                          pen=pg.mkPen(31, 111, 235, width=2), symbol="o", symbolSize=6)
 
 
 class Tray(QSystemTrayIcon):

@@ -12,8 +12,9 @@ from app.engine import JobState, JobView
 from app.units import format_bytes, format_duration, format_rate
 
 from .icons import KINDS, icon, kind_of
+from .words import for_window, protocol_name
 
-COLUMNS = ("Name", "Route", "Backend", "Size", "Progress", "Rate", "ETA", "Streams", "State")
+COLUMNS = ("Name", "Route", "Protocol", "Size", "Progress", "Rate", "ETA", "Streams", "State")
 PROGRESS = COLUMNS.index("Progress")
 JobRole = Qt.ItemDataRole.UserRole + 1
 
@@ -83,7 +84,7 @@ class QueueModel(QAbstractTableModel):
                 self._icons[kind] = icon(KINDS[kind])
             return self._icons[kind]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return view.error or f"{view.source}\n→ {view.dest}"
+            return for_window(view.error) or f"{view.source}\n→ {view.dest}"
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         column = COLUMNS[index.column()]
@@ -91,7 +92,7 @@ class QueueModel(QAbstractTableModel):
         return {
             "Name": display_name(view),
             "Route": route(view, self.here),
-            "Backend": view.backend,
+            "Protocol": protocol_name(view.backend, view.source if "://" in view.source else view.dest),
             "Size": format_bytes(view.bytes_total) if view.bytes_total is not None else "",
             "Progress": self.fraction(view),
             "Rate": format_rate(view.rate) if active and view.rate else "",

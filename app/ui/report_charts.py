@@ -43,6 +43,13 @@ def _nice_max(value: float) -> float:
     return value
 
 
+def _time_format(span: float) -> str:
+    """Clock labels that tell five ticks apart: seconds for a span under an hour, minutes under two days."""
+    if span < 3600:
+        return "%H:%M:%S"
+    return "%H:%M" if span < 2 * 86400 else "%m-%d %H:%M"
+
+
 def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str, y_label: str,
           x_is_time: bool = False, lines: bool = False) -> bytes:
     """A scatter (or line) chart of named series of (x, y) points, as PNG bytes."""
@@ -79,10 +86,11 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
         painter.drawLine(QPointF(plot.left(), pos.y()), QPointF(plot.right(), pos.y()))
         painter.setPen(QPen(QColor("#444444")))
         painter.drawText(QRectF(0, pos.y() - 8, MARGIN_L - 6, 16), Qt.AlignmentFlag.AlignRight, f"{y:g}")
+    form = _time_format(x1 - x0)
     for i in range(5):
         x = x0 + (x1 - x0) * i / 4
         pos = at(x, 0)
-        label = time.strftime("%m-%d %H:%M", time.localtime(x)) if x_is_time else f"{x:.0f}"
+        label = time.strftime(form, time.localtime(x)) if x_is_time else f"{x:.0f}"
         painter.drawText(QRectF(pos.x() - 50, plot.bottom() + 4, 100, 16), Qt.AlignmentFlag.AlignCenter, label)
     painter.drawText(QRectF(plot.left(), HEIGHT - 20, plot.width(), 18), Qt.AlignmentFlag.AlignCenter, x_label)
     painter.save()

@@ -187,6 +187,7 @@ class SeedingView(QWidget):
         self.sizes: dict[int, int | None] = {}
         layout = QVBoxLayout(self)
         self.table = QTableWidget(0, len(SEED_COLUMNS), self)
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next control
         self.table.setHorizontalHeaderLabels(SEED_COLUMNS)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)

@@ -9,11 +9,20 @@ other backend.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 Streams = int | Literal["auto"]
+
+
+#: asks the user whether to trust a server key it has not seen: (host, key type, fingerprint) → "always" (remember
+#: it), "once" (this process only) or None (refuse); True and False are "always" and None
+AskTrust = Callable[[str, str, str], "str | bool | None"]
+#: the question, where there is a user to ask (the window's engine sets it for its thread), for connections made
+#: outside a transfer (a folder pane's listing, a site's Test connection); None: refuse, as the CLI does
+ASK_TRUST: ContextVar[AskTrust | None] = ContextVar("ask_trust", default=None)
 
 
 @dataclass(frozen=True)
@@ -222,7 +231,7 @@ class TransferRequest:
     options: TransferOptions = field(default_factory=TransferOptions)
     #: asks the user whether to trust an unknown SSH host key (host, key type, fingerprint) -> bool;
     #: the GUI's prompt, None in the CLI (which refuses unless --accept-new-host-key)
-    ask_trust: Callable[[str, str, str], bool] | None = field(default=None, repr=False, compare=False)
+    ask_trust: AskTrust | None = field(default=None, repr=False, compare=False)
     #: the application's folder for a backend's own records (upload resume records, torrent resume data),
     #: handed down by the engine: backends never import the application to find it
     state_dir: str | None = None
@@ -351,6 +360,14 @@ class FolderEditor(Protocol):
     async def remove(self, url: str, options: TransferOptions) -> int:
         """Deletes the file or folder at ``url``; returns how many entries went (the folder counted)."""
         ...
+
+
+@runtime_checkable
+class FolderLocator(Protocol):
+    """Says where a folder is: the absolute path on the server of the folder ``url`` names, the login folder
+    resolved (SSH's realpath, FTP's PWD). A pane at the login folder goes up with it."""
+
+    async def locate(self, url: str, options: TransferOptions) -> str: ...
 
 
 @runtime_checkable

@@ -1,7 +1,7 @@
-"""The window's folder abilities (``Lister``, ``FolderEditor``) in terms of one hook, for a backend whose
-``browse`` module has ``list_folder``, ``make_folder``, ``rename`` and ``remove``: it implements ``_browse(url,
-options, action, *args)``, which reaches the server its own way and runs that module's function named
-``action`` on the path of ``url``."""
+"""The window's folder abilities (``Lister``, ``FolderEditor``, ``FolderLocator``) in terms of one hook, for a
+backend whose ``browse`` module has ``list_folder``, ``make_folder``, ``rename``, ``remove`` and ``locate``: it
+implements ``_browse(url, options, action, *args)``, which reaches the server its own way and runs that module's
+function named ``action`` on the path of ``url``."""
 
 from __future__ import annotations
 
@@ -26,3 +26,7 @@ class BrowsesFolders:
 
     async def remove(self, url: str, options: TransferOptions) -> int:
         return await self._browse(url, options, "remove")
+
+    async def locate(self, url: str, options: TransferOptions) -> str:
+        """The absolute path on the server of the folder ``url`` names (a pane going up from the login folder)."""
+        return await self._browse(url, options, "locate")

@@ -35,7 +35,8 @@ def os_error(exc: OSError, path: Path, doing: str) -> LocalError:
     if exc.errno == errno.ENAMETOOLONG:
         return LocalError(f"The path {path} is longer than this file system allows. Choose a destination folder "
                           "with a shorter path.")
-    return LocalError(f"Could not {doing} {path}: {exc.strerror}.")
+    return LocalError(f"Could not {doing} {exc.filename or path}: {exc.strerror}. Check that folder, or choose "
+                      "another destination.")
 
 
 def link_refused(path: Path) -> LinkInDest:
@@ -138,6 +139,8 @@ class Destination:
         try:
             if self.named_here:
                 refuse_link(current)
+            if current.exists() and not current.is_dir():
+                raise LocalError(f"{current} is a file, not a folder. Choose a folder to copy into.")
             current.mkdir(parents=True, exist_ok=True)
             for part in [p for p in saved.split("/") if p]:
                 current = current / part

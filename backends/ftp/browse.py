@@ -26,6 +26,17 @@ async def list_folder(lead: FtpControl, path: str, on_entries: EntriesSink | Non
     return found
 
 
+async def locate(lead: FtpControl, path: str) -> str:
+    """``path`` as an absolute path: a relative one starts in the login folder, which ``PWD`` names."""
+    if path.startswith("/"):
+        return str(PurePosixPath(path))
+    try:
+        home = str(await lead.client.get_current_directory())
+    except Exception as exc:
+        raise ftp_error(exc, lead.address, step="list", path=path) from exc
+    return str(PurePosixPath(home) / path) if path else home
+
+
 async def _exists(lead: FtpControl, path: str) -> Entry | None:
     try:
         return await lead.entry(path)

@@ -35,6 +35,11 @@ def _command(control: Control, doing: str, path: str, send) -> None:
         raise Transient(f"The control connection to {control.url.where} broke ({exc}); try again.") from None
 
 
+def locate(control: Control, path: str) -> str:
+    """GridFTP paths are absolute already (``gsiftp://host/x`` is ``/x``)."""
+    return "/" + path.lstrip("/")
+
+
 def make_folder(control: Control, path: str) -> None:
     if control.stat(path) is not None:
         raise BadRequest(f"There is already something named {path} on {control.url.where}; pick another name.")

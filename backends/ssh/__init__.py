@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.base import (
+    ASK_TRUST,
     COMPRESSED_NOTE,
     Availability,
     Capabilities,
@@ -125,7 +126,7 @@ class SshBackend(BrowsesFolders):
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         from .session import SshSession
 
-        session = await SshSession.open(url, options)
+        session = await SshSession.open(url, options, ASK_TRUST.get())  # the window's question, where there is one
         try:
             path = await asyncio.to_thread(session.control.absolute, session.target.path)
             entry = await asyncio.to_thread(session.control.stat, path)
@@ -145,9 +146,10 @@ class SshBackend(BrowsesFolders):
         settings = ssh_options(options)
         target = parse_target(url, settings)
         work = getattr(browse, action)
+        ask = ASK_TRUST.get()  # read here, on the loop: the window's question, where there is one
 
         def run():
-            with Control(target, settings, None).connect() as control:
+            with Control(target, settings, ask).connect() as control:
                 return work(control, control.absolute(target.path), *args)
 
         return await asyncio.to_thread(run)

@@ -66,6 +66,13 @@ def list_folder(control: Control, folder: str, on_entries: EntriesSink | None = 
     return found
 
 
+def locate(control: Control, path: str) -> str:
+    """``path`` is already absolute here: ``_browse`` resolved it against the login folder (realpath)."""
+    if control.stat(path) is None:
+        raise NotFound(f"There is no folder {path} on {control.target.host}.")
+    return path
+
+
 def _exists(control: Control, path: str) -> bool:
     try:
         control.sftp.lstat(path)

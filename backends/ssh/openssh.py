@@ -66,6 +66,15 @@ def find_client(preferred: str | None = None) -> tuple[str, bool]:
     return plain, False
 
 
+def known_hosts_files(path: str | None) -> str:
+    """UserKnownHostsFile's value: known_hosts, and the keys the user trusted for this process only, each quoted
+    (a path may hold spaces)."""
+    from .once import trusted_once_file
+
+    files = [known_hosts_path(path), trusted_once_file()]
+    return " ".join(f'"{f}"' for f in files if f is not None)
+
+
 def ssh_error(stderr: str, target: Target) -> TransferError:
     """What an ``ssh`` process said on stderr, as one of Ferry's errors."""
     text = " ".join(line for line in stderr.strip().splitlines() if line.strip())[-400:]
@@ -159,7 +168,7 @@ class OpenSsh:
         argv = [
             self.client, "-p", str(t.port), "-l", t.user,
             "-o", "BatchMode=yes",  # never prompt: secrets come from keys, the agent or the keyring
-            "-o", f"UserKnownHostsFile={known_hosts_path(o.known_hosts)}",
+            "-o", f"UserKnownHostsFile={known_hosts_files(o.known_hosts)}",
             "-o", "StrictHostKeyChecking=yes",
             "-o", "Compression=no",
             "-o", "IPQoS=throughput",

@@ -3,8 +3,11 @@
 An unknown key is refused unless the user said ``--accept-new-host-key`` (then it is
 appended to known_hosts, as OpenSSH's ``StrictHostKeyChecking=accept-new`` does); a key
 that differs from the recorded one is always refused, with the fingerprints, because
-that is what an attacker in the middle looks like. The GUI will ask instead of refusing
-by passing ``ask`` (a callable that shows the fingerprint and returns yes or no).
+that is what an attacker in the middle looks like. The window asks instead of refusing
+(``ask``: it shows the fingerprint), as FileZilla and WinSCP do, and the user answers
+*always* (the key goes to known_hosts), *once* (trusted by this process only: kept in a
+private file that Ferry's OpenSSH connections read beside known_hosts, gone at exit) or
+no (refused, in a sentence that says so).
 """
 
 from __future__ import annotations
@@ -12,14 +15,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import paramiko
 
+from ..core.base import AskTrust
 from ..core.errors import HostKeyError
+from .once import trust_once, trusted_once
 
-AskTrust = Callable[[str, str, str], bool]  # (host, key type, SHA256 fingerprint) -> trust it?
+
+def _answer(value) -> str | None:
+    """An asker's answer as "always", "once" or None."""
+    if value is True or value == "always":
+        return "always"
+    return "once" if value == "once" else None
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -41,19 +50,41 @@ class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
 
     def missing_host_key(self, client, hostname, key) -> None:
         shown = fingerprint(key)
-        trusted = self.accept_new or (self.ask is not None and self.ask(hostname, key.get_name(), shown))
-        if not trusted:
+        if trusted_once(hostname) == (key.get_name(), key.get_base64()):  # trusted once already, in this process
+            client.get_host_keys().add(hostname, key.get_name(), key)
+            return
+        answer = None
+        if self.accept_new:
+            answer = "always"
+        elif self.ask is not None:
+            answer = _answer(self.ask(hostname, key.get_name(), shown))
+        if answer is None and self.ask is not None:
+            raise HostKeyError(f"You did not trust the host key of {hostname} ({key.get_name()} {shown}), so Ferry "
+                               "did not connect. Check that fingerprint with the server's administrator first.")
+        if answer is None:
             raise HostKeyError(
                 f"The host key of {hostname} is not known yet ({key.get_name()} {shown}). Check that fingerprint "
                 "with the server's administrator, then run again with --accept-new-host-key to trust it."
             )
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
-        with open(self.path, "a", encoding="ascii") as fh:
-            fh.write(line)
-        os.chmod(self.path, 0o600)
+        if answer == "always":
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
+            if line not in _lines(self.path):  # two connections that shared one question write it once
+                with open(self.path, "a", encoding="ascii") as fh:
+                    fh.write(line)
+            os.chmod(self.path, 0o600)
+        else:
+            trust_once(hostname, key.get_name(), key.get_base64())
         client.get_host_keys().add(hostname, key.get_name(), key)
         self.accepted = shown
+
+
+def _lines(path: Path) -> set[str]:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return set(fh.readlines())
+    except OSError:
+        return set()
 
 
 def changed_key_error(host: str, exc: paramiko.BadHostKeyException, path: Path, port: int = 22) -> HostKeyError:

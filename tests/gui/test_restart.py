@@ -1,0 +1,77 @@
+"""The window's queue after a restart looks as it did: finished rows stay in their places with what they showed
+(the SHA-256, how it was verified), until the user clears them — as a browser's downloads list does."""
+
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtTest import QTest
+
+from app.engine import JobState
+from tests.integration.conftest import MiB, write_random
+
+from .test_window import drop_urls, job, select
+
+
+def _open(tmp_path):
+    from app.ui.app import build
+
+    _, engine, window = build([])
+    window.quit_on_close = False
+    window.settings["download_folder"] = str(tmp_path)
+    window.show()
+    return engine, window
+
+
+def _close(engine, window) -> None:
+    window._really_quit = True
+    window.close()
+    engine.close()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+
+
+def _names(window) -> list[tuple[str, JobState]]:
+    return [(v.source.rsplit("/", 1)[-1], v.state) for v in window.queue_model.views()]
+
+
+def test_a_restart_keeps_finished_rows_in_their_places(qtbot, ferry_home, nginx, tmp_path):
+    for name, seed in (("first.bin", 1), ("third.bin", 3)):
+        write_random(nginx.data / name, MiB, seed=seed)
+    engine, window = _open(tmp_path)
+    try:
+        for name in ("first.bin", "missing.bin", "third.bin"):
+            drop_urls(window, [nginx.url(name, scheme="http")])
+            qtbot.waitUntil(lambda n=name: job(window, n) is not None, timeout=10_000)
+        qtbot.waitUntil(lambda: all(v.state.terminal or v.state == JobState.FAILED
+                                    for v in window.queue_model.views()), timeout=60_000)
+        select(window, job(window, "third.bin"))
+        window.queue_view.setFocus()
+        QTest.keyClick(window.queue_view, Qt.Key.Key_Up, Qt.KeyboardModifier.ControlModifier)  # Move up
+        qtbot.waitUntil(lambda: [n for n, _ in _names(window)] == ["first.bin", "third.bin", "missing.bin"],
+                        timeout=10_000)
+        before = _names(window)
+        sha = job(window, "first.bin").result["sha256"]
+    finally:
+        _close(engine, window)
+
+    engine, window = _open(tmp_path)
+    try:
+        qtbot.waitUntil(lambda: len(window.queue_model.views()) == 3, timeout=10_000)
+        assert _names(window) == before == [("first.bin", JobState.DONE), ("third.bin", JobState.DONE),
+                                            ("missing.bin", JobState.FAILED)]
+        select(window, job(window, "first.bin"))
+        qtbot.waitUntil(lambda: sha in window.details.toPlainText(), timeout=5_000)
+        window.actions_by_name["clear"].trigger()  # Clear finished: the done rows go, the failed one stays
+        qtbot.waitUntil(lambda: [n for n, _ in _names(window)] == ["missing.bin"], timeout=10_000)
+    finally:
+        _close(engine, window)
+
+    engine, window = _open(tmp_path)
+    try:
+        qtbot.waitUntil(lambda: bool(window.queue_model.views()), timeout=10_000)
+        assert [n for n, _ in _names(window)] == ["missing.bin"]  # cleared rows stay cleared
+    finally:
+        _close(engine, window)
