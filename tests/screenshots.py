@@ -43,7 +43,7 @@ def main() -> int:
                                   "auto", "~/.ssh/id_ed25519", {"known_hosts": "~/.ssh/known_hosts_genome"}))
         SiteBook(store).save(Site("collab-lab", "https", "data.collab.example.edu", None, None, "/releases"))
     app, engine, window = build([])
-    window.resize(1280, 780)
+    window.resize(1280, 720)  # the smallest size the window is made for (issue 44)
     window.settings["download_folder"] = str(work)
     window.show()
     for name in ("sample_R1.fastq.gz", "sample_R2.fastq.gz", "reference.fa"):

@@ -43,7 +43,7 @@ def _nice_max(value: float) -> float:
     return value
 
 
-def _time_format(span: float) -> str:
+def time_format(span: float) -> str:
     """Clock labels that tell five ticks apart: seconds for a span under an hour, minutes under two days."""
     if span < 3600:
         return "%H:%M:%S"
@@ -86,7 +86,7 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
         painter.drawLine(QPointF(plot.left(), pos.y()), QPointF(plot.right(), pos.y()))
         painter.setPen(QPen(QColor("#444444")))
         painter.drawText(QRectF(0, pos.y() - 8, MARGIN_L - 6, 16), Qt.AlignmentFlag.AlignRight, f"{y:g}")
-    form = _time_format(x1 - x0)
+    form = time_format(x1 - x0)
     for i in range(5):
         x = x0 + (x1 - x0) * i / 4
         pos = at(x, 0)

@@ -5,6 +5,7 @@ sentences in the window's words. Every step goes through the real actions, keys 
 from __future__ import annotations
 
 import random
+import re
 import time
 
 from PySide6.QtCore import QObject, QPoint, Qt, QTimer, QUrl, Slot
@@ -183,7 +184,12 @@ def test_the_plots_show_one_named_series_per_path_kind_at_historys_rate_in_whole
     assert first["shown_mbps"] == 389.0  # History's rate, not the 117 on the wire
     axis = plots.by_streams.getPlotItem().getAxis("bottom")
     ticks = [v for _, values in axis.tickValues(1.6, 2.4, 400) for v in values]
-    assert all(float(v).is_integer() for v in ticks)
+    assert ticks and all(float(v).is_integer() for v in ticks)
+    assert axis.tickStrings(ticks, 1, 1) == [str(int(v)) for v in ticks]  # "2", not "2.0"
+    clock = plots.by_time.getPlotItem().getAxis("bottom")
+    shown = [v for _, values in clock.tickValues(*plots.by_time.viewRange()[0], 800) for v in values]
+    labels = clock.tickStrings(shown, 1, shown[1] - shown[0] if len(shown) > 1 else 10)
+    assert labels and all(re.fullmatch(r"\d\d:\d\d(:\d\d)?", text) for text in labels), labels  # the clock
     base = plots.by_streams.backgroundBrush().color()
     assert base == QApplication.palette().color(QApplication.palette().ColorRole.Base)
     assert isinstance(window.queue_view, QTableView) and QPoint  # (imports used by the other tests)
