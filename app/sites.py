@@ -50,9 +50,9 @@ class Site:
         return self
 
     def home(self) -> str:
-        """The default folder as the folder panes hold a server path: absolute (``/data/collab``) or below the
-        login folder (``~``, ``~/collab``) on servers that have one (SSH, FTP); web and GridFTP paths start at
-        the server's root."""
+        """Where a folder pane opens, as the panes hold a server path: the default folder, absolute
+        (``/data/collab``) or below the login folder (``~/collab``); without one, the login folder (``~``) on
+        servers that have one (SSH, FTP), as FileZilla opens, and the root elsewhere (web, GridFTP)."""
         folder = self.remote_folder.strip()
         if folder.startswith("/"):
             return "/" + folder.strip("/")
@@ -61,10 +61,17 @@ class Site:
             return f"~/{folder}" if folder else "~"
         return "/" + folder
 
+    def anchor(self) -> str:
+        """What ``site:NAME/path`` is below: the default folder; without one, the server's root on SSH (so
+        ``site:NAME/data/x`` is ``/data/x``, as it always was) and FTP's login folder (RFC 1738's ftp://host/x)."""
+        if not self.remote_folder.strip() and self.protocol not in ("ftp", "ftps"):
+            return "/"
+        return self.home()
+
     def url(self, path: str = "", secret: str | None = None) -> str:
-        """``path`` below the default folder ("" the folder itself, a trailing "/" kept) as this site's URL."""
+        """``path`` below the anchor ("" the anchor itself, a trailing "/" kept) as this site's URL."""
         rel = path.strip("/")
-        where = self.home().rstrip("/") + "/" + rel if rel else self.home()
+        where = self.anchor().rstrip("/") + "/" + rel if rel else self.anchor()
         return self.url_of(where + ("/" if path.endswith("/") and not where.endswith("/") else ""), secret)
 
     def url_of(self, where: str, secret: str | None = None) -> str:

@@ -163,7 +163,7 @@ class FolderPane(QWidget):
         if site is None:
             self.load(path if path is not None else str(Path.home()), remember=False)
         else:
-            self.load(pane_paths.below(site.home(), path), remember=False)
+            self.load(site.home() if not path else pane_paths.below(site.anchor(), path), remember=False)
 
     def shows(self, dest: str) -> bool:
         """Whether a transfer to ``dest`` may have changed what this pane lists (its folder or below it, on this
@@ -204,7 +204,7 @@ class FolderPane(QWidget):
         user reads in New transfer), else ``site:NAME//abs`` or ``site:NAME/~/path``; a folder with its trailing
         slash."""
         assert self.site is not None
-        rel = pane_paths.inside(self.site.home(), where)
+        rel = pane_paths.inside(self.site.anchor(), where)
         shown = where if rel is None else rel
         slash = "/" if folder and shown and not shown.endswith("/") else ""
         return f"site:{self.site.name}/{shown}{slash}"
