@@ -155,8 +155,8 @@ class FolderPane(QWidget):
         return self.path if self.site is None else f"{self.site.name}:{self.path}"
 
     def show_site(self, site: Site | None, path: str | None = None) -> None:
-        """Show ``site`` (None: this computer) at ``path`` (default: the home folder or the site's default
-        folder; a relative path is below that folder)."""
+        """Show ``site`` (None: this computer) at ``path`` (default: the home folder, or where the site's pane
+        opens, ``Site.home``; a relative path is below what ``site:NAME/path`` is below, ``Site.anchor``)."""
         self.site = site
         self.history.clear()
         self.location.setCurrentIndex(max(self.location.findText(site.name if site else THIS_COMPUTER), 0))

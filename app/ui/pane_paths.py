@@ -43,14 +43,12 @@ def typed(text: str, site_name: str, current: str) -> str:
     return join(current, text)
 
 
-def below(home: str, path: str | None) -> str:
-    """A path given to a pane (``show_site``): absolute and ``~`` paths as they are, others below ``home`` (the
-    site's default folder)."""
-    if not path:
-        return home
+def below(anchor: str, path: str) -> str:
+    """A path given to a pane (``show_site``): absolute and ``~`` paths as they are, others below ``anchor``
+    (what ``site:NAME/path`` is below: ``Site.anchor``)."""
     if path.startswith("/") or path == LOGIN or path.startswith(LOGIN + "/"):
         return normal(path)
-    return join(home, path)
+    return join(anchor, path)
 
 
 def inside(home: str, where: str) -> str | None:
