@@ -19,7 +19,8 @@ def test_the_files_tab_under_xvfb():
     if shutil.which("xvfb-run") is None:
         pytest.fail("xvfb-run is not installed; run tests/system-deps.sh as root (it installs xvfb).",
                     pytrace=False)
-    env = dict(os.environ, QT_QPA_PLATFORM="xcb")
+    # its own SSH test user: the worker that runs this test keeps its user's home and sessions
+    env = dict(os.environ, QT_QPA_PLATFORM="xcb", PYTEST_XDIST_WORKER="gwx11")
     # a folder right under /tmp: the SSH test user must reach its home below it (pytest's own tmp_path sits
     # below folders only this user may enter)
     base = Path(tempfile.mkdtemp(prefix="ferry-x11-"))

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,7 +272,12 @@ def _open_tmp_for_others(tmp_path_factory) -> None:
     """As root, servers that drop privileges (sshd's test user, gridftp's nobody) must reach pytest's folders."""
     if os.geteuid() == 0:
         base = tmp_path_factory.getbasetemp()
-        for folder in (base.parent, base):  # opened, never narrowed: a --basetemp right under /tmp keeps 1777
+        top = Path(tempfile.gettempdir())
+        # every folder from the temp folder down (pytest-of-root/pytest-N/popen-gwN under pytest-xdist), opened,
+        # never narrowed: a --basetemp right under /tmp keeps 1777
+        for folder in [base, *base.parents[:-1]]:
+            if folder == top or top not in folder.parents:
+                break
             os.chmod(folder, os.stat(folder).st_mode & 0o7777 | 0o755)
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from .nginx import free_port, make_certificates, start_foreground, stop_process
+from .sshd import users_locked
 
 FTP_USER = "ferryftp"
 FTP_PASSWORD = "ferry-ftp-password"
@@ -27,12 +28,13 @@ def ensure_ftp_user() -> str:
 
     if os.geteuid() != 0:
         return getpass.getuser()
-    try:
-        pwd.getpwnam(FTP_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh",
-                        FTP_USER], check=True)
-    subprocess.run(["chpasswd"], input=f"{FTP_USER}:{FTP_PASSWORD}", text=True, check=True)
+    with users_locked():
+        try:
+            pwd.getpwnam(FTP_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh",
+                            FTP_USER], check=True)
+        subprocess.run(["chpasswd"], input=f"{FTP_USER}:{FTP_PASSWORD}", text=True, check=True)
     return FTP_USER
 
 PROFTPD_ROOT = Path(os.environ.get("LABFERRY_PROFTPD_ROOT", "/opt/labferry-tests/proftpd"))

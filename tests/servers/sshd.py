@@ -8,32 +8,49 @@ something, and password logins can be tried); otherwise it serves the current us
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import pwd
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from .nginx import free_port, wait_for_port
 
-TEST_USER = "ferrytest"
+# one user per pytest-xdist worker: each worker moves its user's home and ends its user's sessions
+TEST_USER = "ferrytest" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
 TEST_PASSWORD = "ferry-test-password"
+USERS_LOCK = Path("/run/lock/labferry-tests-users.lock")
+
+
+@contextlib.contextmanager
+def users_locked() -> Iterator[None]:
+    """useradd, chpasswd and usermod lock /etc/passwd and /etc/shadow and fail at once when another holds
+    them: the workers take turns."""
+    import fcntl
+
+    USERS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with USERS_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def ensure_test_user(home: Path) -> str:
     """The user the tests log in as (created when running as root)."""
     if os.geteuid() != 0:
         return getpass.getuser()
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", TEST_USER], check=True)
-    subprocess.run(["chpasswd"], input=f"{TEST_USER}:{TEST_PASSWORD}", text=True, check=True)
-    subprocess.run(["pkill", "-u", TEST_USER], capture_output=True)  # sessions left by an earlier run
-    time.sleep(0.2)
-    subprocess.run(["usermod", "--home", str(home), TEST_USER], check=True, capture_output=True)
+    with users_locked():
+        try:
+            pwd.getpwnam(TEST_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", TEST_USER], check=True)
+        subprocess.run(["chpasswd"], input=f"{TEST_USER}:{TEST_PASSWORD}", text=True, check=True)
+        subprocess.run(["pkill", "-u", TEST_USER], capture_output=True)  # sessions left by an earlier run
+        time.sleep(0.2)
+        subprocess.run(["usermod", "--home", str(home), TEST_USER], check=True, capture_output=True)
     home.mkdir(parents=True, exist_ok=True)
     shutil.chown(home, TEST_USER, TEST_USER)
     return TEST_USER
