@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +69,6 @@ def apache(tmp_path_factory):
     from tests.servers.apache import Apache
 
     require("apache2")
-    _open_tmp_for_others(tmp_path_factory)  # it serves as nobody when the suite runs as root
     root = tmp_path_factory.mktemp("apache")
     os.chmod(root, 0o755)
     server = Apache(root / "server", root / "data").start()
@@ -94,7 +92,6 @@ def ftp_server_started(tmp_path_factory, kind: str, folder: str, **settings):
         except FileNotFoundError:
             pytest.fail("ProFTPD with mod_tls is not installed; run tests/system-deps.sh as root (it unpacks "
                         "proftpd-core and proftpd-mod-crypto).", pytrace=False)
-    _open_tmp_for_others(tmp_path_factory)
     root = tmp_path_factory.mktemp(folder)
     os.chmod(root, 0o755)
     server = (Vsftpd if kind == "vsftpd" else Proftpd)(root / "server", **settings).start()
@@ -151,7 +148,6 @@ def lighttpd(tmp_path_factory):
     from tests.servers.lighttpd import Lighttpd
 
     require("lighttpd")
-    _open_tmp_for_others(tmp_path_factory)
     root = tmp_path_factory.mktemp("lighttpd")
     os.chmod(root, 0o755)
     server = Lighttpd(root / "server", root / "data").start()
@@ -241,7 +237,6 @@ def sshd(tmp_path_factory):
     require("ssh")
     require("ssh-keygen")
     root = tmp_path_factory.mktemp("sshd")
-    _open_tmp_for_others(tmp_path_factory)  # the test user must reach its home and keys
     server = Sshd(root).start()
     yield server
     server.stop()
@@ -268,26 +263,12 @@ def remote_big(sshd) -> DataFile:
     return DataFile("big.bin", path, digest, BIG)
 
 
-def _open_tmp_for_others(tmp_path_factory) -> None:
-    """As root, servers that drop privileges (sshd's test user, gridftp's nobody) must reach pytest's folders."""
-    if os.geteuid() == 0:
-        base = tmp_path_factory.getbasetemp()
-        top = Path(tempfile.gettempdir())
-        # every folder from the temp folder down (pytest-of-root/pytest-N/popen-gwN under pytest-xdist), opened,
-        # never narrowed: a --basetemp right under /tmp keeps 1777
-        for folder in [base, *base.parents[:-1]]:
-            if folder == top or top not in folder.parents:
-                break
-            os.chmod(folder, os.stat(folder).st_mode & 0o7777 | 0o755)
-
-
 @pytest.fixture(scope="session")
 def gridftp(tmp_path_factory):
     from tests.servers.gridftp import GridftpServer
 
     require("globus-gridftp-server")
     require("globus-url-copy")
-    _open_tmp_for_others(tmp_path_factory)
     root = tmp_path_factory.mktemp("gridftp")
     server = GridftpServer(root).start()
     server.give(server.data)

@@ -17,6 +17,7 @@ prefix. Locations:
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -27,10 +28,30 @@ LOGIN_USER, LOGIN_PASSWORD = "reader", "nginx-secret"
 ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range" $connection'
 
 
+#: each pytest-xdist worker hands out ports from its own block, below the kernel's ephemeral range (32768 and up,
+#: where clients' ports come from): a server a test stops and starts again on its port (an outage) finds it
+#: free, never taken meanwhile by a server the other worker started (once, a download then reached the other
+#: worker's nginx and got its files)
+PORT_BLOCK, FIRST_PORT = 3000, 10000
+_BLOCKS = {"": 0, "gw0": 1, "gw1": 2, "gw2": 3, "gw3": 4, "gw4": 5, "gwx11": 6}
+_cursor = random.randrange(PORT_BLOCK)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, from this worker's block, the next one each call (a port comes round again
+    only after the whole block)."""
+    global _cursor
+    low = FIRST_PORT + PORT_BLOCK * _BLOCKS.get(os.environ.get("PYTEST_XDIST_WORKER", ""), 6)
+    for _ in range(PORT_BLOCK):
+        _cursor = (_cursor + 1) % PORT_BLOCK
+        port = low + _cursor
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port from {low} to {low + PORT_BLOCK - 1}")
 
 
 def wait_for_port(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
