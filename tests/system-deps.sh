@@ -18,6 +18,7 @@ command -v dbus-daemon >/dev/null 2>&1 || need="$need dbus-daemon"
 command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
 # the window is tested offscreen and, for drags and the Files tab, on a real X server
 command -v xvfb-run >/dev/null 2>&1 || need="$need xvfb xauth"
+command -v xdotool >/dev/null 2>&1 || need="$need xdotool"  # real mouse drags under Xvfb (tests/gui/x11_drag.py)
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 # --compress: the servers' zstd, and Illumina reads simulated over a generated reference (art_illumina)
 command -v zstd >/dev/null 2>&1 || need="$need zstd"

@@ -45,6 +45,8 @@ class Progress:
     message: str
     point: SweepPoint | None = None
     rtt: RttStats | None = None
+    #: once the round trip is known: how long the rest should take (levels × their length, logins on top)
+    expected_s: float | None = None
 
 
 @dataclass
@@ -90,6 +92,15 @@ def step_seconds(rtt_ms: float, quick: bool) -> float:
     return min(high, max(low, 20 * rtt_ms / 1000))
 
 
+def expected_seconds(backend, counts: list[int], step: float, budget: float) -> float:
+    """What the sweep should take once the round trip is known, said before it starts so that the wait is
+    announced rather than promised in general: a sweep down loads the path for one level, then holds every count
+    for one level; a sweep up stops at its budget. Logins (64 at once for SSH) come on top: about 2 s here."""
+    if isinstance(backend, Sweeper):
+        return (len(counts) + 1) * step + 2.0
+    return min(budget, len(counts) * step * 1.5) + 2.0
+
+
 async def measure(backend, url: str, options: TransferOptions, *, quick: bool = False,
                   on_progress: Callable[[Progress], None] | None = None, max_streams: int = 64) -> Measurement:
     if not isinstance(backend, (Sweeper, PathProber)):
@@ -100,11 +111,12 @@ async def measure(backend, url: str, options: TransferOptions, *, quick: bool = 
     host, port = endpoint(url)
     say(Progress("rtt", f"Measuring round trips to {host}…"))
     rtt = await round_trips(host, port, 3 if quick else 6)
-    say(Progress("rtt", f"Round trip {format_ms(rtt.min_ms)} (median {format_ms(rtt.median_ms)}, jitter "
-                        f"{format_ms(rtt.jitter_ms)})",
-                 rtt=rtt))
     step = step_seconds(rtt.min_ms, quick)
     counts = [n for n in COUNTS if n <= max_streams] or [1]
+    expected = expected_seconds(backend, counts, step, QUICK_BUDGET_S if quick else BUDGET_S)
+    say(Progress("rtt", f"Round trip {format_ms(rtt.min_ms)} (median {format_ms(rtt.median_ms)}, jitter "
+                        f"{format_ms(rtt.jitter_ms)}); about {expected:.0f} s to go",
+                 rtt=rtt, expected_s=expected))
     cut = False  # a sweep down always reaches its last count
     if isinstance(backend, Sweeper):
         sweep, notes = await _sweep_down(backend, url, counts, step, options, host, say)

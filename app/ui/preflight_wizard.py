@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import html
 import math
+import time
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPen
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -102,8 +104,8 @@ class PickPage(QWizardPage):
     def __init__(self, sites: list[Site], parent=None) -> None:
         super().__init__(parent)
         self.setTitle("Which site?")
-        self.setSubTitle("Ferry measures the round trip and how the rate grows with parallel streams (about 15 s), "
-                         "then recommends settings.")
+        self.setSubTitle("Ferry measures the round trip and how the rate grows with parallel streams (10 to 20 s; "
+                         "it says how long once it knows the round trip), then recommends settings.")
         self.sites = {s.name: s for s in sites}
         self.site = QComboBox(self)
         self.site.addItems([*self.sites, OTHER])
@@ -148,12 +150,20 @@ class MeasurePage(QWizardPage):
         self.plot = SweepPlot(self)
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
+        self.clock = QProgressBar(self)  # time, not work: how much of the announced wait has passed
+        self.clock.setTextVisible(True)
         layout = QVBoxLayout(self)
         layout.addWidget(self.plot)
+        layout.addWidget(self.clock)
         layout.addWidget(self.status)
         self.result: dict | None = None
         self.error: str | None = None
         self._run = 0
+        self._began = time.monotonic()
+        self._expected: float | None = None
+        self._ticks = QTimer(self)
+        self._ticks.setInterval(250)
+        self._ticks.timeout.connect(self._tick)
         self.progressed.connect(self._show)
 
     def initializePage(self) -> None:  # noqa: N802
@@ -163,6 +173,10 @@ class MeasurePage(QWizardPage):
         run = self._run
         target, _ = self.owner.pick.target()
         self.status.setText(f"Starting: {target}")
+        self._began, self._expected = time.monotonic(), None
+        self.clock.setRange(0, 0)  # busy until the round trip says how long the rest takes
+        self.clock.setFormat("measuring round trips…")
+        self._ticks.start()
         self.owner.bridge.call("preflight", target, self.owner.options, self.owner.pick.quick.isChecked(),
                                self.progressed.emit,
                                done=lambda r: self._done(run, r), error=lambda e: self._failed(run, e))
@@ -170,12 +184,33 @@ class MeasurePage(QWizardPage):
 
     def _show(self, progress) -> None:
         self.status.setText(progress.message)
+        if progress.expected_s is not None:
+            self._began, self._expected = time.monotonic(), progress.expected_s
+            self.clock.setRange(0, max(1, round(progress.expected_s * 10)))
+            self._tick()
         if progress.point is not None:
             self.plot.add(progress.point.streams, progress.point.mbps)
+
+    def _tick(self) -> None:
+        """The wait as time: seconds left of the announced total, then, past it, how long it has run over."""
+        if self._expected is None:
+            return
+        spent = time.monotonic() - self._began
+        self.clock.setValue(min(self.clock.maximum(), round(spent * 10)))
+        left = self._expected - spent
+        self.clock.setFormat(f"about {left:.0f} s left" if left >= 0.5
+                             else f"{-left:.0f} s longer than expected: the server is slow to answer")
+
+    def _stop_clock(self) -> None:
+        self._ticks.stop()
+        self.clock.setRange(0, 1)
+        self.clock.setValue(1)
 
     def _done(self, run: int, result: dict) -> None:
         if run != self._run:
             return
+        self._stop_clock()
+        self.clock.setFormat("done")
         self.result = result
         self.plot.recommended = result["recommended_streams"]
         self.plot.update()
@@ -186,6 +221,8 @@ class MeasurePage(QWizardPage):
         if run != self._run:
             return
         self.error = message
+        self._stop_clock()
+        self.clock.setFormat("stopped")
         self.status.setText(f"<b>Could not measure.</b> {html.escape(message)}")
         self.completeChanged.emit()
 

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QApplication, QDialogButtonBox, QMenu, QTableView
 
 from app.engine import JobState
 from tests.integration.conftest import MiB, write_random
+from tests.portable.dialogs import field
 
-from .test_new_transfer import field
 from .test_public_data import archive  # noqa: F401  (the stand-in portal)
 from .test_window import job, select
 

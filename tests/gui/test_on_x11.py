@@ -1,5 +1,6 @@
 """The Files tab on a real X server as well as offscreen: Qt's xcb platform (the one a Linux desktop uses)
-under Xvfb runs the browse, folder-action and drag tests of test_files_tab.py in a process of its own."""
+under Xvfb runs the browse, folder-action and drag tests of test_files_tab.py in a process of its own, and
+x11_drag.py's drags made with the real pointer (xdotool)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def test_the_files_tab_under_xvfb():
     os.chmod(base, 0o755)
     proc = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1400x900x24", sys.executable, "-m", "pytest", "-q",
                            "-p", "no:cacheprovider", "--basetemp", str(base / "run"),
-                           "tests/gui/test_files_tab.py"],
+                           "tests/gui/test_files_tab.py", "tests/gui/x11_drag.py"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     shutil.rmtree(base, ignore_errors=True)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert " passed" in proc.stdout and "failed" not in proc.stdout
+    wanted = sum(f.read_text().count("\ndef test_") for f in (ROOT / "tests/gui/test_files_tab.py",
+                                                                ROOT / "tests/gui/x11_drag.py"))
+    assert f"{wanted} passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-2000:]  # none skipped

@@ -18,13 +18,17 @@ def test_wizard_measures_a_site_live_applies_the_advice_and_copies_sysctl(qtbot,
     wizard.pick.site.setCurrentText("lab")
     wizard.pick.quick.setChecked(True)
     assert wizard.pick.isComplete()
-    seen_points = []
+    seen_points, clock = [], []
     wizard.measure.progressed.connect(lambda p: seen_points.append(p.point) if p.point else None)
+    wizard.measure.clock.valueChanged.connect(lambda _: clock.append(wizard.measure.clock.format()))
     wizard.next()
     qtbot.waitUntil(lambda: wizard.measure.result is not None or wizard.measure.error is not None, timeout=90_000)
     assert wizard.measure.error is None, wizard.measure.error
     result = wizard.measure.result
     assert seen_points and len(wizard.measure.plot.points) == len(result["sweep"])  # drawn as they came
+    # the wait is announced once the round trip is known, and counted down while it lasts
+    assert any(c.startswith("about ") and c.endswith(" s left") for c in clock), clock
+    assert wizard.measure.clock.format() == "done"
     assert wizard.measure.isComplete()
     wizard.next()
     advice = wizard.advice

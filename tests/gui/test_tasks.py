@@ -1,0 +1,90 @@
+"""Two of a biologist's tasks from start to end, through the window's own keys, buttons and dialogs: a report
+for IT of what was fetched, and a server that dies mid-transfer (the row says it is retrying and why, the file
+arrives whole once the server is back)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
+
+from app.engine import JobState
+from app.ui.queue_model import COLUMNS
+from tests.integration.conftest import MiB, write_random
+from tests.portable.dialogs import fill_and_accept
+
+from .test_driving import when_modal
+from .test_window import job, select
+
+
+def _new_transfer_by_keys(qtbot, window, url: str, dest) -> None:
+    """Ctrl+N, From and To typed into the dialog by their labels, OK clicked."""
+    seen: list[str] = []
+    fill_and_accept(qtbot, {"From": url, "To": str(dest)}, seen)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: seen == ["New transfer"], timeout=10_000)
+
+
+def _cell(window, view, column: str, role=Qt.ItemDataRole.DisplayRole) -> str:
+    model = window.queue_model
+    return model.data(model.index(model.row_of(view.id), COLUMNS.index(column)), role) or ""
+
+
+def test_a_report_for_it_is_written_from_the_history_tab(qtbot, window, nginx, tmp_path):
+    digest = write_random(nginx.data / "for-it.bin", 2 * MiB, seed=461)
+    _new_transfer_by_keys(qtbot, window, nginx.url("for-it.bin", scheme="http"), tmp_path / "fetched")
+    qtbot.waitUntil(lambda: (v := job(window, "for-it.bin")) is not None and v.state.terminal, timeout=60_000)
+    assert job(window, "for-it.bin").state == JobState.DONE
+    window.activateWindow()  # the dialog has closed: keys go to the window again
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
+    QTest.keyClick(window, Qt.Key.Key_3, Qt.KeyboardModifier.AltModifier)  # View ▸ History
+    assert window.tabs.currentWidget() is window.history_page
+    qtbot.waitUntil(lambda: window.history_model.total >= 1, timeout=10_000)
+    report = tmp_path / "for-it"
+    asked = []
+
+    def save(dialog) -> None:  # the save dialog as a user fills it: a name typed, HTML chosen, Enter
+        assert isinstance(dialog, QFileDialog)
+        asked.append(dialog.windowTitle())
+        dialog.selectNameFilter("HTML report (*.html)")
+        name = dialog.findChild(QLineEdit, "fileNameEdit")
+        name.clear()
+        QTest.keyClicks(name, str(report))
+        QTest.keyClick(name, Qt.Key.Key_Return)
+
+    when_modal(save, window)
+    QTest.mouseClick(window.report_button, Qt.MouseButton.LeftButton)
+    written = tmp_path / "for-it.html"
+    qtbot.waitUntil(lambda: window.last_report == str(written), timeout=30_000)
+    assert asked == ["Save a transfer report"]
+    text = written.read_text()
+    assert digest in text and "for-it.bin" in text  # the checksum IT asks for, beside the file it belongs to
+    assert str(written) in window.status.text()
+    assert QApplication.activeModalWidget() is None
+
+
+def test_a_server_killed_mid_transfer_is_retried_and_the_file_arrives_whole(qtbot, window, nginx, tmp_path):
+    digest = write_random(nginx.data / "killed.bin", 96 * MiB, seed=462)
+    _new_transfer_by_keys(qtbot, window, nginx.url("slow/killed.bin", scheme="http"), tmp_path / "in")
+    qtbot.waitUntil(lambda: (v := job(window, "killed.bin")) is not None and v.bytes_done >= 8 * MiB,
+                    timeout=60_000)
+    nginx.stop()  # killed: connections cut, then refused
+    try:
+        # the streams retry on their own first; then the job retries with backoff, and the row says so
+        qtbot.waitUntil(lambda: "retry" in _cell(window, job(window, "killed.bin"), "State"), timeout=60_000)
+        why = _cell(window, job(window, "killed.bin"), "Name", Qt.ItemDataRole.ToolTipRole)
+        assert "Retrying in" in why and "127.0.0.1" in why, why
+        assert "Errno" not in why and "()" not in why and "--" not in why, why  # the window's words
+        assert job(window, "killed.bin").state.active
+    finally:
+        nginx.start()
+    qtbot.waitUntil(lambda: job(window, "killed.bin").state.terminal, timeout=120_000)
+    done = job(window, "killed.bin")
+    assert done.state == JobState.DONE, done.error
+    assert hashlib.sha256((tmp_path / "in" / "killed.bin").read_bytes()).hexdigest() == digest
+    select(window, done)
+    assert "Retrying in" in window.details.toPlainText()  # the log keeps what happened
+    assert "retry" not in _cell(window, done, "State")
