@@ -11,7 +11,7 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $(STAMP)
 
 # Qt's X11 plugin needs system libraries a fresh Debian lacks: installed when root, else named (installers/qt_libs.py)

@@ -5,9 +5,11 @@ Runs the bundled ``dist/labferry/labferry`` (not the venv): ``--version``; a ``c
 64 MiB file from a local nginx with TLS (the test fixture) into a temp folder, checked by
 sha256; ``gui --quit-after 0`` under ``QT_QPA_PLATFORM=offscreen`` three times (wall time =
 cold start to a shown window, plus closing). Writes the figures to docs/benchmarks.md with
-``--write``.
+``--write``. ``--smoke`` (the CI on macOS and Windows, which have no nginx): the copy comes from a
+Python-started HTTPS server (tests/portable/web.py) and nothing is written.
 
     make bundle-test
+    python installers/bundle_test.py --smoke
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ sys.path.insert(0, str(ROOT))
 
 from app import __version__  # noqa: E402
 from tests.bench.report import replace_section  # noqa: E402
-from tests.servers.nginx import Nginx  # noqa: E402
 
 BUNDLE = ROOT / "dist" / "labferry"
 
@@ -40,14 +41,19 @@ def folder_size(path: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", metavar="MARKDOWN")
+    parser.add_argument("--smoke", action="store_true", help="any OS: a Python HTTPS server, nothing written")
     args = parser.parse_args()
-    program = BUNDLE / ("labferry.exe" if sys.platform == "win32" else "labferry")
-    if not program.exists():
-        print(f"no bundle at {program}; run make bundle first", file=sys.stderr)
-        return 2
+    exe = ".exe" if sys.platform == "win32" else ""
+    program = BUNDLE / f"labferry{exe}"
+    for needed in (program, BUNDLE / f"Ferry{exe}"):
+        if not needed.exists():
+            print(f"no {needed}; run make bundle first", file=sys.stderr)
+            return 2
     work = Path(tempfile.mkdtemp(prefix="ferry-bundle-"))
-    env = dict(os.environ, LABFERRY_HOME=str(work / "home"), QT_QPA_PLATFORM="offscreen",
-               PATH="/usr/bin:/bin")  # nothing from the venv on PATH
+    venv_bin = Path(sys.executable).parent  # nothing from the venv on PATH
+    path = "/usr/bin:/bin" if sys.platform.startswith("linux") else os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != venv_bin)
+    env = dict(os.environ, LABFERRY_HOME=str(work / "home"), QT_QPA_PLATFORM="offscreen", PATH=path)
     env.pop("VIRTUAL_ENV", None)
     env.pop("PYTHONPATH", None)
 
@@ -55,10 +61,17 @@ def main() -> int:
     assert version.returncode == 0 and __version__ in version.stdout, version
     print(f"version: {version.stdout.strip()}")
 
-    server = Nginx(work / "nginx", work / "data").start()
+    if args.smoke:
+        from tests.portable.web import PythonWeb
+
+        server = PythonWeb(work / "web").start()
+    else:
+        from tests.servers.nginx import Nginx
+
+        server = Nginx(work / "nginx", work / "data").start()
     try:
         data = os.urandom(64 * 1024 * 1024)
-        (work / "data" / "sample.bin").write_bytes(data)
+        (server.data / "sample.bin").write_bytes(data)
         dest = work / "out"
         dest.mkdir()
         copy = subprocess.run([str(program), "copy", server.url("/sample.bin"), str(dest), "--ca-file",
@@ -100,7 +113,7 @@ def main() -> int:
         f"| {size / 2**20:.0f} MiB | {statistics.median(starts):.2f} s | {starts[0]:.2f} s | ≤ 3 s |",
         "",
     ])
-    if args.write:
+    if args.write and not args.smoke:
         replace_section(args.write, "## Bundle (PyInstaller", text)
     return 0
 

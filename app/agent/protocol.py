@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 
 from app import __version__
+from backends.host import portable
 
 PROTOCOL = 1
 HELLO = "labferry-agent"
@@ -43,7 +43,7 @@ def unsafe_socket(path: Path) -> str | None:
     folder = path.parent
     for item, wanted in ((folder, 0o700), (path, 0o600)):
         info = item.lstat()
-        if info.st_uid != os.getuid():
+        if info.st_uid != portable.my_uid():
             return f"{item} belongs to another user (uid {info.st_uid}); Ferry's agent uses only its own."
         if stat.S_IMODE(info.st_mode) & 0o077:
             return (f"{item} may be opened by other users (mode {stat.S_IMODE(info.st_mode):o}, not {wanted:o}); "

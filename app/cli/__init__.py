@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gui(quit_after: float | None = None, items: list[str] | None = None) -> int:
+    from .desktop import need_desktop
+
+    need_desktop("The window", "use the other labferry commands, which need none")
     from app.ui.app import main as gui_main
 
     return gui_main([], quit_after=quit_after, items=items or [])

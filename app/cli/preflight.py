@@ -183,6 +183,10 @@ def run_compare(args: argparse.Namespace) -> int:
         outcome = run.error or f"{run.mbps:.0f} Mbit/s ({counted(run.streams, 'stream')}, {run.seconds:.1f} s)"
         _say(f"  round {run.round}  {run.backend:<8} {outcome}")
 
+    if args.plot:  # said before the measuring, not after it
+        from .desktop import need_desktop
+
+        need_desktop("--plot")
     with Store() as store:
         result = asyncio.run(compare(store, registry, args.urls, options, rounds=args.rounds, on_run=said))
     table = result.table()

@@ -39,7 +39,8 @@ def parse_day(text: str, *, end: bool = False) -> float:
 def run_report(args: argparse.Namespace) -> int:
     from app.reports import gather, write_report
     from app.store import Store
-    from app.ui.report_pdf import renderers
+
+    from .desktop import has_desktop, need_desktop
 
     output = Path(args.output).expanduser()
     fmt = args.format or output.suffix.lstrip(".").lower()
@@ -58,8 +59,15 @@ def run_report(args: argparse.Namespace) -> int:
         raise BadRequest("--until is before --since; swap them.")
     with Store(readonly=True) as store:
         data = gather(store, since=since, until=until, site=args.site, include_users=args.include_user_names)
+    if fmt == "pdf":
+        need_desktop("A PDF report", "write it as HTML (-o report.html), which needs none")
+    drawn = {}
+    if has_desktop():  # the charts; without the desktop part an HTML report has its tables only
+        from app.ui.report_pdf import renderers
+
+        drawn = renderers()
     try:
-        write_report(data, fmt, output, **renderers())
+        write_report(data, fmt, output, **drawn)
     except OSError as exc:
         raise LocalError(f"Could not write {output}: {exc.strerror}. Choose another file.") from None
     totals = data.totals

@@ -99,6 +99,9 @@ def build(argv: list[str] | None = None):
     # sight, a full collection scans only what came later, ~1/10 of the objects (one ran 48 ms on the GUI
     # thread while a pane listed 10,000 names during a transfer, tests/bench/pane_wan.py)
     gc.freeze()
+    from .instance import FileOpenEvents
+
+    app.installEventFilter(FileOpenEvents(window.open_items, window))  # macOS: .torrent and magnet: from Finder
     hints = app.styleHints()
     if hasattr(hints, "colorSchemeChanged"):  # Qt 6.5+: the desktop's light/dark switch, followed live
         hints.colorSchemeChanged.connect(window.follow_system_theme)

@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from app.paths import data_dir
@@ -88,3 +88,22 @@ class InstanceServer(QObject):
 
     def close(self) -> None:
         self.server.close()
+
+
+class FileOpenEvents(QObject):
+    """macOS hands a double-clicked .torrent and a clicked magnet: link to the running app as an Apple Event,
+    not as arguments (Ferry.app's Info.plist claims both); Qt turns it into a ``FileOpen`` event on the
+    application, which goes to ``open_items`` like a second start's arguments."""
+
+    def __init__(self, open_items: Callable[[list[str]], None], parent: QObject) -> None:
+        super().__init__(parent)
+        self.open_items = open_items
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802  (Qt's name)
+        if event.type() != QEvent.Type.FileOpen:
+            return False
+        url = event.url()
+        item = event.file() if url.isLocalFile() or not url.scheme() else url.toString()
+        if item:
+            self.open_items([item])
+        return True

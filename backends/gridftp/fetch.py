@@ -25,6 +25,7 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, NotFound, TransferError, Transient
 from ..destination import check_destination, move_into_place, os_error, room_for
+from ..host import portable
 from ..streams.hashing import FollowingHasher, hash_file, written_prefix
 from . import resume
 from .control import Entry, open_control
@@ -209,7 +210,7 @@ class Follower:
                     if not self.path.exists():
                         continue
                     self.hasher = FollowingHasher(self.path)
-                    fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                    fd = os.open(self.path, os.O_RDONLY | portable.O_CLOEXEC | portable.O_BINARY)
                 self.hasher.advance(max(0, written_prefix(fd) - MARGIN))
                 if time.monotonic() - saved >= resume.SAVE_EVERY:
                     self.record.save(self.hasher.position)

@@ -25,7 +25,7 @@ def widen(fd: int, size: int = 1 << 20) -> None:
         import fcntl
 
         fcntl.fcntl(fd, F_SETPIPE_SZ, size)
-    except OSError:
+    except (ImportError, OSError):  # no fcntl (Windows), or a pipe size this OS does not take
         pass
 
 

@@ -127,6 +127,44 @@ def lock_exclusive(fd: int) -> None:
         raise
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists. Not ``os.kill(pid, 0)`` on Windows: there signal 0 is
+    ``CTRL_C_EVENT``, and it would interrupt that process's console group instead of asking."""
+    if os.name == "nt":
+        return _windows_process_alive(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    except OSError:
+        return False
+    return True
+
+
+def _windows_process_alive(pid: int) -> bool:
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return ctypes.get_last_error() == 5  # ERROR_ACCESS_DENIED: it exists, and is someone else's
+    try:
+        code = ctypes.c_ulong()
+        if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
+            return True
+        return code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
+def my_uid() -> int | None:
+    """This user's numeric id where the OS has one (POSIX); None on Windows, where files carry no uid."""
+    getuid = getattr(os, "getuid", None)
+    return getuid() if getuid else None
+
+
 def free_bytes(folder: Path) -> int | None:
     """Bytes this user may still write in ``folder``'s file system; None when it cannot be read."""
     if hasattr(os, "statvfs"):

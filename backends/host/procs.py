@@ -17,6 +17,8 @@ import subprocess
 import sys
 from functools import lru_cache
 
+from . import portable
+
 _LINUX = sys.platform.startswith("linux")
 
 
@@ -60,13 +62,7 @@ def other_process_alive(pid: int | None) -> bool:
     own id was left by an earlier process that had the same id)."""
     if not pid or pid == os.getpid():
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return not _zombie(pid)
+    return portable.process_alive(pid) and not _zombie(pid)
 
 
 def _zombie(pid: int) -> bool:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..core.errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..core.errors import NoSpace as NoSpaceError
+from ..host import portable
 from ..host.procs import child_argv, child_kwargs, other_process_alive, reap
 from ..streams.slots import server_slots
 from .dialer import Dial, resolve_dial
@@ -117,7 +118,7 @@ def _socket_folder() -> Path:
         for old in Path(tempfile.gettempdir()).glob("ferry-ssh-*-*"):
             pid = old.name.split("-")[2]
             try:
-                if (old not in _MADE_HERE and pid.isdigit() and old.stat().st_uid == os.getuid()
+                if (old not in _MADE_HERE and pid.isdigit() and old.stat().st_uid == portable.my_uid()
                         and not other_process_alive(int(pid))):
                     shutil.rmtree(old, ignore_errors=True)
             except OSError:

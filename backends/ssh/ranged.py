@@ -299,7 +299,7 @@ class SshUpload(_SshStreams):
         self.local_path, self.remote_part = local_path, remote_part
         self.packed = False  # the ranges begun from now on go as zstd frames, unpacked by the server's zstd
         self.on_wire = 0
-        self.fd = os.open(local_path, os.O_RDONLY | os.O_CLOEXEC)
+        self.fd = os.open(local_path, os.O_RDONLY | portable.O_CLOEXEC | portable.O_BINARY)
         self.ranges_verified = 0
         self.ranges_unverified = 0
 

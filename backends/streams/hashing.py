@@ -25,7 +25,7 @@ BLOCK = 4 * 1024 * 1024
 class FollowingHasher:
     def __init__(self, path: str | os.PathLike, algorithms: tuple[str, ...] = ("sha256",)) -> None:
         self._path = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | portable.O_BINARY)
+        self._fd = os.open(path, os.O_RDONLY | portable.O_CLOEXEC | portable.O_BINARY)
         self._reopened = False
         self._hashes = {alg: hashlib.new(alg) for alg in algorithms}
         self._pos = 0
@@ -106,7 +106,7 @@ class FollowingHasher:
             if self._reopened:
                 raise
             self._reopened = True
-            fresh = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC | portable.O_BINARY)
+            fresh = os.open(self._path, os.O_RDONLY | portable.O_CLOEXEC | portable.O_BINARY)
             os.close(self._fd)
             self._fd = fresh
             return portable.pread(self._fd, size, at)

@@ -34,8 +34,8 @@ class TorrentBackend:
         try:
             import libtorrent  # noqa: F401
         except ImportError:
-            return Availability(False, "BitTorrent needs libtorrent's Python bindings: pip install libtorrent "
-                                       "(or apt install python3-libtorrent).")
+            return Availability(False, "BitTorrent needs libtorrent, which is not installed here; add it with "
+                                       "pip install 'labferry[torrent]' (or apt install python3-libtorrent).")
         return Availability(True)
 
     def claims(self, source: str, dest: str) -> bool:

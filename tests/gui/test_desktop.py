@@ -32,6 +32,19 @@ def test_a_second_start_hands_its_address_to_the_open_window(qtbot, window, ngin
     server.close()
 
 
+def test_an_address_macos_hands_over_as_a_file_open_event_is_fetched(qtbot, window, nginx, plain_file, tmp_path):
+    """On macOS a magnet: link clicked in a browser or a .torrent double-clicked in Finder reaches the running
+    Ferry.app as an Apple Event, which Qt delivers to the application as QFileOpenEvent (Ferry.app's Info.plist
+    claims both); the window takes it as a second start's argument."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QFileOpenEvent
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.sendEvent(QApplication.instance(), QFileOpenEvent(QUrl(nginx.url("plain.bin", scheme="http"))))
+    qtbot.waitUntil(lambda: (j := job(window, "plain.bin")) is not None and j.state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "plain.bin").stat().st_size == plain_file.size
+
+
 def test_without_a_window_open_a_start_does_not_hand_over(ferry_home, monkeypatch):
     """No window listens for this data folder: ``hand_over`` says so at once (the caller opens a window)."""
     from PySide6.QtWidgets import QApplication
