@@ -56,6 +56,8 @@ class JobView:
     #: a list job's files: name → (state, the error's sentence, its kind); see ``FileStatesSink``
     files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
     seeding: bool = False  # a job that serves a torrent's data (``labferry seed``, the Seeding tab)
+    #: what a running job waits for instead of moving data ("the network to HOST"), or None
+    waiting: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -88,6 +90,7 @@ class Job:
     eta: float | None = None
     streams: int = 0
     stream_rates: tuple[float, ...] = ()
+    waiting: str | None = None
 
     def view(self) -> JobView:
         return JobView(
@@ -95,7 +98,7 @@ class Job:
             bytes_total=self.bytes_total, bytes_done=self.bytes_done, rate=self.rate, eta=self.eta,
             streams=self.streams, attempts=self.attempts, error=self.error, error_kind=self.error_kind,
             notes=tuple(self.notes[-50:]), result=self.result, stream_rates=self.stream_rates,
-            files=dict(self.files), seeding=bool(self.options.backend_options.get("seed")),
+            files=dict(self.files), seeding=bool(self.options.backend_options.get("seed")), waiting=self.waiting,
         )
 
     def copy(self) -> Job:

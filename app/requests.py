@@ -28,7 +28,7 @@ from backends.core.errors import BadRequest
 from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
 from backends.core.registry import registry as default_registry
-from backends.core.urls import host_of
+from backends.core.urls import host_of, local_path_of
 
 from .routes import resolve_destination
 
@@ -110,7 +110,7 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     overrides = overrides or Overrides()
     defaults = defaults or Defaults()
     registry = registry or default_registry
-    dest = os.fspath(dest)
+    source, dest = local_path_of(source), local_path_of(os.fspath(dest))  # file:///C:/x is a local path
     if overrides.via:
         return _resolve_relay(source, dest, overrides, defaults, registry, store, sites)
     source, dest, site = _expand_sites(source, dest, store, sites)

@@ -62,3 +62,16 @@ def format_duration(seconds: float | None) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+_DURATION_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``12h``, ``2d`` as seconds; ValueError with a sentence otherwise."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d|)\s*", text.lower())
+    if not match:
+        raise ValueError(f"'{text}' is not a duration; write it as 90s, 30m, 12h or 2d")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]

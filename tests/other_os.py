@@ -102,6 +102,9 @@ def as_windows() -> None:
     for name in WINDOWS_SIGNALS:
         if hasattr(signal, name):
             delattr(signal, name)
+    for name in ("TCP_INFO", "SO_BINDTODEVICE", "TCP_CONGESTION"):  # Linux's socket options
+        if hasattr(socket, name):
+            delattr(socket, name)
     if hasattr(socket, "AF_UNIX"):
         pair, unix = socket.socketpair, socket.AF_UNIX
 

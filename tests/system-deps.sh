@@ -19,6 +19,11 @@ command -v dbus-send >/dev/null 2>&1 || need="$need dbus-bin"
 # the window is tested offscreen and, for drags and the Files tab, on a real X server
 command -v xvfb-run >/dev/null 2>&1 || need="$need xvfb xauth"
 command -v xdotool >/dev/null 2>&1 || need="$need xdotool"  # real mouse drags under Xvfb (tests/gui/x11_drag.py)
+# labferry completion: the fish and zsh scripts are run by the shells themselves (tests/unit/test_cli_shell.py)
+command -v fish >/dev/null 2>&1 || need="$need fish"
+command -v zsh >/dev/null 2>&1 || need="$need zsh"
+# an institution's web proxy (HTTPS_PROXY, --proxy: tests/integration/test_proxy_netrc.py)
+command -v tinyproxy >/dev/null 2>&1 || need="$need tinyproxy"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
 # --compress: the servers' zstd, and Illumina reads simulated over a generated reference (art_illumina)
 command -v zstd >/dev/null 2>&1 || need="$need zstd"

@@ -53,7 +53,25 @@ def build_parser() -> argparse.ArgumentParser:
     preflight.add_parsers(sub)
     torrent.add_parsers(sub)
     agent.add_parsers(sub)
+    from . import completion
+
+    completion.add_parser(sub)
+    _common_flags(sub)
     return parser
+
+
+def _common_flags(sub) -> None:
+    """-v/--verbose and -q/--quiet on every command and sub-command, as scripts expect of a command-line tool."""
+    for command in sub.choices.values():
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _common_flags(action)
+        taken = {s for action in command._actions for s in action.option_strings}
+        if "-v" not in taken:
+            command.add_argument("-v", "--verbose", action="count", default=0,
+                                 help="say more: what happens underneath, on stderr (-vv: everything)")
+        if "-q" not in taken:
+            command.add_argument("-q", "--quiet", action="store_true", help="no progress line")
 
 
 def _gui(quit_after: float | None = None, items: list[str] | None = None) -> int:
@@ -65,9 +83,17 @@ def _gui(quit_after: float | None = None, items: list[str] | None = None) -> int
     return gui_main([], quit_after=quit_after, items=items or [])
 
 
-def setup_logging() -> None:
-    """Details go to ferry.log in the data folder; the terminal gets sentences only."""
+def setup_logging(verbose: int = 0) -> None:
+    """Details go to ferry.log in the data folder; the terminal gets sentences only, and with -v the details
+    too (-vv: debugging)."""
     from app.paths import data_dir
+
+    if verbose:
+        said = logging.StreamHandler(sys.stderr)
+        said.setFormatter(logging.Formatter("labferry: [%(name)s] %(message)s"))
+        said.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+        logging.getLogger().addHandler(said)
+        logging.getLogger().setLevel(said.level)
 
     try:
         handler = logging.handlers.RotatingFileHandler(data_dir() / "ferry.log", maxBytes=2_000_000, backupCount=3)
@@ -76,7 +102,7 @@ def setup_logging() -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
 
 
 def quiet_threads() -> None:
@@ -124,7 +150,7 @@ def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = N
     try:
         if args.command != "gui":  # the window handles its own quitting
             stopping.install()
-        setup_logging()
+        setup_logging(getattr(args, "verbose", 0) or 0)
         quiet_threads()
         return args.handler(args)
     except errors.TransferError as exc:

@@ -12,12 +12,11 @@ from app.accessions import ena, ids, services
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.plans import build_plan, no_reads_in_geo, read_list
 from app.accessions.sheets import write_metadata, write_samplesheet
+from app.cli.progress import ProgressLine
 from app.engine import RetryPolicy
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
-
-CLEAR = "\r\033[K"  # back to the start of the progress line, and clear it
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,20 +59,18 @@ def run(args: argparse.Namespace, overrides) -> int:
              always=True)
     with Store() as store:
         defaults = Defaults.from_settings(store.settings.all())
-    live = not args.quiet and sys.stderr.isatty()
+    line = ProgressLine(not args.quiet)
     outcome, stopped = Outcome(), None
     retry = RetryPolicy(max_retries=args.retries) if getattr(args, "retries", None) is not None else None
     try:
         fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
-              on_progress=_progress_line(plan.label) if live else None,
-              on_switch=lambda count, route: _say(args, f"{CLEAR if live else ''}labferry: "
-                                                        f"{counted(count, 'file')} failed by {args.route}; "
-                                                        f"trying {route}.", always=True),
+              on_progress=lambda p: line.show(_progress_text(plan.label, p)),
+              on_switch=lambda count, route: line.say(f"labferry: {counted(count, 'file')} failed by "
+                                                      f"{args.route}; trying {route}."),
               retry=retry, outcome=outcome)
     except stops.STOPS as stop:  # Ctrl-C or SIGTERM: what is verified gets its sheet; the rest resumes
         stopped = stop
-    if live:
-        sys.stderr.write(CLEAR)
+    line.done()
     write_metadata(plan, folder)
     sheet_rows = write_samplesheet(plan, folder, outcome.verified_names) if args.files == "fastq" else 0
     for _, sentence, _ in outcome.failed:
@@ -102,14 +99,11 @@ def _say(args, text: str, always: bool = False) -> None:
         print(text, file=sys.stderr)
 
 
-def _progress_line(name: str):
-    def show(p: Progress) -> None:
-        left = (p.bytes_total - p.bytes_done) / p.rate if p.rate > 0 else None
-        eta = f", {format_duration(left)} left" if left is not None else ""
-        sys.stderr.write(f"{CLEAR}{name}: {p.files_done}/{p.files_total} files, {format_bytes(p.bytes_done)} of "
-                         f"{format_bytes(p.bytes_total)}, {format_rate(p.rate)}{eta}")
-        sys.stderr.flush()
-    return show
+def _progress_text(name: str, p: Progress) -> str:
+    left = (p.bytes_total - p.bytes_done) / p.rate if p.rate > 0 else None
+    eta = f", {format_duration(left)} left" if left is not None else ""
+    return (f"{name}: {p.files_done}/{p.files_total} files, {format_bytes(p.bytes_done)} of "
+            f"{format_bytes(p.bytes_total)}, {format_rate(p.rate)}{eta}")
 
 
 def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str | None = None) -> None:

@@ -12,10 +12,11 @@ from dataclasses import replace
 
 from app import stops as stopping
 from app.cli.flags import add_option_flags, options_from_flags
+from app.cli.progress import ProgressLine
 from app.engine import Engine, JobState, RetryPolicy
 from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Overrides, parse_streams
-from app.units import counted, format_bytes, format_duration, format_rate, parse_rate
+from app.units import counted, format_bytes, format_duration, format_rate, parse_duration, parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import BadRequest
 
@@ -67,6 +68,9 @@ def add_parser(sub) -> None:
     add_accession_arguments(p)
     p.add_argument("--retries", type=_retries, default=None, metavar="N",
                    help="tries after a network fault before giving up (default 5; 0: fail at the first fault)")
+    p.add_argument("--wait-network", type=_duration, default=None, metavar="DURATION",
+                   help="when the network to the server is gone (a closed lid, a lost VPN), wait for it this long "
+                        "and go on by itself (default 12h; 0: fail as any fault)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     from .agent import add_on_flags
@@ -135,32 +139,14 @@ def _run_on(args: argparse.Namespace) -> int:
     return 0
 
 
-class ProgressLine:
-    """One self-rewriting line on stderr when it is a terminal; notes on their own lines."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.width = 0
-
-    def show(self, view) -> None:
-        if not self.enabled:
-            return
-        total = view.bytes_total
-        pct = f"{100 * view.bytes_done / total:5.1f}%" if total else "  ?  "
-        text = (f"{pct}  {format_bytes(view.bytes_done)} / {format_bytes(total)}  {format_rate(view.rate)}"
-                f"  ETA {format_duration(view.eta)}  streams {view.streams}  {view.state.value}")
-        sys.stderr.write("\r" + text.ljust(self.width))
-        sys.stderr.flush()
-        self.width = len(text)
-
-    def say(self, message: str) -> None:
-        self.clear()
-        print(message, file=sys.stderr)
-
-    def clear(self) -> None:
-        if self.enabled and self.width:
-            sys.stderr.write("\r" + " " * self.width + "\r")
-            self.width = 0
+def progress_text(view) -> str:
+    """A copy's progress line: how much, how fast, how long still, or what it waits for."""
+    total = view.bytes_total
+    pct = f"{100 * view.bytes_done / total:5.1f}%" if total else "  ?  "
+    if view.waiting:  # no rate or ETA to show: what it waits for, and what it has
+        return f"{pct}  {format_bytes(view.bytes_done)} / {format_bytes(total)}  waiting for {view.waiting}…"
+    return (f"{pct}  {format_bytes(view.bytes_done)} / {format_bytes(total)}  {format_rate(view.rate)}"
+            f"  ETA {format_duration(view.eta)}  streams {view.streams}  {view.state.value}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -186,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     request = resolve_here(args.source, args.dest, overrides_from(args))
     request = replace(request, source=ask_password(request.source))
     line = ProgressLine(not args.quiet)
-    policy = RetryPolicy(max_retries=args.retries) if args.retries is not None else None
+    policy = _policy(args)
     engine = Engine(run_queue=False, max_jobs=1, retry=policy).start()
     events, unsubscribe = engine.bus.queue()
     view, stopped = None, None
@@ -200,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         unsubscribe()
         _close(engine)
-    line.clear()
+    line.done()
     if stopped is not None:
         print(f"labferry: {stopping.said(stopped)}: {_kept(view, request.dest)} Run the same command again to "
               "resume from where it stopped.", file=sys.stderr)
@@ -212,6 +198,22 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _policy(args: argparse.Namespace) -> RetryPolicy | None:
+    given = {}
+    if args.retries is not None:
+        given["max_retries"] = args.retries
+    if getattr(args, "wait_network", None) is not None:
+        given["network_wait"] = args.wait_network
+    return RetryPolicy(**given) if given else None
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _retries(text: str) -> int:
     if not text.isdigit() or int(text) > 100:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of retries; give 0 to 100")
@@ -221,13 +223,15 @@ def _retries(text: str) -> int:
 def ask_password(url: str) -> str:
     """``https://USER@host/…`` (or ftp://, or a site with a user and no saved password): ask for the password
     at the terminal, as curl -u USER and FileZilla do; it stays in memory, in this process only."""
-    from urllib.parse import quote, urlsplit
+    from urllib.parse import quote, unquote, urlsplit
+
+    from backends.core.netrc import netrc_login
 
     parts = urlsplit(url)
     if parts.scheme not in ASKS_PASSWORD or not parts.username or parts.password is not None:
         return url
-    if not sys.stdin.isatty():
-        return url  # a script: the server's 401 will say that a password is missing
+    if not sys.stdin.isatty() or netrc_login(parts.hostname or "", unquote(parts.username)):
+        return url  # a script (the server's 401 will say that a password is missing), or ~/.netrc has it
     try:
         secret = getpass.getpass(f"Password for {parts.username} at {parts.hostname}: ")
     except (EOFError, KeyboardInterrupt):
@@ -289,7 +293,7 @@ def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine
         elif event.kind == RETRYING:
             line.say(f"labferry: {event.message}")
         elif event.kind in (PROGRESS, STATE):
-            line.show(view)
+            line.show(progress_text(view))
         elif event.kind == FINISHED:
             break
     return view

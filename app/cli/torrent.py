@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from app.cli.progress import ProgressLine
 from app.units import format_bytes, format_rate, parse_rate
 from backends.core.errors import BadRequest, LocalError
 
@@ -111,12 +112,12 @@ def run_create(args: argparse.Namespace) -> int:
     if not out.parent.is_dir():
         raise LocalError(f"The folder {out.parent} does not exist. Create it first.")
     began = time.monotonic()
-    shown = [0.0]
+    line, shown = ProgressLine(), [0.0]
 
     def progress(done: int, total: int) -> None:
-        if sys.stderr.isatty() and time.monotonic() - shown[0] > 0.2:
+        if time.monotonic() - shown[0] > 0.2:
             shown[0] = time.monotonic()
-            sys.stderr.write(f"\rhashing {100 * done / total:5.1f}%  ({done}/{total} pieces)")
+            line.show(f"hashing {100 * done / total:5.1f}%  ({done}/{total} pieces)")
 
     root = None
     if args.tls:
@@ -127,8 +128,7 @@ def run_create(args: argparse.Namespace) -> int:
         raise BadRequest("--ca and --ca-key make a TLS torrent: add --tls.")
     data = create(path, web_seeds=tuple(args.web_seed or ()), private=args.private, v2_only=not args.hybrid,
                   trackers=tuple(args.tracker or ()), progress=progress, root_cert=root)
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + " " * 50 + "\r")
+    line.done()
     out.write_bytes(data)
     import libtorrent as lt
 
@@ -164,7 +164,7 @@ def run_seed(args: argparse.Namespace) -> int:
     request = resolve_here(args.torrent, args.data, chosen, advice=False)
     engine = Engine(run_queue=False, max_jobs=1).start()
     events, unsubscribe = engine.bus.queue()
-    view = None
+    view, line = None, ProgressLine()
     try:
         view = request.submit_to(engine)
         size = None
@@ -176,18 +176,19 @@ def run_seed(args: argparse.Namespace) -> int:
             if event is not None and event.job.id == view.id:
                 view = event.job
                 if event.kind == NOTE and event.message:
-                    print(f"labferry: note: {event.message}", file=sys.stderr)
+                    line.say(f"labferry: note: {event.message}")
             size = size or _size(args.torrent)
-            if sys.stderr.isatty():
-                ratio = view.bytes_done / size if size else 0
-                sys.stderr.write(f"\rserved {format_bytes(view.bytes_done)}  {format_rate(view.rate)}  peers "
-                                 f"{view.streams}  ratio {ratio:.2f}   ")
+            ratio = view.bytes_done / size if size else 0
+            line.show(f"served {format_bytes(view.bytes_done)}  {format_rate(view.rate)}  peers {view.streams}  "
+                      f"ratio {ratio:.2f}")
+        line.done()
         print(f"labferry: {view.error or 'seeding stopped.'}", file=sys.stderr)
         return 1 if view.state == JobState.FAILED else 0
     except KeyboardInterrupt:
         if view is not None:
             engine.cancel(view.id)
-        print("\nlabferry: stopped seeding.", file=sys.stderr)
+        line.done()
+        print("labferry: stopped seeding.", file=sys.stderr)
         return 0
     finally:
         unsubscribe()

@@ -18,9 +18,11 @@ from app.jobs import Job, JobState
 from backends.core.base import Result, TransferRequest
 from backends.core.errors import BadAnswer, TransferError, Unreachable
 from backends.core.urls import host_of as peer_host
+from backends.core.urls import redact
 from backends.host.hosttcp import host_tcp
 
 from .events import NOTE, PROGRESS, PROGRESS_HZ, RETRYING, STATE
+from .network_wait import NetworkWait
 from .progress import ProgressMeter
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,8 @@ class RetryPolicy:
     max_retries: int = 5
     base: float = 1.0
     cap: float = 60.0
+    #: seconds a job whose network is gone waits for it (app/engine/network_wait.py); 0: never waits
+    network_wait: float = 12 * 3600.0
 
     def delay(self, attempt: int) -> float:
         return min(self.cap, self.base * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
@@ -78,6 +82,7 @@ class JobRunner:
         self.meter = ProgressMeter()
         self.retries = 0
         self.started = time.time()
+        self.network = NetworkWait(self)
 
     async def run(self) -> Result:
         """Transfer until done; raises the last error when retries run out."""
@@ -91,6 +96,8 @@ class JobRunner:
                 try:
                     request = TransferRequest(self.source, self.dest, self._options(), ask_trust=engine.ask_trust,
                                               state_dir=engine.state_dir)
+                    log.info("job %s: %s %s → %s (streams %s, attempt %s)", job.id, job.backend, redact(self.source),
+                             redact(self.dest), request.options.streams, job.attempts + 1)
                     if request.options.files:  # a list job (an accession's files): ``ListFetcher``
                         return await backend.fetch_list(request, sink)
                     return await backend.transfer(request, sink)
@@ -101,12 +108,18 @@ class JobRunner:
                         raise
                     if job.bytes_done - before >= MOVING:
                         job.attempts = 0  # it was moving: this is a new fault, not the same one again
+                    endpoint = await self.network.gone(exc)
+                    if endpoint is not None:  # a closed lid, a lost VPN: no attempt is spent while it lasts
+                        await self.network.wait(exc, endpoint)
+                        self.retries += 1
+                        continue
                     job.attempts += 1
                     if job.attempts > engine.retry.max_retries:
                         raise exc.given_up(job.attempts) from exc
                     self.retries += 1
                     delay = engine.retry.delay(job.attempts)
                     message = f"{exc} Retrying in {delay:.0f} s (attempt {job.attempts} of {engine.retry.max_retries})."
+                    log.info("job %s: %s", job.id, message)
                     job.notes.append(message)
                     job.state = JobState.RUNNING
                     engine.persist(job)
@@ -115,6 +128,13 @@ class JobRunner:
         finally:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
+
+    def say(self, message: str) -> None:
+        """A line in the job's log, shown by the window and the command line as it happens."""
+        log.info("job %s: %s", self.job.id, message)
+        self.job.notes.append(message)
+        self.engine.persist(self.job)
+        self.engine.publish(NOTE, self.job, message)
 
     def _retryable(self, exc: TransferError) -> bool:
         """Transient faults, and a vanished server once the job had moved bytes (it is restarting)."""

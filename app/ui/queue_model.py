@@ -84,7 +84,7 @@ class QueueModel(QAbstractTableModel):
                 self._icons[kind] = icon(KINDS[kind])
             return self._icons[kind]
         if role == Qt.ItemDataRole.ToolTipRole:
-            if view.state.active and view.attempts and view.notes:  # why it is retrying, and when
+            if view.state.active and (view.attempts or view.waiting) and view.notes:  # why it retries or waits
                 return for_window(view.notes[-1])
             return for_window(view.error) or f"{view.source}\n→ {view.dest}"
         if role != Qt.ItemDataRole.DisplayRole:
@@ -100,7 +100,8 @@ class QueueModel(QAbstractTableModel):
             "Rate": format_rate(view.rate) if active and view.rate else "",
             "ETA": format_duration(view.eta) if active and view.eta is not None else "",
             "Streams": str(view.streams) if active and view.streams else "",
-            "State": view.state.value + (f" (retry {view.attempts})" if view.attempts and active else ""),
+            "State": "waiting for the network" if view.waiting and active
+            else view.state.value + (f" (retry {view.attempts})" if view.attempts and active else ""),
         }[column]
 
     @staticmethod

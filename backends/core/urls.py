@@ -44,3 +44,20 @@ def entry_name(name: str) -> str:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         raise BadRequest(f"'{name}' cannot be a name here: give one name without '/' (and not '.' or '..').")
     return name
+
+
+def local_path_of(location: str) -> str:
+    """A ``file:`` URL as the local path it names, on any OS (``file:///C:/data/x`` → ``C:/data/x``,
+    ``file://server/share/x`` → ``//server/share/x``, a UNC path); anything else as given. What a browser's
+    address bar, a Finder "copy as pathname" or Windows' "copy as path" gives is then a local path, never an
+    address Ferry has no backend for. Windows paths (``C:\\data``, ``C:/data``, ``\\\\server\\share``) have no
+    ``://`` and stay local paths as they are."""
+    if not location[:7].lower() == "file://":
+        return location
+    parts = urlsplit(location)
+    path = unquote(parts.path)
+    if len(path) >= 3 and path[0] == "/" and path[1].isalpha() and path[2] == ":":
+        path = path[1:]  # /C:/data → C:/data
+    if parts.netloc and parts.netloc.lower() != "localhost":
+        return f"//{parts.netloc}{path}"
+    return path or "/"

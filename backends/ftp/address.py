@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote, unquote, urlsplit
 
 from ..core.errors import BadAnswer, BadRequest
+from ..core.netrc import netrc_login
 from ..core.urls import redact
 
 SCHEMES = ("ftp", "ftps")
@@ -45,8 +46,11 @@ class FtpAddress:
         if any(c in path for c in "\r\n\0"):
             raise BadRequest(f"'{redact(url)}' has a line break or NUL in its path, which FTP cannot send.")
         user = unquote(parts.username) if parts.username else ""
+        password = unquote(parts.password) if parts.password is not None else None
+        if password is None and (found := netrc_login(parts.hostname, user or None)):
+            user, password = found  # the user's ~/.netrc, as curl, wget and lftp read it
         return cls(parts.scheme.lower(), parts.hostname, port, user or ANONYMOUS,
-                   unquote(parts.password) if parts.password is not None else ("" if user else ANONYMOUS_PASSWORD),
+                   password if password is not None else ("" if user else ANONYMOUS_PASSWORD),
                    path.rstrip("/") if path not in ("/", "") else path, parts.path.endswith("/") or not raw,
                    bool(user))
 

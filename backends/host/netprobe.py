@@ -85,7 +85,11 @@ async def _early_rtt(sock: socket.socket, began: float, timeout: float) -> float
     """The round trip of a handshake ``begin_handshake`` started (waits for it if it is still on its way)."""
     loop = asyncio.get_running_loop()
     answered = loop.create_future()
-    loop.add_writer(sock.fileno(), lambda: answered.done() or answered.set_result(None))
+    try:
+        loop.add_writer(sock.fileno(), lambda: answered.done() or answered.set_result(None))
+    except NotImplementedError:  # a loop that cannot watch a socket (Windows' Proactor): measured otherwise
+        sock.close()
+        return None
     try:
         await asyncio.wait_for(answered, max(0.0, timeout - (time.monotonic() - began)))
         if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):

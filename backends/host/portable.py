@@ -159,6 +159,37 @@ def _windows_process_alive(pid: int) -> bool:
         kernel32.CloseHandle(handle)
 
 
+_polls_pipes: bool | None = None
+
+
+def loop_polls_pipes() -> bool:
+    """Whether this process's event loop can watch a pipe for reading (``add_reader``): the selector loops of
+    Linux and macOS can; Windows' Proactor loop cannot. Asked of the running loop once, by trying."""
+    global _polls_pipes
+    if _polls_pipes is None:
+        import asyncio
+
+        read, write = os.pipe()
+        try:
+            loop = asyncio.get_running_loop()
+            loop.add_reader(read, lambda: None)
+            loop.remove_reader(read)
+            _polls_pipes = True
+        except (NotImplementedError, RuntimeError, OSError, ValueError):
+            _polls_pipes = False
+        finally:
+            os.close(read)
+            os.close(write)
+    return _polls_pipes
+
+
+def multiplexed_ssh() -> bool:
+    """Whether OpenSSH's ControlMaster streams can carry data here: not on Windows, whose OpenSSH has no
+    ControlMaster and whose event loop cannot poll the pipes they are read from; the SSH backend then logs in
+    with paramiko (its SFTP), as where no ssh client is found."""
+    return os.name != "nt" and hasattr(os, "fork") and loop_polls_pipes()
+
+
 def my_uid() -> int | None:
     """This user's numeric id where the OS has one (POSIX); None on Windows, where files carry no uid."""
     getuid = getattr(os, "getuid", None)

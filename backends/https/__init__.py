@@ -58,15 +58,17 @@ async def _session(url: str, options: TransferOptions):
     url, login = split_login(url)
     settings = read_options(HttpsOptions, options.backend_options)
     timeouts = HttpTimeouts(stall=settings.stall_seconds)
+    proxy = settings.proxy
     if login or not settings.share_connections:  # a login stays in its job's own session
         async with open_session(options.ca_file, options.insecure, timeouts,
-                                login=Login(url, *login) if login else None) as session:
+                                login=Login(url, *login) if login else None, proxy=proxy) as session:
             yield url, session
         return
     from .pool import pool_here
 
-    key = (options.ca_file, bool(options.insecure), settings.stall_seconds)
-    async with pool_here().borrow(key, lambda: open_session(options.ca_file, options.insecure, timeouts)) as session:
+    key = (options.ca_file, bool(options.insecure), settings.stall_seconds, proxy)
+    async with pool_here().borrow(key, lambda: open_session(options.ca_file, options.insecure, timeouts,
+                                                            proxy=proxy)) as session:
         yield url, session
 
 
@@ -172,10 +174,11 @@ class HttpsBackend:
         from .session import HttpTimeouts, open_session
 
         options = request.options
-        stall = read_options(HttpsOptions, options.backend_options).stall_seconds
+        settings = read_options(HttpsOptions, options.backend_options)
         async with _session(files[0].address, options) as (_, session):
             return await ListDownload(session, request, sink, fresh=lambda: open_session(
-                options.ca_file, options.insecure, HttpTimeouts(stall=stall))).run()
+                options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
+                proxy=settings.proxy)).run()
 
     async def _served_name(self, session, request: TransferRequest) -> tuple[str | None, str | None]:
         """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part

@@ -16,17 +16,22 @@ import aiohttp
 from aiohttp import hdrs
 from yarl import URL
 
+from ..core.netrc import netrc_login
+
 
 def split_login(url: str) -> tuple[str, tuple[str, str] | None]:
     """``url`` without its user and password, and those (decoded); None when it names no user."""
     parts = urlsplit(url)
     if not parts.username:
-        return url, None
+        return url, netrc_login(parts.hostname or "")  # the user's ~/.netrc, as curl --netrc-optional reads it
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc)), (unquote(parts.username), unquote(parts.password or ""))
+    user = unquote(parts.username)
+    if parts.password is None and (found := netrc_login(parts.hostname or "", user)):
+        return urlunsplit(parts._replace(netloc=netloc)), found
+    return urlunsplit(parts._replace(netloc=netloc)), (user, unquote(parts.password or ""))
 
 
 class Login:

@@ -17,6 +17,9 @@ class HttpsOptions:
                             flag="--web-page")
     stall_seconds: float = option(STALL_SECONDS, "a stream that gets no data for this long is a fault, retried "
                                                  "(default 60)", flag="--stall-timeout", metavar="SECONDS")
+    proxy: str | None = option(None, "send HTTP(S) through this proxy (http://[USER:PASSWORD@]HOST:PORT); without it "
+                                     "Ferry follows HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as curl does",
+                               flag="--proxy", metavar="URL")
     share_connections: bool = option(False, "reuse warm connections with the other jobs of this process: for many "
                                             "small files from one server (an accession's small runs); large files "
                                             "do better on fresh ones")

@@ -59,9 +59,10 @@ class HttpTimeouts:
 
 
 def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | None = None,
-                 login=None) -> aiohttp.ClientSession:
+                 login=None, proxy: str | None = None) -> aiohttp.ClientSession:
     """One client session for a job; ``login`` (``login.Login``) adds the user's credentials to every request
-    to the URL's own host."""
+    to the URL's own host. ``proxy``: the one the user named; without it an institution's proxy settings in
+    the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) are followed (``trust_env``), as curl and wget do."""
     timeouts = timeouts or HttpTimeouts()
     connector = aiohttp.TCPConnector(
         limit=0,  # our streams are the limit; aiohttp's default of 100 would queue them
@@ -76,6 +77,8 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
         headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
         middlewares=(login,) if login else (),
+        trust_env=True,
+        proxy=proxy or None,
     )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ..core.base import TransferOptions
 from ..core.errors import AuthError, HostKeyError, TransferError
 from ..core.options import read_options
+from ..host import portable
 from ..host.netprobe import connect_time
 from ..streams.tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
@@ -167,7 +168,7 @@ class SshSession:
         target = parse_target(url, options)
         openssh = None
         warm = 0
-        if target.password is None and shutil.which("ssh") is not None:
+        if target.password is None and shutil.which("ssh") is not None and portable.multiplexed_ssh():
             openssh = OpenSsh(target, options, none_cipher=ssh_options(transfer_options).none_cipher)
             warm = _first_streams(transfer_options, options)
             if lead:

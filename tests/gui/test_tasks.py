@@ -11,6 +11,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit
 
 from app.engine import JobState
+from app.sites import Site, SiteBook
+from app.store import Store
 from app.ui.queue_model import COLUMNS
 from tests.integration.conftest import MiB, write_random
 from tests.portable.dialogs import fill_and_accept
@@ -88,3 +90,31 @@ def test_a_server_killed_mid_transfer_is_retried_and_the_file_arrives_whole(qtbo
     select(window, done)
     assert "Retrying in" in window.details.toPlainText()  # the log keeps what happened
     assert "retry" not in _cell(window, done, "State")
+
+
+def test_a_laptop_that_loses_its_network_shows_the_row_waiting_and_goes_on(qtbot, window, tmp_path):
+    """The server sits behind a link the test cuts (tests/servers/far.py): the row says it is waiting for the
+    network, why in its tooltip, and the file arrives whole once the link is back."""
+    from tests.servers.far import cut, far_server, mend
+
+    with far_server(tmp_path / "far") as server:
+        digest = write_random(server.data / "roam.bin", 48 * MiB, seed=463)
+        with Store() as store:  # a site whose silent streams are faults after 6 s (60 s outlasts a short outage)
+            SiteBook(store).save(Site("far", "http", server.listen, server.http_port, "", "", "auto", "",
+                                      {"stall_seconds": 6}))
+        window.refresh_sites()
+        _new_transfer_by_keys(qtbot, window, "site:far/slow/roam.bin", tmp_path / "in")
+        qtbot.waitUntil(lambda: (v := job(window, "roam.bin")) is not None and v.bytes_done >= 6 * MiB,
+                        timeout=60_000)
+        cut(server)
+        try:
+            qtbot.waitUntil(lambda: _cell(window, job(window, "roam.bin"), "State") == "waiting for the network",
+                            timeout=90_000)
+            why = _cell(window, job(window, "roam.bin"), "Name", Qt.ItemDataRole.ToolTipRole)
+            assert f"The network to {server.listen} is gone" in why, why
+        finally:
+            mend(server)
+        qtbot.waitUntil(lambda: job(window, "roam.bin").state.terminal, timeout=120_000)
+        done = job(window, "roam.bin")
+        assert done.state == JobState.DONE, done.error
+        assert hashlib.sha256((tmp_path / "in" / "roam.bin").read_bytes()).hexdigest() == digest

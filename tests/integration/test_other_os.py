@@ -101,3 +101,21 @@ def test_the_core_install_copies_and_says_what_the_extras_add(nginx, tmp_path, f
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     proc, _ = as_if_on("core", "report", "-o", str(tmp_path / "r.html"), home=ferry_home)
     assert proc.returncode == 0 and (tmp_path / "r.html").exists(), proc.stderr  # tables without the charts
+
+
+def test_an_sftp_download_on_windows_logs_in_with_paramiko(sshd, tmp_path, ferry_home):
+    """Windows' OpenSSH has no ControlMaster and its event loop cannot poll the pipes Ferry's OpenSSH streams are
+    read from: there the SSH backend logs in with paramiko, as where no ssh client is found, and the file arrives
+    checked against the server's own SHA-256."""
+    import time
+
+    remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
+    digest = write_random(remote, 6 * MiB, seed=474)
+    sshd.give(remote)
+    dest = tmp_path / "in"
+    dest.mkdir()
+    proc, said = as_if_on("windows", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--json",
+                          home=ferry_home)
+    assert said["import_failures"] == {}
+    assert proc.returncode == 0, proc.stderr
+    assert sha256_of(dest / remote.name) == digest
