@@ -180,15 +180,17 @@ def test_a_list_of_accessions_and_addresses(portal, nginx, tmp_path, ferry_home)
     and one accession ENA has nothing for (named; the rest arrive; the exit status says not everything did)."""
     listing = tmp_path / "wanted.txt"
     listing.write_text("# the runs for figure 2\nERR0000002\n\nena:ERR0000005   # the control\n"
-                       f"https://127.0.0.1:{nginx.port}/plain.bin\nERR9999999\n")
-    (nginx.data / "plain.bin").write_bytes(b"x" * 1000)
+                       f"https://127.0.0.1:{nginx.port}/listed-plain.bin\nERR9999999\n")
+    # its own name: plain.bin is the session's shared 48 MiB file (conftest.plain_file), which other modules
+    # read after this one when the suite runs on several workers
+    (nginx.data / "listed-plain.bin").write_bytes(b"x" * 1000)
     dest = tmp_path / "listed"
     proc = fetch(portal, nginx, "-i", str(listing), f"{dest}/", "--json", home=ferry_home)
     assert proc.returncode == 3, proc.stderr
     assert "nothing public for ERR9999999" in proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert {f["name"]: f["state"] for f in out["files"]} == {
-        "ERR0000002.fastq.gz": "fetched", "ERR0000005.fastq.gz": "fetched", "plain.bin": "fetched"}
+        "ERR0000002.fastq.gz": "fetched", "ERR0000005.fastq.gz": "fetched", "listed-plain.bin": "fetched"}
     with open(dest / "samplesheet.csv") as sheet:
         assert sorted(r["run_accession"] for r in csv.DictReader(sheet)) == ["ERR0000002", "ERR0000005"]
     bad = tmp_path / "bad.txt"
