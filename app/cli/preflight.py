@@ -36,7 +36,7 @@ def add_parsers(sub) -> None:
                     "the exact sysctl lines for IT. HTTPS needs a large file to read; SSH and GridFTP read "
                     "zeros on the server when no file is named.")
     p.add_argument("target", metavar="URL|site:NAME[/path]")
-    p.add_argument("--quick", action="store_true", help="shorter steps (about 6 s; rougher figures)")
+    p.add_argument("--quick", action="store_true", help="shorter steps (about half the time; rougher figures)")
     p.add_argument("--backend", metavar="NAME", help="measure with this backend (gridftp for a GridFTP server "
                                                       "reached over ftp://)")
     p.add_argument("--max-streams", type=int, default=64, metavar="N", help="sweep no further than N streams")

@@ -104,8 +104,9 @@ class PickPage(QWizardPage):
     def __init__(self, sites: list[Site], parent=None) -> None:
         super().__init__(parent)
         self.setTitle("Which site?")
-        self.setSubTitle("Ferry measures the round trip and how the rate grows with parallel streams (10 to 20 s; "
-                         "it says how long once it knows the round trip), then recommends settings.")
+        self.setSubTitle("Ferry measures the round trip and how the rate grows with parallel streams (10 to 20 s, "
+                         "longer on SSH sites, where each stream is a login; it says how long once it knows the "
+                         "round trip), then recommends settings.")
         self.sites = {s.name: s for s in sites}
         self.site = QComboBox(self)
         self.site.addItems([*self.sites, OTHER])
@@ -113,7 +114,7 @@ class PickPage(QWizardPage):
         self.path.setPlaceholderText("a large file on the site (needed for HTTPS; SSH and GridFTP read zeros)")
         self.url = QLineEdit(self)
         self.url.setPlaceholderText("https://data.example.org/big-file.bam, sftp://user@host/, ftp://host:2811/")
-        self.quick = QCheckBox("Quick (about 6 s, rougher)", self)
+        self.quick = QCheckBox("Quick (shorter steps, rougher)", self)
         form = QFormLayout(self)
         form.addRow("Site:", self.site)
         form.addRow("File to read:", self.path)

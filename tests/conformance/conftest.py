@@ -67,6 +67,15 @@ def pytest_collection_modifyitems(session, config, items):
             _expected.add((match.group(1), match.group(2)))
 
 
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under pytest-xdist the controller collects nothing itself (the workers do, and send their reports to it,
+    where the table is written): what they collected is expected."""
+    for nodeid in ids:
+        match = _NODE.search(nodeid)
+        if match and "tests/conformance/" in nodeid:
+            _expected.add((match.group(1), match.group(2)))
+
+
 def pytest_runtest_logreport(report):
     match = _NODE.search(report.nodeid)
     if not match or "tests/conformance/" not in report.nodeid:
@@ -82,6 +91,9 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     from tests import hostile
+
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: it saw its own share; the controller writes the table
 
     if not _expected or set(_outcomes) != _expected or not hostile.complete():
         return  # a partial run (-k, one file, interrupted): the table stays as the last full run wrote it

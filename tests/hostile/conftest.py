@@ -103,6 +103,14 @@ def pytest_collection_modifyitems(session, config, items):
         hostile.expect(item.nodeid)
 
 
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under pytest-xdist the controller collects nothing itself: what the workers collected is expected."""
+    from tests import hostile
+
+    for nodeid in ids:
+        hostile.expect(nodeid)
+
+
 def pytest_runtest_logreport(report):
     from tests import hostile
 
