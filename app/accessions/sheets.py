@@ -12,7 +12,7 @@ import csv
 import io
 from pathlib import Path
 
-from backends.destination import Destination, write_atomic
+from backends.destination import write_atomic
 
 from .ena import FIELDS, Plan
 
@@ -23,29 +23,17 @@ SHEET_COLUMNS = ("sample", "fastq_1", "fastq_2", "run_accession", "experiment_ac
                  "library_name", "read_count", "base_count", "md5_1", "md5_2", "single_end")
 
 
-def write_samplesheet(plan: Plan, folder: Path, done: set[str]) -> int:
-    """One row per run whose FASTQ files are all here and verified (``done``: their names); returns the rows."""
-    by_run: dict[str, list] = {}
-    for f in plan.files:
-        by_run.setdefault(f.run, []).append(f)
+def write_samplesheet(plan: Plan, folder: Path, done: set[str], style: str = "absolute") -> int:
+    """One row per run whose FASTQ files are all here and verified (``done``: their names); returns the rows.
+    ``style``: the paths absolute, or relative to the folder (``--sheet-paths``)."""
+    from .pipelines import runs_with_reads
+
     rows = []
-    saved = Destination(folder)  # where each file was saved (the archive's name, made safe)
-
-    def where(name: str) -> str:
-        return str((folder / saved.claim(name)).resolve())
-
-    for meta in plan.rows:
-        files = by_run.get(meta.get("run_accession", ""), [])
-        if not files or any(f.name not in done for f in files):
-            continue
-        reads = {f.read: f for f in files if f.read is not None}
-        first, second = (reads.get(1), reads.get(2)) if reads else (files[0], None)
-        record = {k: meta.get(k, "") for k in SHEET_COLUMNS}
-        record.update(sample=meta.get("experiment_accession") or meta.get("run_accession", ""),
-                      fastq_1=where(first.name) if first else "",
-                      fastq_2=where(second.name) if second else "",
-                      md5_1=first.md5 if first else "", md5_2=second.md5 if second else "",
-                      single_end="false" if second else "true")
+    for run in runs_with_reads(plan, folder, done, style):
+        record = {k: run.meta.get(k, "") for k in SHEET_COLUMNS}
+        record.update(sample=run.meta.get("experiment_accession") or run.run, fastq_1=run.read_1,
+                      fastq_2=run.read_2, md5_1=run.md5_1, md5_2=run.md5_2,
+                      single_end="false" if run.read_2 else "true")
         rows.append(record)
     out = io.StringIO(newline="")
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
@@ -53,6 +41,19 @@ def write_samplesheet(plan: Plan, folder: Path, done: set[str]) -> int:
     writer.writerows([r[k] for k in SHEET_COLUMNS] for r in rows)
     write_atomic(folder / "samplesheet.csv", out.getvalue().encode("utf-8"))
     return len(rows)
+
+
+def write_sheet(pipeline: str, plan: Plan, folder: Path, done: set[str],
+                style: str = "absolute") -> tuple[int, list[tuple[str, str]]]:
+    """The samplesheet ``--samplesheet`` asks for: (its rows, the runs left out of it and why)."""
+    if pipeline == "none":
+        return 0, []
+    if pipeline == "fetchngs":
+        return write_samplesheet(plan, folder, done, style), []
+    from .pipelines import write_pipeline_sheet
+
+    sheet = write_pipeline_sheet(pipeline, plan, folder, done, style)
+    return len(sheet.rows), sheet.left_out
 
 
 def write_metadata(plan: Plan, folder: Path) -> None:

@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     preflight.add_parsers(sub)
     torrent.add_parsers(sub)
     agent.add_parsers(sub)
-    from . import completion
+    from . import accession, completion
+
+    accession.add_ls_parser(sub)
 
     completion.add_parser(sub)
     _common_flags(sub)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from app import stops
 from app.accessions import ena, ids, services
+from app.accessions.choose import dry_run_lines, narrow, parse_filters
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
+from app.accessions.pipelines import PATH_STYLES, SHEETS
 from app.accessions.plans import build_plan, no_reads_in_geo, read_list
-from app.accessions.sheets import write_metadata, write_samplesheet
+from app.accessions.sheets import write_metadata, write_sheet
 from app.cli.progress import ProgressLine
 from app.engine import RetryPolicy
 from app.requests import Defaults
@@ -28,6 +30,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             "fails one way is tried the other (LABFERRY_ENA_FILES, LABFERRY_ENA_FTP)")
     group.add_argument("-i", "--input", metavar="FILE",
                        help="a list: one accession or address per line, # comments (then give only DEST)")
+    group.add_argument("--samplesheet", choices=SHEETS, default="fetchngs",
+                       help="the samplesheet.csv to write: fetchngs' layout (default), or the one nf-core/rnaseq, "
+                            "sarek, scrnaseq or taxprofiler reads (their schema_input.json), or none")
+    group.add_argument("--sheet-paths", choices=PATH_STYLES, default="absolute",
+                       help="the sheet's FASTQ paths absolute (default) or relative to DEST")
+    group.add_argument("--filter", action="append", metavar="FIELD=VALUE", dest="filters",
+                       help="only the runs whose report field has this value (repeatable: library_strategy=RNA-Seq, "
+                            "instrument_platform=ILLUMINA, library_layout=PAIRED, scientific_name=…)")
+    group.add_argument("--runs", type=int, metavar="N", help="only the first N runs (after --filter)")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print the runs, files, sizes, total and free space, and fetch nothing")
     group.add_argument("--host-connections", type=int, default=BUDGET, metavar="N",
                        help=f"streams the files fetched at once share (default {BUDGET}: four large files at a time, "
                             "or as many small ones as streams)")
@@ -40,8 +53,11 @@ def run(args: argparse.Namespace, overrides) -> int:
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
+    filters = parse_filters(getattr(args, "filters", None))
     with services.waiting(lambda text: _say(args, f"labferry: {text}")):
-        plan = _plan(args, overrides.ca_file)
+        plan = narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None))
+    if getattr(args, "dry_run", False):
+        return _dry_run(args, plan, folder)
     files = counted(len(plan.files), f"{args.files} file")
     _say(args, f"labferry: {plan.label}: {counted(plan.runs, 'run')}, {files}, {format_bytes(plan.total_bytes)} → "
                f"{folder}")
@@ -72,13 +88,17 @@ def run(args: argparse.Namespace, overrides) -> int:
         stopped = stop
     line.done()
     write_metadata(plan, folder)
-    sheet_rows = write_samplesheet(plan, folder, outcome.verified_names) if args.files == "fastq" else 0
+    sheet_rows, left_out = (write_sheet(args.samplesheet, plan, folder, outcome.verified_names, args.sheet_paths)
+                            if args.files == "fastq" else (0, []))
+    for run, why in left_out:
+        print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out {run}: {why}.", file=sys.stderr)
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
     status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for or unlinked else 0
     if stopped is not None:
         status = stops.status(stopped)
-    _summary(plan, outcome, sheet_rows, folder, stops.said(stopped) if stopped is not None else None)
+    _summary(plan, outcome, sheet_rows, folder, stops.said(stopped) if stopped is not None else None,
+             args.samplesheet)
     if args.json:
         print(json.dumps(_as_json(plan, outcome, folder, status)))
     return status
@@ -94,6 +114,39 @@ def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
     return build_plan(sources, label, args.files, args.route, ca_file=ca_file)
 
 
+def _dry_run(args: argparse.Namespace, plan, folder: Path) -> int:
+    """What would be fetched, on stdout (one JSON object with --json), and nothing fetched."""
+    if args.json:
+        runs = [{"run": r.get("run_accession"), "sample": r.get("sample_accession"),
+                 **{k: r.get(k, "") for k in ("library_strategy", "instrument_platform", "library_layout")},
+                 "files": [{"name": f.name, "bytes": f.size, "md5": f.md5, "url": f.url}
+                           for f in plan.files if f.run == r.get("run_accession")]} for r in plan.rows]
+        print(json.dumps({"label": plan.label, "route": plan.route, "runs": runs, "total_bytes": plan.total_bytes,
+                          "nothing_for": plan.nothing_for}))
+    else:
+        print("\n".join(dry_run_lines(plan, folder)))
+    return 3 if plan.nothing_for and not plan.files else 0
+
+
+def add_ls_parser(sub) -> None:
+    """``labferry ls ena:PRJ…``: what an accession holds (``copy … --dry-run`` without a destination)."""
+    p = sub.add_parser("ls", help="list what a public accession holds: runs, files, sizes (nothing fetched)")
+    p.add_argument("source", metavar="ACCESSION", help="ena:ACCESSION or a bare accession (SRR…, PRJEB…, GSE…)")
+    add_arguments(p)
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    p.add_argument("--ca-file", metavar="PEM", help="a CA to trust for the portal (a proxy's, say)")
+    p.set_defaults(handler=_run_ls, dest=".", input=None, dry_run=True)
+
+
+def _run_ls(args: argparse.Namespace) -> int:
+    from app.accessions.ids import is_accession
+
+    if not is_accession(args.source):
+        raise BadRequest(f"'{args.source}' is not an accession; give one such as ena:PRJEB12345 or SRR1234567.")
+    plan = narrow(_plan(args, args.ca_file), parse_filters(args.filters), args.runs)
+    return _dry_run(args, plan, Path(args.dest).absolute())
+
+
 def _say(args, text: str, always: bool = False) -> None:
     if always or not args.quiet:
         print(text, file=sys.stderr)
@@ -106,7 +159,8 @@ def _progress_text(name: str, p: Progress) -> str:
             f"{format_bytes(p.bytes_total)}, {format_rate(p.rate)}{eta}")
 
 
-def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str | None = None) -> None:
+def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str | None = None,
+             sheet: str = "fetchngs") -> None:
     moved = f"{format_bytes(outcome.bytes_moved)} in {format_duration(outcome.seconds)}"
     if outcome.bytes_moved and outcome.seconds > 0:
         moved += f", {format_rate(outcome.bytes_moved / outcome.seconds)}"
@@ -119,9 +173,10 @@ def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str
     checked = ("every file checked against ENA's MD5 and size" if not unsummed else
                f"every file checked against its size and ENA's MD5 where the report gives one "
                f"({counted(unsummed, 'file')} without)")
+    listed = (f"{folder / 'samplesheet.csv'} (for {sheet}) lists {counted(sheet_rows, 'run')}; " if sheet != "none"
+              else "")
     print(f"labferry: {plan.label}: {head}{fetched} fetched ({moved}){kept}{failed}; {checked}. "
-          f"{folder / 'samplesheet.csv'} lists {counted(sheet_rows, 'run')}; metadata.tsv has the whole report.",
-          file=sys.stderr)
+          f"{listed}metadata.tsv has the whole report.", file=sys.stderr)
     if outcome.failed or stopped:
         print("labferry: run the same command again to fetch what is missing; verified files are kept.",
               file=sys.stderr)

@@ -8,12 +8,14 @@ and the total against the free space of the folder chosen. Fetch queues one job 
 
 from __future__ import annotations
 
+import copy
 import shutil
 import threading
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -27,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.accessions import ena
+from app.accessions.choose import narrow, parse_filters
 from app.accessions.plans import build_plan, words_of
 from app.units import counted, format_bytes
 from backends.core.errors import TransferError
@@ -35,6 +38,9 @@ from .dialogs import with_browse
 
 KIND_LABELS = (("FASTQ (ENA's reads)", "fastq"), ("Submitted files (as the authors sent them)", "submitted"),
                ("SRA files", "sra"))
+#: the samplesheet written when the files are in (``--samplesheet``): each pipeline's own layout
+SHEET_LABELS = (("nf-core/fetchngs' layout", "fetchngs"), ("nf-core/rnaseq", "rnaseq"), ("nf-core/sarek", "sarek"),
+                ("nf-core/scrnaseq", "scrnaseq"), ("nf-core/taxprofiler", "taxprofiler"), ("no samplesheet", "none"))
 
 
 class AccessionDialog(QDialog):
@@ -57,6 +63,16 @@ class AccessionDialog(QDialog):
         self.kind = QComboBox(self)
         for label, key in KIND_LABELS:
             self.kind.addItem(label, key)
+        self.only = QLineEdit(self)
+        self.only.setPlaceholderText("all runs; or only some: library_strategy=RNA-Seq, library_layout=PAIRED")
+        self.only.setToolTip("Fields of ENA's report, FIELD=VALUE, separated by commas: runs must match every field "
+                             "(several values of one field are alternatives). Press Enter to apply.")
+        self.only.editingFinished.connect(self._narrowed)
+        self.sheet = QComboBox(self)
+        for label, key in SHEET_LABELS:
+            self.sheet.addItem(label, key)
+        self.relative = QCheckBox("Paths in the sheet relative to the folder", self)
+        self.full: ena.Plan | None = None  # the look-up's answer, before the filter
         self.look = QPushButton("Look up", self)
         self.look.clicked.connect(self.look_up)
         self.summary = QLabel("Give accessions and press Look up.", self)
@@ -76,10 +92,13 @@ class AccessionDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         form.addRow("Accessions", self.words)
         form.addRow("Files", self.kind)
+        form.addRow("Only runs where", self.only)
         form.addRow("", self.look)
         form.addRow(self.summary)
         form.addRow(self.table)
         form.addRow("Into folder", with_browse(self.dest, True, self))
+        form.addRow("Samplesheet for", self.sheet)
+        form.addRow("", self.relative)
         form.addRow(self.buttons)
         self.answered.connect(self._show)
         self.kind.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)
@@ -122,6 +141,13 @@ class AccessionDialog(QDialog):
             self.summary.setText(answer)
             self.table.setRowCount(0)
             return
+        self.full = answer
+        try:
+            answer = narrow(copy.deepcopy(answer), parse_filters(filters_in(self.only.text())))
+        except TransferError as exc:
+            self.summary.setText(str(exc))
+            self.table.setRowCount(0)
+            return
         self.plan = answer
         if self._base and self.dest.text().strip() in (self._base, getattr(self, "_suggested", None)):
             self._suggested = str(Path(self._base).expanduser() / own_folder(answer.label))
@@ -134,6 +160,16 @@ class AccessionDialog(QDialog):
         self.table.resizeColumnsToContents()
         self.fetch.setEnabled(bool(answer.files))
 
+    @property
+    def sheet_choice(self) -> tuple[str, str]:
+        """(the pipeline whose samplesheet to write, absolute|relative paths), as ``--samplesheet``."""
+        return self.sheet.currentData(), "relative" if self.relative.isChecked() else "absolute"
+
+    def _narrowed(self) -> None:
+        """The filter changed: the same answer, narrowed again (the archive is not asked again)."""
+        if self.full is not None:
+            self._show(self.full, self.asked)
+
     def _accept(self) -> None:
         if self.plan is None or not self.plan.files:
             return
@@ -141,6 +177,11 @@ class AccessionDialog(QDialog):
             self.summary.setText("Choose the folder the files go into.")
             return
         self.accept()
+
+
+def filters_in(text: str) -> list[str]:
+    """``"library_strategy=RNA-Seq, library_layout=PAIRED"`` → the CLI's ``--filter`` words."""
+    return [part.strip() for part in text.replace(";", ",").split(",") if part.strip()]
 
 
 def own_folder(label: str) -> str:

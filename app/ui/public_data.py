@@ -38,7 +38,7 @@ class PublicData:
         try:
             with Store(self.db_path) as store:
                 request = queue_request(dialog.plan, dialog.folder, defaults=Defaults.from_settings(self.settings),
-                                        store=store)
+                                        store=store, sheet=dialog.sheet_choice)
         except TransferError as exc:
             self._show_error(str(exc))
             return

@@ -169,13 +169,16 @@ def loop_polls_pipes() -> bool:
     if _polls_pipes is None:
         import asyncio
 
-        read, write = os.pipe()
         try:
             loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return os.name != "nt"  # no loop to ask (yet): what the OS's own loop would say; not remembered
+        read, write = os.pipe()
+        try:
             loop.add_reader(read, lambda: None)
             loop.remove_reader(read)
             _polls_pipes = True
-        except (NotImplementedError, RuntimeError, OSError, ValueError):
+        except (NotImplementedError, OSError, ValueError):
             _polls_pipes = False
         finally:
             os.close(read)

@@ -20,10 +20,13 @@ from tests.integration.conftest import (  # noqa: E402,F401  (fixtures shared wi
 )
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def real_keyring(secret_service):  # noqa: F811  (the fixture imported above)
     """The window keeps site secrets in a real Secret Service (gnome-keyring on the tests' own session bus),
-    as on a Linux desktop; the keyring library is pointed at it whatever an earlier test chose."""
+    as on a Linux desktop; the keyring library is pointed at it whatever an earlier test chose. For each test,
+    not the session: under pytest-xdist a worker runs integration modules after window tests, and a secret a
+    window test saved for a site (its password for "collab") reached their Ferry processes through the
+    environment and turned a key login into a password one."""
     import keyring
     from keyring.backends.SecretService import Keyring
 
@@ -48,24 +51,8 @@ def keyring_home(real_keyring):
 
 @pytest.fixture
 def window(qtbot, ferry_home, tmp_path):
-    import gc
+    """The real window (tests/portable/windowing.py), downloading into the test's folder."""
+    from tests.portable.windowing import open_window
 
-    from PySide6.QtCore import QCoreApplication, QEvent
-
-    from app.ui.app import build
-
-    _, engine, win = build([])
-    win.quit_on_close = False
-    win.settings["download_folder"] = str(tmp_path)
-    win.show()
-    yield win
-    win._really_quit = True
-    win.close()
-    engine.close()
-    # destroyed here, on this (the GUI) thread, before the next test: left to a later event loop, the
-    # window's destruction once ran while a report thread's garbage collection freed Qt wrappers, and the two
-    # threads deadlocked on the GIL and PySide's own lock
-    win.deleteLater()
-    del win
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    gc.collect()
+    with open_window(tmp_path) as win:
+        yield win

@@ -88,3 +88,42 @@ def test_only_a_list_of_accessions_opens_the_dialog():
     assert accessions_in("GSE147507") == ["GSE147507"]
     assert accessions_in("https://host/file.bin") == [] and accessions_in("PRJEB7777 https://host/x") == []
     assert accessions_in("") == [] and accessions_in("hello world") == []
+
+
+def test_part_of_a_study_with_the_sheet_rnaseq_reads(qtbot, window, archive, tmp_path):
+    """Ctrl+Shift+P, the accession typed, only the paired runs, nf-core/rnaseq's sheet with relative paths: the
+    dialog's choices are the command line's --filter, --samplesheet and --sheet-paths."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication, QPlainTextEdit
+
+    from .test_driving import when_modal
+
+    folder = tmp_path / "paired-only"
+    seen = {}
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(dialog.findChild(QPlainTextEdit), "PRJEB7777")
+        QTest.keyClicks(dialog.only, "library_layout=PAIRED")
+        QTest.keyClick(dialog.only, Qt.Key.Key_Tab)  # leaving the field applies it
+        QTest.mouseClick(dialog.look, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.plan is not None, timeout=20_000)
+        seen["summary"], seen["rows"] = dialog.summary.text(), dialog.table.rowCount()
+        dialog.sheet.setCurrentIndex(dialog.sheet.findData("rnaseq"))
+        dialog.relative.setFocus()
+        QTest.keyClick(dialog.relative, Qt.Key.Key_Space)  # ticked from the keyboard, as Tab then Space do
+        assert dialog.relative.isChecked()
+        dialog.dest.setText(str(folder))
+        QTest.mouseClick(dialog.fetch, Qt.MouseButton.LeftButton)
+
+    when_modal(fill, window)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert "1 run, 2 fastq files" in seen["summary"] and seen["rows"] == 2, seen  # the single-end run left out
+    qtbot.waitUntil(lambda: (v := job(window, "PRJEB7777")) is not None and v.state.terminal, timeout=60_000)
+    assert job(window, "PRJEB7777").state == JobState.DONE, job(window, "PRJEB7777").error
+    qtbot.waitUntil(lambda: (folder / "samplesheet.csv").exists(), timeout=10_000)
+    with open(folder / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert rows == [{"sample": "SAMEA0007001", "fastq_1": "ERR0007001_1.fastq.gz", "fastq_2": "ERR0007001_2.fastq.gz",
+                     "strandedness": "auto", "seq_platform": "ILLUMINA"}]
+    assert not (folder / "ERR0007002.fastq.gz").exists() and QApplication.activeModalWidget() is None

@@ -144,6 +144,54 @@ def test_a_file_that_does_not_match_its_md5_fails_alone(portal, nginx, tmp_path,
         assert [r["run_accession"] for r in csv.DictReader(sheet)] == ["ERR0000005"]  # an incomplete run is left out
 
 
+@pytest.mark.parametrize("pipeline", ["rnaseq", "sarek", "taxprofiler"])
+def test_a_study_arrives_with_the_sheet_a_pipeline_reads(pipeline, portal, nginx, tmp_path, ferry_home):
+    """``--samplesheet rnaseq|sarek|taxprofiler`` (and paths relative to DEST): the sheet that pipeline's
+    schema_input.json accepts, the runs of one sample sharing its name (checked by the rules of
+    tests/unit/test_pipeline_sheets.py)."""
+    from tests.unit.test_pipeline_sheets import RULES, check
+
+    dest = tmp_path / pipeline
+    proc = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--samplesheet", pipeline, "--sheet-paths", "relative",
+                 home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    rows = check(dest / "samplesheet.csv", RULES[pipeline], dest)
+    assert sorted(r["fastq_1"] for r in rows) == ["ERR0000001_1.fastq.gz", "ERR0000002.fastq.gz"]
+    key = "patient" if pipeline == "sarek" else "sample"
+    assert {r[key] for r in rows} == {"SAMEA0000001"}  # both runs are of one sample: one name, merged by it
+    assert f"samplesheet.csv (for {pipeline}) lists 2 runs" in proc.stderr
+
+
+def test_a_dry_run_shows_the_study_and_fetches_nothing(portal, nginx, tmp_path, ferry_home):
+    dest = tmp_path / "not-yet"
+    proc = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--dry-run", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("ena:PRJEB1111: 3 runs, 3 fastq files,") and "from ENA by https" in out
+    for run in ("ERR0000001", "ERR0000002", "ERR0000003"):
+        assert f"  {run}  SAMEA0000001  WGS ILLUMINA" in out
+    assert "ERR0000001_2.fastq.gz  24.0 MiB" in out and "no fastq files in ENA" in out  # ERR0000003's
+    assert f"free at {dest}:" in out.splitlines()[-1]
+    assert not dest.exists()  # nothing fetched, nothing made
+
+
+def test_filters_and_runs_fetch_a_part_and_ls_lists_it(portal, nginx, tmp_path, ferry_home):
+    dest = tmp_path / "paired"
+    proc = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--filter", "library_layout=paired", "--json",
+                 home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in dest.glob("*.fastq.gz")) == ["ERR0000001_1.fastq.gz", "ERR0000001_2.fastq.gz"]
+    listed = labferry("ls", "ena:PRJEB3333", "--runs", "2", "--filter", "instrument_platform=ILLUMINA", "--json",
+                      env_home=ferry_home, env=dict(os.environ, LABFERRY_ENA_PORTAL=portal.url,
+                                                    LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}"))
+    assert listed.returncode == 0, listed.stderr
+    shown = json.loads(listed.stdout)
+    assert [r["run"] for r in shown["runs"]] == ["ERR0000100", "ERR0000101"]
+    assert shown["total_bytes"] == sum(f["bytes"] for r in shown["runs"] for f in r["files"]) > 0
+    bad = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--filter", "colour=blue", home=ferry_home)
+    assert bad.returncode == 2 and "not a field of ENA's report" in bad.stderr
+
+
 def test_one_run_by_its_bare_accession(portal, nginx, tmp_path, ferry_home, monkeypatch):
     monkeypatch.chdir(tmp_path)
     proc = fetch(portal, nginx, "ERR0000002", "got/", home=ferry_home)

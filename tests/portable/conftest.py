@@ -21,22 +21,8 @@ def python_web(tmp_path_factory):
 
 @pytest.fixture
 def window(qtbot, ferry_home, tmp_path):
-    """The real window (as ``tests/gui``'s), without the Linux-only Secret Service those tests point keyring at."""
-    import gc
+    """The real window (tests/portable/windowing.py), downloading into the test's folder."""
+    from tests.portable.windowing import open_window
 
-    from PySide6.QtCore import QCoreApplication, QEvent
-
-    from app.ui.app import build
-
-    _, engine, win = build([])
-    win.quit_on_close = False
-    win.settings["download_folder"] = str(tmp_path)
-    win.show()
-    yield win
-    win._really_quit = True
-    win.close()
-    engine.close()
-    win.deleteLater()
-    del win
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    gc.collect()
+    with open_window(tmp_path) as win:
+        yield win
