@@ -9,6 +9,7 @@ accepted expands to the profile's URL, with the profile's options.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -109,6 +110,19 @@ class Site:
                    dict(row.get("options") or {}))
 
 
+#: seconds a keyring has to answer (a desktop keyring answers in milliseconds, or shows its unlock dialog);
+#: ``LABFERRY_KEYRING_WAIT`` sets another
+
+
+def _keyring_wait() -> float:
+    import os
+
+    try:
+        return max(0.1, float(os.environ.get("LABFERRY_KEYRING_WAIT", "60")))
+    except ValueError:
+        return 60.0
+
+
 class Secrets:
     """Site secrets in the OS keyring; nothing else in Ferry ever stores one."""
 
@@ -118,10 +132,27 @@ class Secrets:
         return keyring
 
     def get(self, site: str) -> str | None:
-        try:
-            return self._keyring().get_password(SERVICE, f"site:{site}")
-        except Exception as exc:
-            raise AuthError(f"Could not read the secret of site {site} from the OS keyring ({exc}).") from None
+        """The site's secret, asked of the keyring in a thread of its own: a keyring that never answers (a
+        Secret Service whose session bus is gone, a locked Keychain behind a dialog nobody sees) ends in a
+        sentence after ``LABFERRY_KEYRING_WAIT`` seconds (60) instead of holding the job, or the window, for ever."""
+        answer: list = []
+
+        def ask() -> None:
+            try:
+                answer.append(self._keyring().get_password(SERVICE, f"site:{site}"))
+            except Exception as exc:  # noqa: BLE001  (any backend's failure is said in the sentence below)
+                answer.append(exc)
+
+        asking = threading.Thread(target=ask, name="ferry-keyring", daemon=True)
+        asking.start()
+        wait = _keyring_wait()
+        asking.join(wait)
+        if not answer:
+            raise AuthError(f"The OS keyring did not answer within {wait:.0f} s for site {site}'s secret. "
+                            "Unlock the keyring (or log in to the desktop session) and try again.")
+        if isinstance(answer[0], Exception):
+            raise AuthError(f"Could not read the secret of site {site} from the OS keyring ({answer[0]}).")
+        return answer[0]
 
     def set(self, site: str, secret: str) -> None:
         try:

@@ -30,9 +30,9 @@ def real_keyring(secret_service):  # noqa: F811  (the fixture imported above)
     import keyring
     from keyring.backends.SecretService import Keyring
 
+    previous = keyring.get_keyring()  # chosen before the test bus is in the environment, not with it
     before = {k: os.environ.get(k) for k in secret_service.env}
     os.environ.update(secret_service.env)
-    previous = keyring.get_keyring()
     keyring.set_keyring(Keyring())
     yield secret_service
     keyring.set_keyring(previous)

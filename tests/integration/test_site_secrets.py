@@ -55,3 +55,26 @@ def test_a_site_password_is_kept_in_the_secret_service_and_logs_in(secret_servic
     removed = _run("sites", "remove", "lab", service=secret_service, home=ferry_home)
     assert removed.returncode == 0, removed.stderr
     assert _stored(secret_service, "lab") is None
+
+
+def test_a_keyring_that_never_answers_ends_in_a_sentence(secret_service, tmp_path, ferry_home):
+    """The Secret Service stopped (SIGSTOP: its bus is there, its answer never comes), as a keyring behind an
+    unlock dialog nobody sees: reading a site's secret ends in one sentence, never a hang."""
+    import signal
+
+    from app.sites import Site, SiteBook
+    from app.store import Store
+
+    with Store() as store:
+        SiteBook(store).save(Site("locked", "https", "127.0.0.1", 443, "jdoe", "", "auto", None, {}))
+    daemon = secret_service.procs[-1]
+    daemon.send_signal(signal.SIGSTOP)
+    try:
+        env = dict(os.environ, LABFERRY_HOME=str(ferry_home), LABFERRY_KEYRING_WAIT="3", **secret_service.env)
+        proc = subprocess.run([sys.executable, "-m", "app", "copy", "site:locked/x.bin", str(tmp_path)], env=env,
+                              capture_output=True, text=True, timeout=60, start_new_session=True)
+    finally:
+        daemon.send_signal(signal.SIGCONT)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip() == ("labferry: The OS keyring did not answer within 3 s for site locked's secret. "
+                                   "Unlock the keyring (or log in to the desktop session) and try again."), proc.stderr
