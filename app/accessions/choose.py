@@ -68,19 +68,19 @@ def dry_run_lines(plan: Plan, folder: Path) -> list[str]:
             lines.append(f"      {f.name}  {format_bytes(f.size)}  md5 {f.md5 or '(none given)'}")
         if not by_run.get(run):
             lines.append(f"      no {plan.kind} files in ENA")
-    room = _free(folder)
+    room = free_space(folder)
     lines.append(f"total {format_bytes(plan.total_bytes)}; free at {folder}: "
                  f"{format_bytes(room) if room is not None else 'unknown'}"
                  + ("  (not enough room)" if room is not None and room < plan.total_bytes else ""))
     return lines
 
 
-def _free(folder: Path) -> int | None:
-    """Free space where ``folder`` is, or would be made (its nearest existing parent)."""
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        return shutil.disk_usage(probe).free
-    except OSError:
-        return None
+def free_space(folder: Path) -> int | None:
+    """Free space where ``folder`` is, or would be made (its nearest existing parent); None when unknown."""
+    for place in (folder, *folder.parents):
+        if place.exists():
+            try:
+                return shutil.disk_usage(place).free
+            except OSError:
+                return None
+    return None

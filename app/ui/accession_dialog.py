@@ -9,7 +9,6 @@ and the total against the free space of the folder chosen. Fetch queues one job 
 from __future__ import annotations
 
 import copy
-import shutil
 import threading
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.accessions import ena
-from app.accessions.choose import narrow, parse_filters
+from app.accessions.choose import free_space, narrow, parse_filters
 from app.accessions.plans import build_plan, words_of
 from app.units import counted, format_bytes
 from backends.core.errors import TransferError
@@ -205,17 +204,7 @@ def describe(plan: ena.Plan, folder: Path) -> str:
                 f"{' …' if len(plan.without_files) > 8 else ''}: try another kind of files."
     if plan.nothing_for:
         text += f" ENA has nothing public for {', '.join(plan.nothing_for)}."
-    free = _free_space(folder)
+    free = free_space(folder)
     if free is not None and free < plan.total_bytes:
         text += f" The folder's disk has only {format_bytes(free)} free: choose another folder or free space."
     return text
-
-
-def _free_space(folder: Path) -> int | None:
-    for place in (folder, *folder.parents):
-        if place.exists():
-            try:
-                return shutil.disk_usage(place).free
-            except OSError:
-                return None
-    return None
