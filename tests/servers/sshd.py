@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import itertools
 import os
 import pwd
 import shutil
@@ -20,8 +21,9 @@ from pathlib import Path
 
 from .nginx import free_port, wait_for_port
 
-# one user per pytest-xdist worker: each worker moves its user's home and ends its user's sessions
+# one user per pytest-xdist worker and per server: each sets its user's home and ends its user's sessions
 TEST_USER = "ferrytest" + os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+_users_made = itertools.count()
 TEST_PASSWORD = "ferry-test-password"
 USERS_LOCK = Path("/run/lock/labferry-tests-users.lock")
 
@@ -39,21 +41,24 @@ def users_locked() -> Iterator[None]:
 
 
 def ensure_test_user(home: Path) -> str:
-    """The user the tests log in as (created when running as root)."""
+    """The user the tests log in as (created when running as root). Each server gets a user of its own: a
+    second server in the same worker (another folder's session fixture) must not move the first one's "~"."""
     if os.geteuid() != 0:
         return getpass.getuser()
+    made = next(_users_made)
+    user = TEST_USER if made == 0 else f"{TEST_USER}s{made}"
     with users_locked():
         try:
-            pwd.getpwnam(TEST_USER)
+            pwd.getpwnam(user)
         except KeyError:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", TEST_USER], check=True)
-        subprocess.run(["chpasswd"], input=f"{TEST_USER}:{TEST_PASSWORD}", text=True, check=True)
-        subprocess.run(["pkill", "-u", TEST_USER], capture_output=True)  # sessions left by an earlier run
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", user], check=True)
+        subprocess.run(["chpasswd"], input=f"{user}:{TEST_PASSWORD}", text=True, check=True)
+        subprocess.run(["pkill", "-u", user], capture_output=True)  # sessions left by an earlier run
         time.sleep(0.2)
-        subprocess.run(["usermod", "--home", str(home), TEST_USER], check=True, capture_output=True)
+        subprocess.run(["usermod", "--home", str(home), user], check=True, capture_output=True)
     home.mkdir(parents=True, exist_ok=True)
-    shutil.chown(home, TEST_USER, TEST_USER)
-    return TEST_USER
+    shutil.chown(home, user, user)
+    return user
 
 
 def keygen(path: Path) -> Path:
