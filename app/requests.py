@@ -29,6 +29,7 @@ from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
 from backends.core.registry import registry as default_registry
 from backends.core.urls import host_of, local_path_of
+from backends.host import portable
 
 from .routes import resolve_destination
 
@@ -125,8 +126,9 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
         options = replace(options, path_rate=_path_rate(store, source, dest, backend.name))
     if advice and store is not None and not options.transport_advice:
         options = replace(options, transport_advice=_transport_advice(store, source, dest, backend.name))
-    given, dest = dest, resolve_destination(source, dest)
-    if "://" not in dest and Path(dest) != Path(given).expanduser().absolute():
+    given = dest = _absolute_local(dest, keep_slash=True)
+    dest = resolve_destination(source, dest)
+    if "://" not in dest and Path(dest) != Path(given):
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
 
@@ -277,11 +279,15 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
     )
 
 
-def _absolute_local(location: str) -> str:
-    """A local source (an upload, a .torrent) as an absolute path: a queued job may run from another folder."""
-    if scheme_of(location) or "://" in location:
+def _absolute_local(location: str, *, keep_slash: bool = False) -> str:
+    """A local source or destination as an absolute path (a queued job may run from another folder), in the form
+    the OS opens at any length (Windows: ``\\\\?\\C:\\…``, ``portable.long_path``); with ``keep_slash``, a
+    trailing separator (DEST is a folder) is kept."""
+    if scheme_of(location) or "://" in location or location.startswith("site:"):
         return location
-    return str(Path(location).expanduser().absolute())
+    path = str(portable.long_path(Path(location).expanduser().absolute()))
+    folder = keep_slash and location.endswith(("/", os.sep)) and not path.endswith(os.sep)
+    return path + os.sep if folder else path
 
 
 def _peer(source: str, dest: str) -> str | None:

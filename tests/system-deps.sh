@@ -22,6 +22,8 @@ command -v xdotool >/dev/null 2>&1 || need="$need xdotool"  # real mouse drags u
 # labferry completion: the fish and zsh scripts are run by the shells themselves (tests/unit/test_cli_shell.py)
 command -v fish >/dev/null 2>&1 || need="$need fish"
 command -v zsh >/dev/null 2>&1 || need="$need zsh"
+# bsdtar: the tar of macOS and Windows, which unpacks folder downloads there (tests/unit/test_untar.py)
+command -v bsdtar >/dev/null 2>&1 || need="$need libarchive-tools"
 # an institution's web proxy (HTTPS_PROXY, --proxy: tests/integration/test_proxy_netrc.py)
 command -v tinyproxy >/dev/null 2>&1 || need="$need tinyproxy"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"

@@ -110,7 +110,7 @@ class PartFile:
     """``dest.part`` plus its resume record; one per transfer attempt."""
 
     def __init__(self, dest: Path | str) -> None:
-        self.dest = Path(dest)
+        self.dest = portable.long_path(dest)  # Windows: a name near 260 characters, with .part and more after it
         self.part = self.dest.with_name(self.dest.name + ".part")
         self.state = self.dest.with_name(self.part.name + STATE_SUFFIX)
         self.fd: int | None = None

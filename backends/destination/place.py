@@ -94,7 +94,7 @@ class Destination:
     def __init__(self, root: Path | str, *, named_here: bool = False) -> None:
         """``named_here``: the root's last part was made from the source's name (DEST was a folder), so a link
         there was not the user's choice and is refused like any link below DEST."""
-        self.root = Path(root)
+        self.root = portable.long_path(root)  # Windows: any depth below a DEST near 260 characters
         self.named_here = named_here
         self.renamed: list[Renamed] = []
         self._claims: dict[str, str] = {}  # given → saved

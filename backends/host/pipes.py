@@ -107,3 +107,60 @@ class PipeSource:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+class StreamSource:
+    """``PipeSource``'s methods over an asyncio ``StreamReader`` (a subprocess's ``stdout=PIPE``), for loops that
+    cannot poll a pipe (Windows' Proactor loop reads it with overlapped I/O): every byte passes through Python
+    once, then ``pwrite``. Slower than splicing, but the only way to read a child process there."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self._buf = bytearray()  # given back with ``unread``
+
+    async def readline(self, limit: int = 256) -> bytes:
+        """One line (with its newline); b"" at end of stream, or what there was if it ends first."""
+        line = bytearray()
+        while not line.endswith(b"\n") and len(line) < limit:
+            chunk = await self.read_some(limit - len(line))
+            if not chunk:
+                break
+            cut = chunk.find(b"\n")
+            if cut >= 0 and cut + 1 < len(chunk):
+                self.unread(chunk[cut + 1:])
+                chunk = chunk[:cut + 1]
+            line += chunk
+        return bytes(line)
+
+    async def read_some(self, limit: int = CHUNK) -> bytes:
+        """Whatever is there (up to ``limit``, at least one byte); b"" at end of stream."""
+        if self._buf:
+            data = bytes(self._buf[:limit])
+            del self._buf[:len(data)]
+            return data
+        return await self.reader.read(limit)
+
+    def unread(self, data: bytes) -> None:
+        if data:
+            self._buf[:0] = data
+
+    async def discard(self, count: int) -> int:
+        skipped = 0
+        while skipped < count:
+            chunk = await self.read_some(min(CHUNK, count - skipped))
+            if not chunk:
+                break
+            skipped += len(chunk)
+        return skipped
+
+    async def into_file(self, file_fd: int, offset: int, count: int) -> int:
+        """Move up to ``count`` bytes into ``file_fd`` at ``offset``; returns how many (0 at end of stream)."""
+        data = await self.read_some(min(CHUNK, count))
+        if not data:
+            return 0
+        written = portable.pwrite(file_fd, data, offset)
+        self.unread(data[written:])  # a short write: the rest comes first next time
+        return written
+
+    def close(self) -> None:
+        """The reader belongs to its process, which is reaped with it."""

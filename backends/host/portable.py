@@ -189,7 +189,7 @@ def loop_polls_pipes() -> bool:
 def multiplexed_ssh() -> bool:
     """Whether OpenSSH's ControlMaster streams can carry data here: not on Windows, whose OpenSSH has no
     ControlMaster and whose event loop cannot poll the pipes they are read from; the SSH backend then logs in
-    with paramiko (its SFTP), as where no ssh client is found."""
+    once per stream (``backends/ssh/direct.py``), reading each through the loop's own subprocess pipes."""
     return os.name != "nt" and hasattr(os, "fork") and loop_polls_pipes()
 
 
@@ -279,3 +279,30 @@ def set_mode(path, mode: int) -> bool:
         if exc.errno in _NO_MODES:
             return False
         raise
+
+
+#: the prefix of Windows' extended-length paths, which its file calls take at up to ~32,767 characters
+EXTENDED = "\\\\?\\"
+
+
+def extended_windows_path(text: str) -> str:
+    r"""An absolute Windows path in extended form: ``C:\x`` → ``\\?\C:\x``, ``\\server\share\x`` →
+    ``\\?\UNC\server\share\x``. Extended paths are not normalised by Windows, so it is done here first
+    (``/`` → ``\``, ``.`` and ``..`` resolved); a path already extended (or a device path) is kept."""
+    import ntpath
+
+    if text.startswith(("\\\\?\\", "\\\\.\\")):
+        return text
+    normal = ntpath.normpath(text)
+    if normal.startswith("\\\\"):
+        return EXTENDED + "UNC\\" + normal[2:]
+    return EXTENDED + normal
+
+
+def long_path(path: Path | str) -> Path:
+    """``path`` as the OS opens it at any length. On Windows, without the registry's LongPathsEnabled, a path
+    of 260 characters or more fails ("The system cannot find the path specified"), and a study's folders
+    under a deep DEST reach that; its extended form does not. Elsewhere ``path`` is returned as it is."""
+    if os.name != "nt":
+        return Path(path)
+    return Path(extended_windows_path(os.path.abspath(path)))

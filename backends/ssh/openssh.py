@@ -15,11 +15,13 @@ accepts the options.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +29,7 @@ from pathlib import Path
 from ..core.errors import AuthError, HostKeyError, NotFound, PermissionDenied, TransferError, Transient, Unreachable
 from ..core.errors import NoSpace as NoSpaceError
 from ..host import portable
+from ..host.pipes import PipeSource, StreamSource
 from ..host.procs import child_argv, child_kwargs, other_process_alive, reap
 from ..streams.slots import server_slots
 from .dialer import Dial, resolve_dial
@@ -142,6 +145,8 @@ class OpenSsh:
     hpn: bool = False
     none_cipher: bool = False
     workdir: Path = field(default_factory=_socket_folder)
+    #: each stream one master connection carrying its channels (``direct.DirectSsh``: each channel a login)
+    multiplexed = True
     _count: int = 0
 
     def __post_init__(self) -> None:
@@ -189,21 +194,32 @@ class OpenSsh:
             argv += ["-o", "NoneEnabled=yes", "-o", "NoneSwitch=yes"]
         return argv
 
-    def channel_argv(self, socket_path: Path, command: str, *, subsystem: bool = False) -> list[str]:
+    def channel_argv(self, socket_path: Path | None, command: str, *, subsystem: bool = False) -> list[str]:
         """A channel on the master at ``socket_path`` running ``command`` (with ``subsystem``: the server's
-        subsystem of that name, ``sftp``)."""
-        return [*self.base_argv(), "-S", str(socket_path), "-o", "ControlMaster=no", *(["-s"] if subsystem else []),
-                self.target.alias, command]
+        subsystem of that name, ``sftp``); with no master (``direct.py``), a login of its own."""
+        master = ["-S", str(socket_path), "-o", "ControlMaster=no"] if socket_path is not None else []
+        return [*self.base_argv(), *master, *(["-s"] if subsystem else []), self.target.alias, command]
+
+    @contextlib.asynccontextmanager
+    async def login_slots(self) -> AsyncIterator[None]:
+        """Held while one login runs: sshd's MaxStartups counts every unauthenticated connection to it, whichever
+        job opened it."""
+        async with self._handshakes, server_slots("ssh", self.target.host, self.target.port,
+                                                  self.options.max_handshakes):
+            yield
 
     async def _connect(self) -> Master:
         self._count += 1
-        master = Master(self, self.workdir / f"m{self._count}")
-        # sshd's MaxStartups counts every unauthenticated connection to it, whichever job opened it
-        async with self._handshakes, server_slots("ssh", self.target.host, self.target.port,
-                                                  self.options.max_handshakes):
-            await master.start()
+        master = await self._log_in()
         if self.early_channel is not None:
             await master.start_early(*self.early_channel)
+        return master
+
+    async def _log_in(self) -> Master:
+        """One stream's master connection, logged in (``direct.DirectSsh``: none, each channel logs in)."""
+        master = Master(self, self.workdir / f"m{self._count}")
+        async with self.login_slots():
+            await master.start()
         return master
 
     def discard(self, proc: asyncio.subprocess.Process) -> None:
@@ -266,7 +282,8 @@ class Master:
     def __init__(self, ssh: OpenSsh, socket_path: Path) -> None:
         self.ssh, self.socket = ssh, socket_path
         self.proc: asyncio.subprocess.Process | None = None
-        self.early: tuple[asyncio.subprocess.Process, int] | None = None
+        #: the channel started at login, with the read end of its output (None: its process's stdout)
+        self.early: tuple[asyncio.subprocess.Process, int | None] | None = None
 
     async def start(self) -> None:
         dial: Dial = await asyncio.shield(self.ssh.dial())
@@ -311,14 +328,33 @@ class Master:
         proc.stdin.write(stdin)
         self.early = (proc, read_end)
 
-    def take_early(self) -> tuple[asyncio.subprocess.Process, int] | None:
+    def take_early(self) -> tuple[asyncio.subprocess.Process, int | None] | None:
         """The channel ``start_early`` began (its process, the read end of its output), once, if it still runs
         (one that ended has its pipe closed here)."""
         early, self.early = self.early, None
         if early is not None and early[0].returncode is not None:
-            os.close(early[1])
+            if early[1] is not None:
+                os.close(early[1])
             return None
         return early
+
+    async def reader(self, command: str) -> tuple[asyncio.subprocess.Process, PipeSource | StreamSource]:
+        """``command`` as a new channel whose output Ferry reads itself: a pipe it splices from."""
+        read_end, write_end = os.pipe()
+        try:
+            proc = await self.channel(command, stdout=write_end)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        return proc, PipeSource(read_end)
+
+    @staticmethod
+    def output_of(early: tuple[asyncio.subprocess.Process, int | None]) -> PipeSource | StreamSource:
+        """What to read an early channel's output from: its pipe, or (a direct login's) its process's stdout."""
+        proc, read_end = early
+        return PipeSource(read_end) if read_end is not None else StreamSource(proc.stdout)
 
     async def run(self, command: str, stdin: bytes = b"", timeout: float = 60.0) -> tuple[int, bytes, bytes]:
         """One short command as a channel of this connection: (exit status, stdout, stderr)."""
@@ -339,7 +375,8 @@ class Master:
             self.proc.kill()
         early = self.take_early()
         if early is not None:
-            os.close(early[1])
+            if early[1] is not None:
+                os.close(early[1])
             await reap(early[0])
         if self.proc:
             await reap(self.proc)

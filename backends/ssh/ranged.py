@@ -22,7 +22,7 @@ from ..core.errors import RemoteChanged, TransferError, Transient
 from ..destination import PartFile, os_error
 from ..host import portable
 from ..host.netprobe import connect_time
-from ..host.pipes import PipeSource
+from ..host.pipes import PipeSource, StreamSource
 from ..host.procs import reap
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.parallel import ParallelTransfer
@@ -103,7 +103,7 @@ class _Reader:
     def __init__(self, master: Master) -> None:
         self.master = master
         self.proc: asyncio.subprocess.Process | None = None
-        self.out: PipeSource | None = None
+        self.out: PipeSource | StreamSource | None = None
         self.ahead: _Ask | None = None
         self.stale = False  # the channel will send a range that is no longer this stream's
 
@@ -114,14 +114,9 @@ class _Reader:
                 self.ahead.sent = False  # asked on a channel that is gone
             early = self.master.take_early()
             if early is not None:  # started at login, path already sent
-                self.proc, self.out = early[0], PipeSource(early[1])
+                self.proc, self.out = early[0], self.master.output_of(early)
                 return self.proc
-            read_end, write_end = os.pipe()
-            try:
-                self.proc = await self.master.channel(scripts.command(scripts.READ_RANGES, BLOCK), stdout=write_end)
-            finally:
-                os.close(write_end)
-            self.out = PipeSource(read_end)
+            self.proc, self.out = await self.master.reader(scripts.command(scripts.READ_RANGES, BLOCK))
             self.proc.stdin.write(scripts.encode_path(remote_path))
         return self.proc
 

@@ -21,6 +21,7 @@ from ..host import portable
 from ..host.netprobe import connect_time
 from ..streams.tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
+from .direct import DirectSsh
 from .openssh import OpenSsh
 from .ranged import BLOCK
 from .target import Entry, SshOptions, Target, parse_target
@@ -168,8 +169,9 @@ class SshSession:
         target = parse_target(url, options)
         openssh = None
         warm = 0
-        if target.password is None and shutil.which("ssh") is not None and portable.multiplexed_ssh():
-            openssh = OpenSsh(target, options, none_cipher=ssh_options(transfer_options).none_cipher)
+        if target.password is None and shutil.which("ssh") is not None:
+            kind = OpenSsh if portable.multiplexed_ssh() else DirectSsh  # Windows: a login per stream
+            openssh = kind(target, options, none_cipher=ssh_options(transfer_options).none_cipher)
             warm = _first_streams(transfer_options, options)
             if lead:
                 openssh.early_channel = (scripts.command(scripts.READ_RANGES, BLOCK), scripts.encode_path(target.path))
@@ -209,9 +211,12 @@ class SshSession:
         try:
             sftp_ssh = None
             if openssh is not None and not control.can_exec():  # answered in the login thread
-                # its connections, logged in already, carry SFTP sessions instead (``sftpstreams.py``)
                 openssh.early_channel = None
-                sftp_ssh, openssh = openssh, None
+                if openssh.multiplexed:  # its connections, logged in already, carry SFTP sessions instead
+                    sftp_ssh, openssh = openssh, None  # (``sftpstreams.py``)
+                else:  # a login per SFTP session would cost more than paramiko's channels over one
+                    await openssh.cleanup()
+                    openssh = None
             if openssh is None and target.scheme == "scp":
                 raise TransferError(
                     f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "

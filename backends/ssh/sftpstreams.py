@@ -63,7 +63,8 @@ class SftpDownload(ParallelTransfer):
         before the account was known to run no commands began a ``dd`` reader there: ended unused."""
         early = master.take_early()
         if early is not None:
-            os.close(early[1])
+            if early[1] is not None:
+                os.close(early[1])
             self.ssh.discard(early[0])
         channel = SftpChannel(await master.channel("sftp", subsystem=True))
         await channel.start()

@@ -170,6 +170,9 @@ async def _small_downloads(session: SshSession, root: str, dest: Destination, sm
     async def over(group: list[Entry], master) -> dict[str, str]:
         # the channel this connection opened at login on the folder's path saves a new channel's round trips
         early = master.take_early()
+        if early is not None and early[1] is None:  # a direct login's (``direct.py``): no pipe a thread can read
+            session.openssh.discard(early[0])
+            early = None
         if early is None:
             return await asyncio.to_thread(fetch, group, master.socket, None)
         proc, sent = await EarlyTar.ask(early, [e.rel for e in group], wire is not None)

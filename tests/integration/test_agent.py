@@ -124,3 +124,36 @@ def test_an_agent_of_another_version_is_refused_naming_both(dtn, ferry_home):
     finally:
         older.kill()
         older.wait()
+
+
+def test_a_windows_laptop_sends_a_job_and_reads_the_queue(dtn, nginx, ferry_home):
+    """The laptop's side of the agent as Windows' Python has it (tests/other_os.py): no ``AF_UNIX``, no pipe
+    polled by the event loop, no ControlMaster. It reaches the agent over the SSH login's own stdio."""
+    import subprocess
+
+    from tests.integration.test_other_os import ROOT
+
+    digest = write_random(nginx.data / "agent-windows.bin", 6 * MiB, seed=478)
+    dest = dtn.home.parent / "agent-windows"
+    dest.mkdir()
+    on = ["--on", "site:dtn", "--agent-command", str(dtn.command)]
+
+    def as_windows(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tests.other_os", "windows", *args, *on], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, LABFERRY_HOME=str(ferry_home)))
+
+    proc = as_windows("copy", nginx.url("agent-windows.bin"), f"{dest}/", "--ca-file", nginx.ca_file, "--json")
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout.splitlines()[-1])
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        proc = as_windows("queue", "--json")
+        assert proc.returncode == 0, proc.stderr
+        rows = [json.loads(line) for line in proc.stdout.splitlines()[1:] if line.strip()]
+        found = next(r for r in rows if r["id"] == job["id"])
+        if found["state"] in ("done", "failed", "cancelled"):
+            break
+        time.sleep(0.5)
+    assert found["state"] == "done", found
+    assert sha256_of(dest / "agent-windows.bin") == digest

@@ -103,19 +103,129 @@ def test_the_core_install_copies_and_says_what_the_extras_add(nginx, tmp_path, f
     assert proc.returncode == 0 and (tmp_path / "r.html").exists(), proc.stderr  # tables without the charts
 
 
-def test_an_sftp_download_on_windows_logs_in_with_paramiko(sshd, tmp_path, ferry_home):
-    """Windows' OpenSSH has no ControlMaster and its event loop cannot poll the pipes Ferry's OpenSSH streams are
-    read from: there the SSH backend logs in with paramiko, as where no ssh client is found, and the file arrives
-    checked against the server's own SHA-256."""
+def _ssh_that_logs(folder: Path, log: Path) -> Path:
+    """A folder whose ``ssh`` writes its arguments to ``log`` (unit separators between them, a record separator
+    after each call: an argument may hold newlines), then runs the real client."""
+    import shlex
+    import shutil
+
+    folder.mkdir()
+    wrapper = folder / "ssh"
+    wrapper.write_text(f"#!/bin/sh\n{{ printf '%s\\037' \"$@\"; printf '\\036'; }} >> {shlex.quote(str(log))}\n"
+                       f"exec {shlex.quote(shutil.which('ssh'))} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return folder
+
+
+def test_an_sftp_download_on_windows_logs_in_once_per_stream(sshd, tmp_path, ferry_home, monkeypatch):
+    """Windows' OpenSSH has no ControlMaster and its event loop cannot poll a pipe: there each stream is one
+    ``ssh`` login running its command, read through the loop's own subprocess pipes. The ssh client's
+    arguments are logged: several logins, none with ``-M`` or ``-S``; the file arrives checked against the
+    server's own SHA-256."""
     import time
 
     remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
-    digest = write_random(remote, 6 * MiB, seed=474)
+    digest = write_random(remote, 24 * MiB, seed=474)
     sshd.give(remote)
     dest = tmp_path / "in"
     dest.mkdir()
+    log = tmp_path / "ssh-calls.log"
+    monkeypatch.setenv("PATH", f"{_ssh_that_logs(tmp_path / 'bin', log)}{os.pathsep}{os.environ['PATH']}")
+    proc, said = as_if_on("windows", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--streams", "4",
+                          "--json", home=ferry_home)
+    assert said["import_failures"] == {}
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["verified"] is True and out["streams"] == 4 and sha256_of(dest / remote.name) == digest
+    calls = [call.split("\x1f")[:-1] for call in log.read_text().split("\x1e")[:-1]]
+    calls = [c for c in calls if "-G" not in c]  # ``ssh -G``: how ssh would connect, asked once
+    logins = [c for c in calls if c[-1].startswith("echo FERRY-UP; sh -c ")]
+    assert len(logins) >= 4 and len(logins) == len(calls), calls
+    assert not [c for c in calls if "-M" in c or "-S" in c or "ControlMaster=no" in c], calls
+
+
+def test_an_sftp_download_where_no_ssh_client_is_found_logs_in_with_paramiko(sshd, tmp_path, ferry_home,
+                                                                            monkeypatch):
+    """A laptop without an OpenSSH client (an old Windows): paramiko's SFTP carries the data."""
+    import time
+
+    remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
+    digest = write_random(remote, 6 * MiB, seed=475)
+    sshd.give(remote)
+    dest = tmp_path / "in"
+    dest.mkdir()
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))  # no ssh: the interpreter is started by its full path
     proc, said = as_if_on("windows", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--json",
                           home=ferry_home)
     assert said["import_failures"] == {}
     assert proc.returncode == 0, proc.stderr
     assert sha256_of(dest / remote.name) == digest
+
+
+def _small_tree(root: Path, seed: int) -> dict[str, str]:
+    """300 small files in three folders and one 9 MiB file: tar streams and ranged streams both carry data."""
+    import random
+
+    rng = random.Random(seed)
+    for i in range(300):
+        path = root / f"s{i % 3}" / f"read{i}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(rng.randbytes(rng.randrange(1, 5000)))
+    write_random(root / "big.bam", 9 * MiB, seed=seed)
+    from .conftest import tree_digests
+
+    return tree_digests(root)
+
+
+def test_a_folder_travels_both_ways_on_windows_over_one_login_per_stream(sshd, tmp_path, ferry_home):
+    """A folder down (small files in tar streams, the big one in ranges) and back up, as Windows: no
+    ControlMaster, no pipe polled by the loop; the unpacking thread reads a login's own pipe."""
+    import time
+
+    from .conftest import tree_digests
+
+    remote = sshd.home / f"win-tree-{time.monotonic_ns()}"
+    want = _small_tree(remote, seed=476)
+    sshd.give(remote)
+    dest = tmp_path / "in"
+    dest.mkdir()
+    proc, said = as_if_on("windows", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--streams", "3",
+                          "--json", home=ferry_home, timeout=240)
+    assert said["import_failures"] == {} and proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["verified"] is True
+    assert tree_digests(dest / remote.name) == want
+    back = f"{sshd.home}/win-back-{time.monotonic_ns()}/"
+    proc, _ = as_if_on("windows", "copy", str(dest / remote.name), sshd.url(back), *sshd.args(), "--streams", "3",
+                       "--json", home=ferry_home, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digests(Path(back) / remote.name) == want
+
+
+def test_a_folder_download_on_macos_is_unpacked_by_bsdtar(sshd, tmp_path, ferry_home, monkeypatch):
+    """macOS's (and Windows') tar is bsdtar: the flags Ferry passes mean the same to it, and it is the tar that
+    unpacked the folder (its calls are logged by a wrapper in PATH)."""
+    import shlex
+    import shutil
+    import time
+
+    from .conftest import tree_digests
+
+    remote = sshd.home / f"mac-tree-{time.monotonic_ns()}"
+    want = _small_tree(remote, seed=477)
+    sshd.give(remote)
+    bin_dir, log = tmp_path / "bin", tmp_path / "tar-calls.log"
+    bin_dir.mkdir()
+    (bin_dir / "tar").write_text(f"#!/bin/sh\necho \"$*\" >> {shlex.quote(str(log))}\n"
+                                 f"exec {shlex.quote(shutil.which('bsdtar'))} \"$@\"\n")
+    (bin_dir / "tar").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    dest = tmp_path / "in"
+    dest.mkdir()
+    proc, said = as_if_on("macos", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--json",
+                          home=ferry_home, timeout=240)
+    assert said["import_failures"] == {} and proc.returncode == 0, proc.stderr
+    assert tree_digests(dest / remote.name) == want
+    calls = log.read_text().splitlines()
+    assert "--version" in calls and any(c.startswith("-x -f - -C ") for c in calls), calls

@@ -54,6 +54,24 @@ def test_an_https_download_from_the_command_line_is_verified_and_exact(python_we
     assert sorted(p.name for p in dest.iterdir()) == ["reads_1.fastq.gz"]  # no part file or record left
 
 
+def test_a_download_into_a_folder_path_over_260_characters_arrives(python_web, tmp_path, ferry_home):
+    """Windows refuses paths of 260 characters and more unless they are extended (``\\\\?\\``): a study's folder
+    below a deep DEST must still take its file, with its part file and resume record beside it meanwhile."""
+    digest = _publish(python_web, "deep.fastq.gz", 5 * MiB + 17)
+    from backends.host.portable import long_path
+
+    dest = tmp_path.joinpath(*["PRJEB12345-single-cell-atlas"] * 9)
+    long_path(dest).mkdir(parents=True)  # as Explorer or a lab's pipeline made it
+    proc = subprocess.run([sys.executable, "-m", "app", "copy", python_web.url("deep.fastq.gz"), f"{dest}/",
+                           "--ca-file", python_web.ca_file, "--streams", "2", "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, LABFERRY_HOME=str(ferry_home)))
+    assert len(str(dest / "deep.fastq.gz")) > 260
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["sha256"] == digest
+    assert [p.name for p in long_path(dest).iterdir()] == ["deep.fastq.gz"]
+
+
 def test_the_window_fetches_through_new_transfer(qtbot, window, python_web, tmp_path):
     """Ctrl+N, the address and a folder typed into the dialog, OK: the file arrives in that folder."""
     from app.sites import Site, SiteBook

@@ -1,6 +1,8 @@
 """The tar stream of a folder download is not trusted: crafted archives, unpacked by the system's tar.
 
-The stream comes from a real process (``cat`` of an archive made here), as it would from ssh.
+The stream comes from a real process (``cat`` of an archive made here), as it would from ssh. Every test runs
+with GNU tar (Linux's) and with bsdtar (the tar of macOS and of Windows 10 and later): the flags Ferry gives
+must mean the same to both, and both must refuse what a hostile server sends.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import tarfile
 from dataclasses import replace
@@ -32,6 +35,27 @@ def archive(path: Path, members: list[tuple[str, bytes | str]]) -> None:
             else:
                 info.size, info.mode = len(body), 0o644
                 tar.addfile(info, io.BytesIO(body))
+
+
+TARS = {"gnu": "tar", "bsd": "bsdtar"}
+
+
+@pytest.fixture(autouse=True, params=sorted(TARS))
+def tar_in_path(request, tmp_path_factory, monkeypatch) -> str:
+    """PATH whose ``tar`` is GNU tar or bsdtar, as ``native_tar`` finds it on Linux or on macOS and Windows."""
+    real = shutil.which(TARS[request.param])
+    assert real, f"{TARS[request.param]} is needed (tests/system-deps.sh installs it)"
+    shim = tmp_path_factory.mktemp(f"tar-{request.param}")
+    (shim / "tar").symlink_to(real)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    native_tar.cache_clear()
+    yield request.param
+    native_tar.cache_clear()
+
+
+def test_the_tar_found_is_the_one_in_path(tar_in_path):
+    out = subprocess.run([native_tar(), "--version"], capture_output=True, text=True).stdout
+    assert ("bsdtar" in out) == (tar_in_path == "bsd") and ("GNU tar" in out) == (tar_in_path == "gnu")
 
 
 def unpack(work: Path, members, wanted: list[Entry], folders: tuple[str, ...] = ()) -> tuple[Path, dict[str, str]]:
