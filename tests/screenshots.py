@@ -128,6 +128,7 @@ def public_data(window, server, work: Path, wait) -> None:
     portal.add_run("ERR907710", experiment="ERX907710", layout="SINGLE", sample="SAMEA9077710", study="ERP907770",
                    project="PRJEB90777", fastq=[], submitted=[("biopsy_5.bam", random.Random(9).randbytes(1 << 20))])
     os.environ["LABFERRY_ENA_PORTAL"] = portal.url
+    os.environ["LABFERRY_NCBI_SDL"] = portal.sdl
     os.environ["LABFERRY_ENA_FILES"] = server.url("slow", scheme="http")
     dialog = AccessionDialog(window, "PRJEB90777", str(work / "PRJEB90777"))
     dialog.show()

@@ -57,17 +57,21 @@ def dry_run_lines(plan: Plan, folder: Path) -> list[str]:
     by_run: dict[str, list] = {}
     for f in plan.files:
         by_run.setdefault(f.run, []).append(f)
+    ncbi = f"; {counted(len(plan.from_ncbi), 'run')} from NCBI as .sra" if plan.from_ncbi else ""
     lines = [f"{plan.label}: {counted(plan.runs, 'run')}, {counted(len(plan.files), plan.kind + ' file')}, "
-             f"{format_bytes(plan.total_bytes)}, from ENA by {plan.route} (the other route for a file that fails)"]
+             f"{format_bytes(plan.total_bytes)}, from ENA by {plan.route} (the other route for a file that "
+             f"fails){ncbi}"]
     for row in plan.rows:
         run = row.get("run_accession", "")
         what = " ".join(v for v in (row.get("library_strategy"), row.get("instrument_platform"),
                                     row.get("library_layout"), row.get("scientific_name")) if v)
         lines.append(f"  {run}  {row.get('sample_accession', '')}  {what}")
         for f in by_run.get(run, []):
-            lines.append(f"      {f.name}  {format_bytes(f.size)}  md5 {f.md5 or '(none given)'}")
+            source = "  from NCBI (to be converted to FASTQ)" if f.source == "ncbi" and plan.kind == "fastq" else \
+                "  from NCBI" if f.source == "ncbi" else ""
+            lines.append(f"      {f.name}  {format_bytes(f.size)}  md5 {f.md5 or '(none given)'}{source}")
         if not by_run.get(run):
-            lines.append(f"      no {plan.kind} files in ENA")
+            lines.append(f"      no {plan.kind} files in ENA" + (" or NCBI" if plan.source != "ena" else ""))
     room = free_space(folder)
     lines.append(f"total {format_bytes(plan.total_bytes)}; free at {folder}: "
                  f"{format_bytes(room) if room is not None else 'unknown'}"

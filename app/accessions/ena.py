@@ -43,6 +43,7 @@ class RemoteFile:
     size: int
     read: int | None  # 1 or 2 for paired reads, None for a single file
     other_url: str = ""  # the same file by the other route (ftp:// for https://, and the other way round)
+    source: str = "ena"  # ena, or ncbi (a run's .sra located by NCBI's SRA Data Locator: ``ncbi.py``)
 
 
 @dataclass
@@ -57,6 +58,10 @@ class Plan:
     #: GEO accessions and what they were asked as in ENA (GSE1 → SRP1); a GEO accession linking no reads, to []
     geo: dict[str, list[str]] = field(default_factory=dict)
     subseries: dict[str, list[str]] = field(default_factory=dict)  # a GEO SuperSeries without reads: its series
+    source: str = "auto"  # auto (ENA, then NCBI for what ENA lacks), ena, or ncbi (``ncbi.py``)
+    from_ncbi: list[str] = field(default_factory=list)  # runs whose .sra comes from NCBI
+    notes: list[str] = field(default_factory=list)  # sentences to say before fetching (a service that failed)
+    converted: dict[str, list[RemoteFile]] = field(default_factory=dict)  # run → its FASTQ made from its .sra
 
     @property
     def total_bytes(self) -> int:
@@ -66,8 +71,9 @@ class Plan:
     def runs(self) -> int:
         return len({r.get("run_accession") for r in self.rows})
 
-    def add(self, rows: list[dict]) -> None:
-        """A report's rows and their files of this plan's kind (a run two accessions share, once)."""
+    def add(self, rows: list[dict], *, with_files: bool = True) -> None:
+        """A report's rows and their files of this plan's kind (a run two accessions share, once); without
+        ``with_files`` (``--source ncbi``) every run is one whose file comes from NCBI."""
         bases = route_bases(self.route)
         known = {r.get("run_accession") for r in self.rows}
         for row in rows:
@@ -76,7 +82,7 @@ class Plan:
                 continue
             known.add(run)
             self.rows.append(row)
-            paths = [p for p in (row.get(f"{self.kind}_ftp") or "").split(";") if p]
+            paths = [p for p in (row.get(f"{self.kind}_ftp") or "").split(";") if p] if with_files else []
             md5s = (row.get(f"{self.kind}_md5") or "").split(";")
             sizes = (row.get(f"{self.kind}_bytes") or "").split(";")
             if not paths:

@@ -54,10 +54,14 @@ class Progress:
     rate: float  # bytes/s over the whole run
 
 
+#: who published each file's MD5
+SAID_BY = {"ena": "ENA's report", "ncbi": "NCBI's SRA Data Locator"}
+
+
 def listed(files: list[RemoteFile], *, other_route: bool = False) -> list[ListedFile]:
     """The files as the list job takes them: address (or the other route's), name, the report's size and MD5."""
     return [ListedFile(f.other_url if other_route else f.url, f.name, f.size or None,
-                       Checksum("md5", f.md5.lower(), "ENA's report") if f.md5 else None, f.run)
+                       Checksum("md5", f.md5.lower(), SAID_BY[f.source]) if f.md5 else None, f.run)
             for f in files]
 
 

@@ -5,13 +5,15 @@ the entry type in ``ETYP``) gives the GEO entry's id; ``esummary`` of it lists, 
 object GEO links: the study (SRP…) of a series, the experiment (SRX…) of a sample. ENA mirrors SRA, so that
 accession then goes to ENA's portal as any other. A series with no SRA link (processed data only, or a
 SuperSeries whose reads sit under its sub-series) is said so in a sentence with the sub-series to ask for.
-The endpoint is ``LABFERRY_NCBI_EUTILS`` (default NCBI's).
+The endpoint is ``LABFERRY_NCBI_EUTILS`` (default NCBI's). Calls are paced to E-utilities' limit, 3 a second,
+or 10 with an API key in ``NCBI_API_KEY`` (sent as ``api_key``); a 429 with ``Retry-After`` is waited out.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -66,9 +68,32 @@ def sra_for(accession: Accession, *, ca_file: str | None = None, sleep=time.slee
     return GeoLinks(accession.text, sra, subseries)
 
 
+#: E-utilities' limits: 3 requests a second from one address, 10 with an API key (``NCBI_API_KEY``)
+RATE_WITHOUT_KEY, RATE_WITH_KEY = 3.0, 10.0
+_pace_lock = threading.Lock()
+_next_call = 0.0
+
+
+def pace(sleep=time.sleep, clock=time.monotonic) -> float:
+    """Wait until E-utilities may be asked again (its limit, shared by every thread of this process); returns the
+    wait. NCBI blocks an address that asks faster."""
+    global _next_call
+    gap = 1.0 / (RATE_WITH_KEY if os.environ.get("NCBI_API_KEY") else RATE_WITHOUT_KEY)
+    with _pace_lock:
+        now = clock()
+        wait = max(0.0, _next_call - now)
+        _next_call = max(now, _next_call) + gap
+    if wait:
+        sleep(wait)
+    return wait
+
+
 def _json(tool: str, params: dict, accession: Accession, ca_file, sleep) -> dict:
-    body = ask(f"{endpoint()}/{tool}?{urllib.parse.urlencode(params)}", SERVICE, accession.text,
-               "LABFERRY_NCBI_EUTILS", ca_file=ca_file, sleep=sleep)
+    key = os.environ.get("NCBI_API_KEY", "").strip()
+    query = urllib.parse.urlencode({**params, "tool": "labferry", **({"api_key": key} if key else {})})
+    pace(sleep)
+    body = ask(f"{endpoint()}/{tool}?{query}", SERVICE, accession.text, "LABFERRY_NCBI_EUTILS", ca_file=ca_file,
+               sleep=sleep)
     try:
         return json.loads(body or b"{}")
     except ValueError:

@@ -85,9 +85,14 @@ def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "abso
 
     found = []
     for meta in plan.rows:
-        files = by_run.get(meta.get("run_accession", ""), [])
-        if not files or any(f.name not in done for f in files):
-            continue
+        files = plan.converted.get(meta.get("run_accession", ""))  # made here from NCBI's .sra: verified
+        if files is None:
+            files = by_run.get(meta.get("run_accession", ""), [])
+            if not files or any(f.name not in done for f in files):
+                continue
+        if plan.kind == "fastq" and all(f.name.endswith(".sra") for f in files):
+            continue  # a .sra not converted (no fasterq-dump): said when the fetch ended
+        files = [f for f in files if not f.name.endswith(".sra")]
         reads = {f.read: f for f in files if f.read is not None}
         first, second = (reads.get(1), reads.get(2)) if reads else (files[0], None)
         if first is None:

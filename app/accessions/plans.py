@@ -9,33 +9,98 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.core.errors import BadRequest, NotFound
+from backends.core.errors import BadRequest, NotFound, TransferError, Transient, Unreachable
 
 from . import ena, geo, ids
 
 
 def build_plan(sources: list[str], label: str, kind: str = "fastq", route: str = "https", *,
-               ca_file: str | None = None) -> ena.Plan:
-    """The plan for ``sources`` (accessions, ``ena:…`` or plain addresses), named ``label``."""
+               ca_file: str | None = None, source: str = "auto") -> ena.Plan:
+    """The plan for ``sources`` (accessions, ``ena:…`` or plain addresses), named ``label``. ``source``: auto
+    asks NCBI for the runs ENA has no file of this kind for (or a run when ENA's portal fails), ncbi takes
+    every run's ``.sra`` from NCBI (ENA's report, when it answers, still gives the runs and their metadata)."""
     parsed = [s if "://" in s else ids.parse(s) for s in sources]  # a malformed word: bad input, nothing asked
-    plan = ena.Plan(label, kind, route)
-    for source in parsed:
-        if isinstance(source, str):
-            plan.add_url(source)
+    plan = ena.Plan(label, kind, route, source=source)
+    not_in_ena: dict[str, TransferError | None] = {}  # runs asked of NCBI as ENA had nothing (or failed: why)
+    for word in parsed:
+        if isinstance(word, str):
+            plan.add_url(word)
             continue
-        for asked in in_ena(source, plan, ca_file):
-            rows = ena.report(asked, ca_file=ca_file)
-            if not rows:
+        for asked in in_ena(word, plan, ca_file):
+            rows, failed = _ena_rows(asked, plan, ca_file)
+            if rows:
+                plan.add(rows, with_files=source != "ncbi")
+            elif _from_ncbi(plan) and asked.kind == "run":
+                plan.rows.append({"run_accession": asked.text})
+                plan.without_files.append(asked.text)
+                not_in_ena[asked.text] = failed
+            else:
                 plan.nothing_for.append(asked.text)
-            plan.add(rows)
+    if _from_ncbi(plan):
+        locate_at_ncbi(plan, ca_file)
+        for run, failed in not_in_ena.items():
+            if run in plan.from_ncbi:
+                continue
+            if failed is not None:
+                raise failed  # ENA could not be asked, and NCBI did not have it either: ENA's failure is the news
+            plan.rows = [row for row in plan.rows if row.get("run_accession") != run]  # in neither archive
+            plan.without_files.remove(run)
+            plan.nothing_for.append(run)
     if not plan.files and not plan.without_files and not plan.nothing_for:
         raise NotFound(no_reads_in_geo(plan))
     if not plan.files and not plan.without_files:
         one = plan.nothing_for[0] if len(plan.nothing_for) == 1 else None
-        raise NotFound(f"ENA has nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
+        archives = "ENA and NCBI have" if _from_ncbi(plan) else "ENA has"
+        raise NotFound(f"{archives} nothing public for {one or ', '.join(plan.nothing_for)} (it may not be public "
                        "yet, be suppressed, or have a typo)." + (f" Check https://www.ebi.ac.uk/ena/browser/view/{one}."
                                                                   if one else ""))
     return plan
+
+
+def _from_ncbi(plan: ena.Plan) -> bool:
+    """Whether NCBI is asked for runs: not with ``--source ena``, and not for submitted files (a .sra is not)."""
+    return plan.source != "ena" and plan.kind in ("fastq", "sra")
+
+
+def _ena_rows(asked: ids.Accession, plan: ena.Plan, ca_file: str | None) -> tuple[list[dict], TransferError | None]:
+    """ENA's report rows for ``asked``; a run whose report cannot be had (the portal down) is asked of NCBI
+    instead under ``--source auto``/``ncbi``, and said so: (no rows, why)."""
+    try:
+        return ena.report(asked, ca_file=ca_file), None
+    except (Unreachable, Transient) as exc:
+        if not (_from_ncbi(plan) and asked.kind == "run"):
+            raise
+        plan.notes.append(f"{exc} Asking NCBI for {asked.text} instead.")
+        return [], exc
+
+
+#: the most runs one plan asks NCBI's locator about (a project ENA has no files for at all is asked of NCBI
+#: run by run; past this, the user is told to fetch it in parts)
+NCBI_RUNS_LIMIT = 10_000
+
+
+def locate_at_ncbi(plan: ena.Plan, ca_file: str | None) -> None:
+    """Each run without a file of the plan's kind, located by NCBI's SRA Data Locator: its ``.sra`` joins the
+    plan; a run NCBI has nothing for stays without files (and is said)."""
+    from . import ncbi
+
+    runs = list(plan.without_files)
+    if len(runs) > NCBI_RUNS_LIMIT:
+        raise BadRequest(f"{len(runs)} runs would be asked of NCBI one by one; fetch at most {NCBI_RUNS_LIMIT} at a "
+                         "time (--filter, --runs, or a list with -i).")
+    for run in runs:
+        try:
+            found = ncbi.locate(run, ca_file=ca_file)
+        except TransferError as exc:
+            if plan.source == "ncbi":
+                raise
+            plan.notes.append(f"{exc} The runs ENA has no files for are left out ({', '.join(runs[:5])}"
+                              f"{' and more' if len(runs) > 5 else ''}).")
+            return
+        if found is not None:
+            plan.files.append(found)
+            plan.without_files.remove(run)
+            plan.from_ncbi.append(run)
 
 
 def in_ena(source: ids.Accession, plan: ena.Plan, ca_file: str | None) -> list[ids.Accession]:

@@ -10,7 +10,9 @@ from pathlib import Path
 from app import stops
 from app.accessions import ena, ids, services
 from app.accessions.choose import dry_run_lines, narrow, parse_filters
+from app.accessions.convert import convert_runs
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
+from app.accessions.ncbi import SOURCES
 from app.accessions.pipelines import PATH_STYLES, SHEETS
 from app.accessions.plans import build_plan, no_reads_in_geo, read_list
 from app.accessions.sheets import write_metadata, write_sheet
@@ -28,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--route", choices=ena.ROUTES, default="https",
                        help="how to reach ENA's files first: https (default; parallel ranges) or ftp; a file that "
                             "fails one way is tried the other (LABFERRY_ENA_FILES, LABFERRY_ENA_FTP)")
+    group.add_argument("--source", choices=SOURCES, default="auto", dest="archive",
+                       help="where runs come from: auto (default: ENA, and NCBI's .sra for a run ENA has no such "
+                            "file for, converted to FASTQ with fasterq-dump), ena, or ncbi (LABFERRY_NCBI_SDL)")
     group.add_argument("-i", "--input", metavar="FILE",
                        help="a list: one accession or address per line, # comments (then give only DEST)")
     group.add_argument("--samplesheet", choices=SHEETS, default="fetchngs",
@@ -61,9 +66,7 @@ def run(args: argparse.Namespace, overrides) -> int:
     files = counted(len(plan.files), f"{args.files} file")
     _say(args, f"labferry: {plan.label}: {counted(plan.runs, 'run')}, {files}, {format_bytes(plan.total_bytes)} → "
                f"{folder}")
-    if plan.without_files:
-        _say(args, f"labferry: no {args.files} files in ENA for {', '.join(plan.without_files)}; try --files "
-                   f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
+    _say_sources(args, plan)
     for accession, linked in plan.geo.items():
         if linked:
             _say(args, f"labferry: {accession} (GEO) is {', '.join(linked)} in SRA.")
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace, overrides) -> int:
     if unlinked and plan.files:
         _say(args, f"labferry: {no_reads_in_geo(plan)}", always=True)
     for missing in plan.nothing_for:
-        _say(args, f"labferry: ENA has nothing public for {missing} (not public yet, suppressed, or a typo).",
+        archives = "ENA and NCBI have" if plan.source != "ena" and args.files != "submitted" else "ENA has"
+        _say(args, f"labferry: {archives} nothing public for {missing} (not public yet, suppressed, or a typo).",
              always=True)
     with Store() as store:
         defaults = Defaults.from_settings(store.settings.all())
@@ -87,6 +91,9 @@ def run(args: argparse.Namespace, overrides) -> int:
     except stops.STOPS as stop:  # Ctrl-C or SIGTERM: what is verified gets its sheet; the rest resumes
         stopped = stop
     line.done()
+    unconverted = convert_runs(plan, folder, outcome.verified_names) if args.files == "fastq" and not stopped else []
+    for sentence in unconverted:
+        print(f"labferry: {sentence}", file=sys.stderr)
     write_metadata(plan, folder)
     sheet_rows, left_out = (write_sheet(args.samplesheet, plan, folder, outcome.verified_names, args.sheet_paths)
                             if args.files == "fastq" else (0, []))
@@ -94,7 +101,8 @@ def run(args: argparse.Namespace, overrides) -> int:
         print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out {run}: {why}.", file=sys.stderr)
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
-    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else 3 if plan.nothing_for or unlinked else 0
+    status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else \
+        3 if plan.nothing_for or unlinked or unconverted else 0
     if stopped is not None:
         status = stops.status(stopped)
     _summary(plan, outcome, sheet_rows, folder, stops.said(stopped) if stopped is not None else None,
@@ -111,7 +119,25 @@ def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
     else:
         sources = [args.source]
         label = ids.PREFIX + ids.parse(args.source).text  # ena:SRR…, however it was typed
-    return build_plan(sources, label, args.files, args.route, ca_file=ca_file)
+    return build_plan(sources, label, args.files, args.route, ca_file=ca_file, source=getattr(args, "archive", "auto"))
+
+
+def _say_sources(args: argparse.Namespace, plan) -> None:
+    """What does not come from ENA as asked: a service that failed, the runs NCBI gives instead (and, for FASTQ
+    without fasterq-dump, what to install before waiting for them), the runs neither archive has files for."""
+    from app.accessions.convert import INSTALL, tool
+
+    for note in plan.notes:
+        _say(args, f"labferry: {note}", always=True)
+    if plan.from_ncbi:
+        runs = ", ".join(plan.from_ncbi[:5]) + (" and more" if len(plan.from_ncbi) > 5 else "")
+        how = "" if args.files != "fastq" else "; fasterq-dump converts each to FASTQ" if tool() else f"; {INSTALL}"
+        _say(args, f"labferry: {counted(len(plan.from_ncbi), 'run')} ({runs}) come from NCBI as .sra, not from "
+                   f"ENA{how}.", always=args.files == "fastq" and not tool())
+    if plan.without_files:
+        archives = "ENA or NCBI" if plan.source != "ena" and args.files != "submitted" else "ENA"
+        _say(args, f"labferry: no {args.files} files in {archives} for {', '.join(plan.without_files)}; try --files "
+                   f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
 
 
 def _dry_run(args: argparse.Namespace, plan, folder: Path) -> int:
@@ -119,7 +145,7 @@ def _dry_run(args: argparse.Namespace, plan, folder: Path) -> int:
     if args.json:
         runs = [{"run": r.get("run_accession"), "sample": r.get("sample_accession"),
                  **{k: r.get(k, "") for k in ("library_strategy", "instrument_platform", "library_layout")},
-                 "files": [{"name": f.name, "bytes": f.size, "md5": f.md5, "url": f.url}
+                 "files": [{"name": f.name, "bytes": f.size, "md5": f.md5, "url": f.url, "source": f.source}
                            for f in plan.files if f.run == r.get("run_accession")]} for r in plan.rows]
         print(json.dumps({"label": plan.label, "route": plan.route, "runs": runs, "total_bytes": plan.total_bytes,
                           "nothing_for": plan.nothing_for}))
@@ -192,5 +218,7 @@ def _as_json(plan, outcome: Outcome, folder: Path, status: int) -> dict:
         "dest": str(folder), "bytes": plan.total_bytes, "bytes_fetched": outcome.bytes_moved,
         "seconds": round(outcome.seconds, 3), "runs_without_files": plan.without_files,
         "files": [{"run": f.run, "name": f.name, "bytes": f.size, "md5": f.md5, "state": state.get(f.name, "failed"),
-                   "error": failed.get(f.name)} for f in plan.files],
+                   "error": failed.get(f.name), "source": f.source} for f in plan.files],
+        "converted": {run: [{"name": f.name, "bytes": f.size, "md5": f.md5} for f in files]
+                      for run, files in plan.converted.items()},
     }

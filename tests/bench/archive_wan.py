@@ -140,6 +140,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
                                    host, str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)
         env = dict(os.environ, LABFERRY_ENA_PORTAL=f"http://{host}:{port}/ena/portal/api",
+                   LABFERRY_NCBI_SDL=f"http://{host}:{port}/sdl/2/retrieve",
                    LABFERRY_ENA_FILES=nginx.url("").rstrip("/"))
         urls = {}
         for study in args.studies:  # the same files by address, for the peers (no portal: they are given the list)

@@ -30,6 +30,7 @@ def archive(nginx, monkeypatch):
                    project="PRJEB7777", fastq=[("ERR0007002.fastq.gz", random.Random(3).randbytes(20 * MiB))],
                    wrong_md5="ERR0007002.fastq.gz")
     monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_NCBI_SDL", portal.sdl)
     monkeypatch.setenv("LABFERRY_ENA_FILES", f"http://127.0.0.1:{nginx.http_port}")
     yield portal
     portal.stop()

@@ -72,7 +72,8 @@ def slow_portal_copy(portal, nginx, tmp_path_factory):
     home, dest = tmp_path_factory.mktemp("slow-home"), tmp_path_factory.mktemp("slow-dest")
     portal.slow["PRJEB6666"] = SLOW_ANSWER
     proc = popen_labferry("copy", "ena:PRJEB6666", f"{dest}/", "--ca-file", nginx.ca_file, env_home=home,
-                          env={"LABFERRY_ENA_PORTAL": portal.url, "LABFERRY_ENA_FILES": f"https://127.0.0.1:{nginx.port}"})
+                          env={"LABFERRY_ENA_PORTAL": portal.url, "LABFERRY_ENA_FILES": f"https://127.0.0.1:{nginx.port}",
+                               "LABFERRY_NCBI_SDL": portal.sdl})
     yield proc, dest
     if proc.poll() is None:
         proc.kill()
@@ -81,7 +82,7 @@ def slow_portal_copy(portal, nginx, tmp_path_factory):
 
 def fetch(portal, nginx, *args: str, home, **env_extra):
     env = dict(os.environ, LABFERRY_ENA_PORTAL=portal.url, LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}",
-               LABFERRY_NCBI_EUTILS=portal.eutils)
+               LABFERRY_NCBI_EUTILS=portal.eutils, LABFERRY_NCBI_SDL=portal.sdl)
     env.update(env_extra)
     return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
 
@@ -183,6 +184,7 @@ def test_filters_and_runs_fetch_a_part_and_ls_lists_it(portal, nginx, tmp_path, 
     assert sorted(p.name for p in dest.glob("*.fastq.gz")) == ["ERR0000001_1.fastq.gz", "ERR0000001_2.fastq.gz"]
     listed = labferry("ls", "ena:PRJEB3333", "--runs", "2", "--filter", "instrument_platform=ILLUMINA", "--json",
                       env_home=ferry_home, env=dict(os.environ, LABFERRY_ENA_PORTAL=portal.url,
+                                                    LABFERRY_NCBI_SDL=portal.sdl,
                                                     LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}"))
     assert listed.returncode == 0, listed.stderr
     shown = json.loads(listed.stdout)
@@ -219,7 +221,8 @@ def test_a_portal_that_fails_is_asked_again_then_named(portal, nginx, tmp_path, 
     from tests.servers.nginx import free_port
 
     down = labferry("copy", "ena:ERR0000005", f"{tmp_path}/no/", "-q", env_home=ferry_home, timeout=120,
-                    env=dict(os.environ, LABFERRY_ENA_PORTAL=f"http://127.0.0.1:{free_port()}/api"))
+                    env=dict(os.environ, LABFERRY_ENA_PORTAL=f"http://127.0.0.1:{free_port()}/api",
+                             LABFERRY_NCBI_SDL=portal.sdl))
     assert_clean_failure(down, 4, words=("ENA's portal", "could not be reached"))
 
 
@@ -362,6 +365,7 @@ def test_a_study_cut_off_midway_resumes_with_the_same_command(portal, nginx, tmp
     from .conftest import kill_after_progress, popen_labferry
 
     monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_NCBI_SDL", portal.sdl)
     monkeypatch.setenv("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}/slow")  # 2 MB/s a connection
     dest = tmp_path / "cut"
     uri = "/slow/vol1/fastq/ERR000/ERR0000006/ERR0000006_2.fastq.gz"
@@ -389,6 +393,7 @@ def test_a_folder_without_the_room_is_refused_before_anything_is_fetched(portal,
     from app.cli import main
 
     for name, value in (("LABFERRY_ENA_PORTAL", portal.url), ("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}"),
+                        ("LABFERRY_NCBI_SDL", portal.sdl),
                         ("LABFERRY_HOME", str(ferry_home))):
         monkeypatch.setenv(name, value)
     from backends.host import portable
@@ -412,6 +417,7 @@ def test_ctrl_c_in_the_middle_of_a_study_says_what_is_done_and_the_same_command_
     from .conftest import popen_labferry
 
     monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+    monkeypatch.setenv("LABFERRY_NCBI_SDL", portal.sdl)
     monkeypatch.setenv("LABFERRY_ENA_FILES", f"https://127.0.0.1:{nginx.port}/slow")
     dest = tmp_path / "ctrl-c"
     proc = popen_labferry("copy", "ena:PRJEB4444", f"{dest}/", "--host-connections", "2", "--ca-file",

@@ -70,6 +70,7 @@ def test_an_accession_job_pays_the_global_cap_from_its_first_byte(nginx, tmp_pat
                        study="ERP000999", project="PRJEB9999",
                        fastq=[("ERR0009002.fastq.gz", random.Random(3).randbytes(256 * 1024))])
         monkeypatch.setenv("LABFERRY_ENA_PORTAL", portal.url)
+        monkeypatch.setenv("LABFERRY_NCBI_SDL", portal.sdl)
         monkeypatch.setenv("LABFERRY_ENA_FILES", f"http://127.0.0.1:{nginx.http_port}")
         plan = build_plan(["PRJEB9999"], "ena:PRJEB9999")
         cap = 2 * MiB

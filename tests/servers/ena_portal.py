@@ -36,6 +36,10 @@ class Portal:
         self.slow: dict[str, float] = {}
         self.queries: list[str] = []
         self.geo: dict[str, dict] = {}  # GEO accession → its esummary document
+        self.sra: dict[str, dict] = {}  # run → its file entry in NCBI's SRA Data Locator
+        self.sdl_fail_first: dict[str, int] = {}  # run → how many SDL queries answer 429 first
+        self.sdl_queries: list[str] = []
+        self.eutils_asked: list[dict] = []  # every E-utilities query, whole (its api_key, say)
         self.server = ThreadingHTTPServer((listen, port), self._handler())
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -47,6 +51,31 @@ class Portal:
     @property
     def eutils(self) -> str:
         return f"http://{self.listen}:{self.port}/entrez/eutils"
+
+    @property
+    def sdl(self) -> str:
+        return f"http://{self.listen}:{self.port}/sdl/2/retrieve"
+
+    def add_ncbi_run(self, run: str, data: bytes, files_base: str, *, lite: bool = False,
+                     wrong_md5: bool = False) -> None:
+        """A run NCBI's SRA Data Locator knows: its .sra (``data``) written where nginx (``files_base``) serves
+        it, as NCBI's own service (``sra-ncbi``) would, beside a paid cloud copy Ferry must not take."""
+        rel = f"sos1/sra-pub-run-1/{run}/{run}.1"
+        target = self.files_root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if os.geteuid() == 0:
+            for folder in self.files_root.rglob("*"):
+                os.chmod(folder, 0o755 if folder.is_dir() else 0o644)
+        md5 = "0" * 32 if wrong_md5 else hashlib.md5(data).hexdigest()
+        self.sra[run] = {
+            "object": f"srapub|{run}", "accession": run, "type": "sra", "name": f"{run}.lite" if lite else run,
+            "size": len(data), "md5": md5, "modificationDate": "2026-01-01T00:00:00Z", "noqual": lite,
+            "locations": [
+                {"link": f"https://sra-pub-run-odp.s3.amazonaws.invalid/sra/{run}/{run}", "service": "s3",
+                 "region": "us-east-1", "payRequired": True},
+                {"link": f"{files_base.rstrip('/')}/{rel}", "service": "sra-ncbi", "region": "be-md"},
+            ]}
 
     def add_geo(self, accession: str, *, sra: str | None = None, superseries_of: list[str] = ()) -> None:
         """A GEO entry; ``sra``: the SRA study (series) or experiment (sample) it links."""
@@ -115,6 +144,8 @@ class Portal:
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 if parts.path.startswith("/entrez/eutils/"):
                     return self._eutils(parts.path.rsplit("/", 1)[-1], query)
+                if parts.path == "/sdl/2/retrieve":
+                    return self._sdl(query)
                 if not parts.path.endswith("/filereport") or query.get("result") != "read_run":
                     return self._send(400, b"unsupported query", "text/plain")
                 accession = query.get("accession", "")
@@ -137,7 +168,21 @@ class Portal:
                 lines = ["\t".join(fields)] + ["\t".join(r.get(f, "") for f in fields) for r in rows]
                 return self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain")
 
+            def _sdl(self, query: dict) -> None:
+                """SDL version 2: one result per accession, status 404 and no files when NCBI has no such run."""
+                run = query.get("acc", "")
+                portal.sdl_queries.append(run)
+                if portal.sdl_fail_first.get(run, 0) > 0:
+                    portal.sdl_fail_first[run] -= 1
+                    return self._send(429, b"Too Many Requests", "text/plain", {"Retry-After": "1"})
+                found = portal.sra.get(run)
+                result = {"bundle": run, "status": 200, "msg": "ok", "files": [found]} if found else \
+                    {"bundle": run, "status": 404, "msg": "No data at given location.rel"}
+                body = json.dumps({"version": "2", "result": [result]}).encode()
+                return self._send(200, body, "application/json")
+
             def _eutils(self, tool: str, query: dict) -> None:
+                portal.eutils_asked.append(query)
                 if query.get("db") != "gds" or query.get("retmode") != "json":
                     return self._send(400, b"unsupported query", "text/plain")
                 if tool == "esearch.fcgi":  # TERM[ACCN] AND gse[ETYP]

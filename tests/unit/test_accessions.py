@@ -82,3 +82,44 @@ def test_a_list_in_utf8_with_a_bom_is_read_and_another_encoding_is_named_by_its_
     wide.write_bytes("SRR1234567\n".encode("utf-16"))
     with pytest.raises(BadRequest, match="saved as UTF-16"):
         read_list(wide)
+
+
+def test_eutils_calls_are_paced_to_ncbis_limit_three_a_second_or_ten_with_a_key(monkeypatch):
+    """NCBI blocks an address that asks E-utilities faster than 3 requests a second (10 with an API key): calls
+    from any thread wait their turn. A clock that does not move shows the waits each call is given."""
+    from app.accessions import geo
+
+    for key, gap in ((None, 1 / 3), ("abc123", 1 / 10)):
+        if key:
+            monkeypatch.setenv("NCBI_API_KEY", key)
+        else:
+            monkeypatch.delenv("NCBI_API_KEY", raising=False)
+        monkeypatch.setattr(geo, "_next_call", 0.0)
+        waits = [geo.pace(sleep=lambda s: None, clock=lambda: 100.0) for _ in range(4)]
+        assert waits == pytest.approx([0.0, gap, 2 * gap, 3 * gap])
+
+
+def test_the_sra_data_locators_answer_gives_the_normalized_file_by_a_free_link():
+    """SDL version 2 as NCBI documents it: the normalized .sra before SRA Lite, a link that needs neither payment
+    nor a restore from cold storage, NCBI's own before a cloud's; nothing usable is no file, not a guess."""
+    from app.accessions.ncbi import choose
+
+    def entry(name, md5, locations, noqual=False):
+        return {"type": "sra", "name": name, "size": 1234, "md5": md5, "noqual": noqual, "locations": locations}
+
+    paid = {"link": "https://s3.example/paid", "service": "s3", "payRequired": True}
+    cold = {"link": "https://gs.example/cold", "service": "gs", "rehydrationRequired": True}
+    cloud = {"link": "https://s3.example/free", "service": "s3"}
+    own = {"link": "https://sra-downloadb.example/SRR1.1", "service": "sra-ncbi"}
+    answer = {"version": "2", "result": [{"bundle": "SRR1", "status": 200, "files": [
+        entry("SRR1.lite", "a" * 32, [own], noqual=True), entry("SRR1", "B" * 32, [paid, cold, cloud, own])]}]}
+    found = choose(answer, "SRR1")
+    assert (found.name, found.url, found.md5, found.size, found.source) == (
+        "SRR1.sra", own["link"], "b" * 32, 1234, "ncbi")
+    lite_only = {"version": "2", "result": [{"status": 200, "files": [entry("SRR1.lite", "c" * 32, [cloud], True)]}]}
+    assert choose(lite_only, "SRR1").name == "SRR1.lite.sra"
+    assert choose({"version": "2", "result": [{"status": 200, "files": [entry("SRR1", "d" * 32, [paid])]}]},
+                  "SRR1") is None
+    assert choose({"version": "2", "result": [{"bundle": "SRR1", "status": 404, "msg": "not found"}]}, "SRR1") is None
+    with pytest.raises(Exception, match="version 2"):
+        choose({"version": "1"}, "SRR1")

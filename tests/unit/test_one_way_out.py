@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: module → what it writes (never below a transfer's DEST)
 OWN_STATE = {
+    "app/accessions/convert.py": "the private folder below DEST that fasterq-dump writes into (mkdtemp: new, the "
+                                 "user's own); the gzipped files leave it through destination.move_into_place",
     "app/agent/bridge.py": "the agent's log, in Ferry's data folder",
     "app/agent/relay.py": "a relay's spool and record, in the agent's data folder (its files through open_new)",
     "app/agent/server.py": "the agent's socket folder and pid file",

@@ -1,0 +1,173 @@
+"""NCBI as a second source: runs ENA has no FASTQ for, or does not have at all, come as NCBI's ``.sra`` (located
+by a stand-in for the SRA Data Locator, tests/servers/ena_portal.py, the file on the real nginx), checked
+against the size and MD5 it publishes, and are converted with sra-tools' own ``fasterq-dump``. The ``.sra``
+files are real: made here by sra-tools' loader (``latf-load``) and archiver (``kar``)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import labferry, require
+
+
+def _reads(seed: int, count: int, length: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice("ACGT") for _ in range(length)) for _ in range(count)]
+
+
+def make_sra(work: Path, run: str, *reads: list[str]) -> bytes:
+    """A real .sra of ``run`` holding ``reads`` (one list a read: one for single-end, two for paired)."""
+    latf, kar = require("latf-load"), require("kar")
+    work.mkdir(parents=True, exist_ok=True)
+    files = []
+    for number, sequences in enumerate(reads, 1):
+        mate = f"/{number}" if len(reads) > 1 else ""
+        path = work / f"{run}_{number}.fq"
+        path.write_text("".join(f"@spot{i}{mate}\n{s}\n+\n{'I' * len(s)}\n" for i, s in enumerate(sequences)))
+        files.append(str(path))
+    subprocess.run([latf, "--quality", "PHRED_33", "-p", "ILLUMINA", "-o", str(work / run), *files], check=True,
+                   capture_output=True)
+    subprocess.run([kar, "-c", str(work / f"{run}.sra"), "-d", str(work / run)], check=True, capture_output=True)
+    return (work / f"{run}.sra").read_bytes()
+
+
+PAIRED = (_reads(1, 300, 76), _reads(2, 300, 76))
+SINGLE = (_reads(3, 200, 100),)
+
+
+@pytest.fixture(scope="module")
+def ncbi(nginx, tmp_path_factory):
+    from tests.servers.ena_portal import Portal
+
+    require("fasterq-dump")
+    work = tmp_path_factory.mktemp("sra")
+    server = Portal(nginx.data).start()
+    files = f"https://127.0.0.1:{nginx.port}"
+    common = dict(sample="SAMEA0007771", study="ERP000777", project="PRJEB7777", layout="PAIRED")
+    server.add_run("ERR0000771", experiment="ERX0000771", **common,
+                   fastq=[("ERR0000771_1.fastq.gz", gzip.compress(b"@a\nACGT\n+\nIIII\n")),
+                          ("ERR0000771_2.fastq.gz", gzip.compress(b"@a\nTTGA\n+\nIIII\n"))])
+    server.add_run("ERR0000772", experiment="ERX0000772", **common, fastq=[])  # not mirrored as FASTQ yet
+    server.add_ncbi_run("ERR0000772", make_sra(work, "ERR0000772", *PAIRED), files)
+    server.add_ncbi_run("SRR0000901", make_sra(work, "SRR0000901", *SINGLE), files)  # not in ENA at all
+    server.add_ncbi_run("SRR0000902", make_sra(work, "SRR0000902", *PAIRED), files)
+    server.add_ncbi_run("SRR0000903", make_sra(work, "SRR0000903", *SINGLE), files, wrong_md5=True)
+    server.add_geo("GSE0007777", sra="ERP000777")
+    yield server
+    server.stop()
+
+
+def fetch(ncbi, nginx, *args: str, home: Path, path: str | None = None, **more: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LABFERRY_ENA_PORTAL=ncbi.url, LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}",
+               LABFERRY_NCBI_SDL=ncbi.sdl, LABFERRY_NCBI_EUTILS=ncbi.eutils, **more)
+    if path is not None:
+        env["PATH"] = path
+    return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
+
+
+def sequences_of(path: Path) -> list[str]:
+    with gzip.open(path, "rt") as fh:
+        return fh.read().splitlines()[1::4]
+
+
+def test_a_run_ena_has_no_fastq_for_comes_from_ncbi_converted_into_the_rnaseq_sheet(ncbi, nginx, tmp_path,
+                                                                                       ferry_home):
+    dest = tmp_path / "study"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{dest}/", "--samplesheet", "rnaseq", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 run (ERR0000772) come" in proc.stderr and "from NCBI as .sra" in proc.stderr
+    names = sorted(p.name for p in dest.iterdir())
+    assert names == ["ERR0000771_1.fastq.gz", "ERR0000771_2.fastq.gz", "ERR0000772.fastq.md5", "ERR0000772.sra",
+                     "ERR0000772_1.fastq.gz", "ERR0000772_2.fastq.gz", "metadata.tsv", "samplesheet.csv"]
+    assert hashlib.md5((dest / "ERR0000772.sra").read_bytes()).hexdigest() == ncbi.sra["ERR0000772"]["md5"]
+    assert sequences_of(dest / "ERR0000772_1.fastq.gz") == PAIRED[0]  # the reads as loaded, mates apart
+    assert sequences_of(dest / "ERR0000772_2.fastq.gz") == PAIRED[1]
+    manifest = dict(line.split("  ")[::-1] for line in (dest / "ERR0000772.fastq.md5").read_text().splitlines())
+    assert manifest == {n: hashlib.md5((dest / n).read_bytes()).hexdigest()
+                        for n in ("ERR0000772_1.fastq.gz", "ERR0000772_2.fastq.gz")}
+    with open(dest / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert [(Path(r["fastq_1"]).name, Path(r["fastq_2"]).name) for r in rows] == [
+        ("ERR0000771_1.fastq.gz", "ERR0000771_2.fastq.gz"), ("ERR0000772_1.fastq.gz", "ERR0000772_2.fastq.gz")]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {f["name"]: f["source"] for f in out["files"]}["ERR0000772.sra"] == "ncbi"
+    assert sorted(f["name"] for f in out["converted"]["ERR0000772"]) == ["ERR0000772_1.fastq.gz",
+                                                                         "ERR0000772_2.fastq.gz"]
+
+    # again: nothing verified is fetched twice, nothing converted twice
+    fetched = nginx.access_log.read_text().count("/ERR0000772.1")
+    converted_at = (dest / "ERR0000772.fastq.md5").stat().st_mtime_ns
+    again = fetch(ncbi, nginx, "ena:PRJEB7777", f"{dest}/", "--samplesheet", "rnaseq", home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert nginx.access_log.read_text().count("/ERR0000772.1") == fetched
+    assert (dest / "ERR0000772.fastq.md5").stat().st_mtime_ns == converted_at
+
+
+def test_a_run_only_at_ncbi_is_fetched_after_waiting_out_a_429(ncbi, nginx, tmp_path, ferry_home):
+    ncbi.sdl_fail_first["SRR0000901"] = 1  # 429 Too Many Requests, Retry-After: 1
+    proc = fetch(ncbi, nginx, "SRR0000901", f"{tmp_path}/", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert ncbi.sdl_queries.count("SRR0000901") == 2
+    assert sequences_of(tmp_path / "SRR0000901.fastq.gz") == SINGLE[0]
+    with open(tmp_path / "samplesheet.csv") as sheet:
+        [row] = list(csv.DictReader(sheet))
+    assert row["run_accession"] == "SRR0000901" and row["single_end"] == "true"
+    assert row["md5_1"] == hashlib.md5((tmp_path / "SRR0000901.fastq.gz").read_bytes()).hexdigest()
+
+
+def test_without_fasterq_dump_the_sra_is_kept_and_one_sentence_says_what_to_install(ncbi, nginx, tmp_path,
+                                                                                     ferry_home):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    dest = tmp_path / "got"
+    proc = fetch(ncbi, nginx, "SRR0000902", f"{dest}/", home=ferry_home, path=str(bare))
+    assert proc.returncode == 3, proc.stderr
+    told = [line for line in proc.stderr.splitlines() if "install sra-tools" in line]
+    assert len(told) == 2 and "Traceback" not in proc.stderr  # before the wait, and after it
+    assert sorted(p.name for p in dest.iterdir()) == ["SRR0000902.sra", "metadata.tsv", "samplesheet.csv"]
+    fetched = nginx.access_log.read_text().count("/SRR0000902.1")
+    proc = fetch(ncbi, nginx, "SRR0000902", f"{dest}/", home=ferry_home, path=os.environ["PATH"])
+    assert proc.returncode == 0, proc.stderr
+    assert nginx.access_log.read_text().count("/SRR0000902.1") == fetched  # the verified .sra is not fetched again
+    assert sequences_of(dest / "SRR0000902_2.fastq.gz") == PAIRED[1]
+
+
+def test_a_dry_run_says_where_each_file_comes_from_and_source_ena_asks_no_ncbi(ncbi, nginx, tmp_path, ferry_home):
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{tmp_path}/", "--dry-run", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERR0000772.sra" in proc.stdout and "from NCBI (to be converted to FASTQ)" in proc.stdout
+    asked = len(ncbi.sdl_queries)
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{tmp_path}/", "--source", "ena", "--dry-run", home=ferry_home)
+    assert proc.returncode == 0 and len(ncbi.sdl_queries) == asked
+    assert "no fastq files in ENA" in proc.stdout and "ERR0000772.sra" not in proc.stdout
+    proc = fetch(ncbi, nginx, "SRR0009999", f"{tmp_path}/", home=ferry_home)
+    assert proc.returncode == 3 and "ENA and NCBI have nothing public for SRR0009999" in proc.stderr
+
+
+def test_a_sra_whose_md5_differs_from_ncbis_never_sits_under_its_name(ncbi, nginx, tmp_path, ferry_home):
+    proc = fetch(ncbi, nginx, "SRR0000903", f"{tmp_path}/", home=ferry_home)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "SRR0000903" in proc.stderr and "MD5" in proc.stderr.upper()
+    assert not (tmp_path / "SRR0000903.sra").exists() and not list(tmp_path.glob("SRR0000903_*"))
+    assert shutil.which("fasterq-dump")
+
+
+def test_eutils_calls_carry_the_users_ncbi_api_key(ncbi, nginx, tmp_path, ferry_home):
+    """A GEO series goes through E-utilities: with ``NCBI_API_KEY`` set every call carries it (NCBI then allows 10
+    requests a second instead of 3), and names the tool."""
+    ncbi.eutils_asked.clear()
+    proc = fetch(ncbi, nginx, "GSE0007777", f"{tmp_path}/", "--dry-run", home=ferry_home, NCBI_API_KEY="k3y-0f-lab")
+    assert proc.returncode == 0, proc.stderr
+    assert "ERR0000771" in proc.stdout and "ERR0000772.sra" in proc.stdout
+    assert len(ncbi.eutils_asked) == 2  # esearch, esummary
+    assert all(q.get("api_key") == "k3y-0f-lab" and q.get("tool") == "labferry" for q in ncbi.eutils_asked)
