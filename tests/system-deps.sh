@@ -24,6 +24,8 @@ command -v fish >/dev/null 2>&1 || need="$need fish"
 command -v zsh >/dev/null 2>&1 || need="$need zsh"
 # bsdtar: the tar of macOS and Windows, which unpacks folder downloads there (tests/unit/test_untar.py)
 command -v bsdtar >/dev/null 2>&1 || need="$need libarchive-tools"
+# sra-tools: real .sra files made (latf-load, kar) and converted (fasterq-dump) (tests/integration/test_ncbi_source.py)
+command -v fasterq-dump >/dev/null 2>&1 && command -v latf-load >/dev/null 2>&1 || need="$need sra-toolkit"
 # an institution's web proxy (HTTPS_PROXY, --proxy: tests/integration/test_proxy_netrc.py)
 command -v tinyproxy >/dev/null 2>&1 || need="$need tinyproxy"
 command -v globus-url-copy >/dev/null 2>&1 || need="$need globus-gass-copy-progs"
