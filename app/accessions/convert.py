@@ -15,11 +15,13 @@ import contextlib
 import gzip
 import hashlib
 import os
+import posixpath
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from backends.core.errors import LocalError, TransferError
@@ -150,22 +152,23 @@ def _read_of(name: str, run: str) -> int | None:
 
 
 def convert_runs(plan, folder: Path, verified: set[str]) -> list[str]:
-    """Each run whose ``.sra`` came from NCBI and is here verified, as FASTQ (``plan.converted``); returns a
-    sentence for each run that stays a ``.sra`` (no fasterq-dump: one sentence for all of them)."""
-    said = []
-    waiting = [f for f in plan.files if f.source == "ncbi" and f.name in verified]
-    if waiting and tool() is None:
-        runs = [f.run for f in waiting if converted(folder, f.run) is None]
-        for f in waiting:
-            if f.run not in runs:
-                plan.converted[f.run] = converted(folder, f.run)
-        if runs:
-            more = " and more" if len(runs) > 5 else ""
-            said.append(f"{', '.join(runs[:5])}{more} came from NCBI as .sra; {INSTALL}")
-        return said
-    for f in waiting:
+    """Each run whose ``.sra`` came from NCBI and is here verified, as FASTQ beside it (``plan.converted``, names
+    relative to ``folder``); returns a sentence for each run that stays a ``.sra`` (no fasterq-dump: one
+    sentence for all of them)."""
+    said, missing = [], []
+    for f in (f for f in plan.files if f.source == "ncbi" and f.name in verified):
+        sra = folder / Destination(folder).claim(f.name)
+        sub = posixpath.dirname(f.name)  # the sample's folder (``--layout sample``), or DEST itself
         try:
-            plan.converted[f.run] = convert(f.run, folder / Destination(folder).claim(f.name), folder)
+            made = converted(sra.parent, f.run) if tool() is None else convert(f.run, sra, sra.parent)
         except TransferError as exc:
             said.append(str(exc))
+            continue
+        if made is None:
+            missing.append(f.run)
+            continue
+        plan.converted[f.run] = [replace(m, name=posixpath.join(sub, m.name)) if sub else m for m in made]
+    if missing:
+        more = " and more" if len(missing) > 5 else ""
+        said.append(f"{', '.join(missing[:5])}{more} came from NCBI as .sra; {INSTALL}")
     return said

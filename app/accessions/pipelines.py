@@ -29,6 +29,7 @@ from pathlib import Path
 from backends.destination import Destination, write_atomic
 
 from .ena import Plan
+from .reads import assign
 
 SHEETS = ("fetchngs", "rnaseq", "sarek", "scrnaseq", "taxprofiler", "none")
 PATH_STYLES = ("absolute", "relative")
@@ -48,6 +49,8 @@ class RunReads:
     read_2: str  # "" for a single-end run
     md5_1: str = ""
     md5_2: str = ""
+    index: tuple[str, ...] = ()  # index (technical) reads, in the run's order
+    unpaired: str = ""  # reads whose mate was lost (ENA's RUN.fastq.gz beside RUN_1 and RUN_2)
 
     @property
     def run(self) -> str:
@@ -73,7 +76,8 @@ def safe_sample(text: str) -> str:
 
 
 def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "absolute") -> list[RunReads]:
-    """The runs whose files are all here and verified, their reads mapped by the archive's read number."""
+    """The runs whose files are all here and verified, their reads mapped by the archive's read number and, for
+    more than two files, by their reads' lengths (``reads.assign``: an index read is never read 1)."""
     by_run: dict[str, list] = {}
     for f in plan.files:
         by_run.setdefault(f.run, []).append(f)
@@ -93,12 +97,13 @@ def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "abso
         if plan.kind == "fastq" and all(f.name.endswith(".sra") for f in files):
             continue  # a .sra not converted (no fasterq-dump): said when the fetch ended
         files = [f for f in files if not f.name.endswith(".sra")]
-        reads = {f.read: f for f in files if f.read is not None}
-        first, second = (reads.get(1), reads.get(2)) if reads else (files[0], None)
+        roles = assign(files, meta.get("run_accession", ""), lambda f: folder / saved.claim(f.name))
+        first, second = roles.read_1, roles.read_2
         if first is None:
             continue
         found.append(RunReads(meta, where(first.name), where(second.name) if second else "", first.md5,
-                              second.md5 if second else ""))
+                              second.md5 if second else "", tuple(where(f.name) for f in roles.index),
+                              where(roles.unpaired.name) if roles.unpaired else ""))
     return found
 
 

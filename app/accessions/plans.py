@@ -126,6 +126,25 @@ def no_reads_in_geo(plan: ena.Plan) -> str:
     return "; ".join(said) + "."
 
 
+LAYOUTS = ("flat", "sample")
+
+
+def apply_layout(plan: ena.Plan, layout: str) -> ena.Plan:
+    """``--layout sample``: each run's files in a folder named after its biological sample (ENA's sample
+    accession, else the experiment's, else the run's, made a name every OS and pipeline takes); ``flat`` keeps
+    every file in DEST. The archive's file names are kept either way; the samplesheets point into the folders."""
+    if layout != "sample":
+        return plan
+    from dataclasses import replace
+
+    from .pipelines import safe_sample
+
+    folder_of = {row.get("run_accession"): safe_sample(row.get("sample_accession") or row.get("experiment_accession")
+                                                       or row.get("run_accession") or "") for row in plan.rows}
+    plan.files = [replace(f, name=f"{folder_of[f.run]}/{f.name}") if f.run in folder_of else f for f in plan.files]
+    return plan
+
+
 #: the most a list file may hold (a million accessions is ~12 MiB)
 LIST_LIMIT = 64 * 1024 * 1024
 

@@ -3,7 +3,8 @@
 The samplesheet has nf-core/fetchngs' layout (its ``SRA_TO_SAMPLESHEET``): ``sample`` (the experiment, so runs
 sequenced from one library share it), ``fastq_1`` and ``fastq_2`` (absolute paths), then the run's metadata, every
 value in double quotes, as nf-core/rnaseq and the others read it. ``md5_1``/``md5_2`` and ``single_end`` say what
-Ferry checked and how the reads are laid out.
+Ferry checked and how the reads are laid out; ``fastq_index_1``/``fastq_index_2`` hold a run's index (technical)
+reads and ``fastq_unpaired`` the reads whose mate was lost, where the archive has them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ SHEET_COLUMNS = ("sample", "fastq_1", "fastq_2", "run_accession", "experiment_ac
                  "secondary_sample_accession", "study_accession", "secondary_study_accession", "submission_accession",
                  "sample_title", "experiment_title", "study_title", "scientific_name", "tax_id", "instrument_platform",
                  "instrument_model", "library_layout", "library_strategy", "library_source", "library_selection",
-                 "library_name", "read_count", "base_count", "md5_1", "md5_2", "single_end")
+                 "library_name", "read_count", "base_count", "md5_1", "md5_2", "single_end", "fastq_index_1",
+                 "fastq_index_2", "fastq_unpaired")
 
 
 def write_samplesheet(plan: Plan, folder: Path, done: set[str], style: str = "absolute") -> int:
@@ -33,7 +35,8 @@ def write_samplesheet(plan: Plan, folder: Path, done: set[str], style: str = "ab
         record = {k: run.meta.get(k, "") for k in SHEET_COLUMNS}
         record.update(sample=run.meta.get("experiment_accession") or run.run, fastq_1=run.read_1,
                       fastq_2=run.read_2, md5_1=run.md5_1, md5_2=run.md5_2,
-                      single_end="false" if run.read_2 else "true")
+                      single_end="false" if run.read_2 else "true", fastq_unpaired=run.unpaired,
+                      **{f"fastq_index_{i}": path for i, path in enumerate(run.index[:2], 1)})
         rows.append(record)
     out = io.StringIO(newline="")
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")

@@ -14,7 +14,8 @@ from app.accessions.convert import convert_runs
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.ncbi import SOURCES
 from app.accessions.pipelines import PATH_STYLES, SHEETS
-from app.accessions.plans import build_plan, no_reads_in_geo, read_list
+from app.accessions.plans import LAYOUTS, apply_layout, build_plan, no_reads_in_geo, read_list
+from app.accessions.reads import dropped_note
 from app.accessions.sheets import write_metadata, write_sheet
 from app.cli.progress import ProgressLine
 from app.engine import RetryPolicy
@@ -38,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--samplesheet", choices=SHEETS, default="fetchngs",
                        help="the samplesheet.csv to write: fetchngs' layout (default), or the one nf-core/rnaseq, "
                             "sarek, scrnaseq or taxprofiler reads (their schema_input.json), or none")
+    group.add_argument("--layout", choices=LAYOUTS, default="flat",
+                       help="flat (default: every file in DEST) or sample (a folder per sample, named by its "
+                            "accession); file names as the archive gives them")
     group.add_argument("--sheet-paths", choices=PATH_STYLES, default="absolute",
                        help="the sheet's FASTQ paths absolute (default) or relative to DEST")
     group.add_argument("--filter", action="append", metavar="FIELD=VALUE", dest="filters",
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace, overrides) -> int:
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     filters = parse_filters(getattr(args, "filters", None))
     with services.waiting(lambda text: _say(args, f"labferry: {text}")):
-        plan = narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None))
+        plan = apply_layout(narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None)),
+                            getattr(args, "layout", "flat"))
     if getattr(args, "dry_run", False):
         return _dry_run(args, plan, folder)
     files = counted(len(plan.files), f"{args.files} file")
@@ -99,6 +104,9 @@ def run(args: argparse.Namespace, overrides) -> int:
                             if args.files == "fastq" else (0, []))
     for run, why in left_out:
         print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out {run}: {why}.", file=sys.stderr)
+    dropped = dropped_note(plan, folder, outcome.verified_names) if args.files == "fastq" else None
+    if dropped:
+        print(f"labferry: note: {dropped}", file=sys.stderr)
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
     status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else \
@@ -169,7 +177,7 @@ def _run_ls(args: argparse.Namespace) -> int:
 
     if not is_accession(args.source):
         raise BadRequest(f"'{args.source}' is not an accession; give one such as ena:PRJEB12345 or SRR1234567.")
-    plan = narrow(_plan(args, args.ca_file), parse_filters(args.filters), args.runs)
+    plan = apply_layout(narrow(_plan(args, args.ca_file), parse_filters(args.filters), args.runs), args.layout)
     return _dry_run(args, plan, Path(args.dest).absolute())
 
 

@@ -42,6 +42,11 @@ def make_sra(work: Path, run: str, *reads: list[str]) -> bytes:
 
 
 PAIRED = (_reads(1, 300, 76), _reads(2, 300, 76))
+SINGLE_CELL = (_reads(4, 50, 8), _reads(5, 50, 28), _reads(6, 50, 90))  # index (i7), barcode+UMI, cDNA
+
+
+def fastq_gz(sequences: list[str]) -> bytes:
+    return gzip.compress("".join(f"@r{i}\n{s}\n+\n{'F' * len(s)}\n" for i, s in enumerate(sequences)).encode())
 SINGLE = (_reads(3, 200, 100),)
 
 
@@ -63,6 +68,13 @@ def ncbi(nginx, tmp_path_factory):
     server.add_ncbi_run("SRR0000902", make_sra(work, "SRR0000902", *PAIRED), files)
     server.add_ncbi_run("SRR0000903", make_sra(work, "SRR0000903", *SINGLE), files, wrong_md5=True)
     server.add_geo("GSE0007777", sra="ERP000777")
+    cells = dict(sample="SAMEA0007881", study="ERP000788", project="PRJEB7878", layout="PAIRED")
+    server.add_run("ERR0000781", experiment="ERX0000781", **cells, fastq=[  # index, barcode, cDNA: 3 files
+        ("ERR0000781_1.fastq.gz", fastq_gz(SINGLE_CELL[0])), ("ERR0000781_2.fastq.gz", fastq_gz(SINGLE_CELL[1])),
+        ("ERR0000781_3.fastq.gz", fastq_gz(SINGLE_CELL[2]))], fields={"read_count": "50", "base_count": "6300"})
+    server.add_run("ERR0000782", experiment="ERX0000782", **cells, fastq=[  # ENA dropped the index read
+        ("ERR0000782_1.fastq.gz", fastq_gz(SINGLE_CELL[1])), ("ERR0000782_2.fastq.gz", fastq_gz(SINGLE_CELL[2]))],
+        fields={"read_count": "50", "base_count": "6300"})
     yield server
     server.stop()
 
@@ -171,3 +183,42 @@ def test_eutils_calls_carry_the_users_ncbi_api_key(ncbi, nginx, tmp_path, ferry_
     assert "ERR0000771" in proc.stdout and "ERR0000772.sra" in proc.stdout
     assert len(ncbi.eutils_asked) == 2  # esearch, esummary
     assert all(q.get("api_key") == "k3y-0f-lab" and q.get("tool") == "labferry" for q in ncbi.eutils_asked)
+
+
+def test_layout_sample_puts_each_samples_runs_in_its_folder_converted_ones_too(ncbi, nginx, tmp_path, ferry_home):
+    dest = tmp_path / "by-sample"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{dest}/", "--layout", "sample", "--sheet-paths", "relative",
+                 home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in dest.iterdir()) == ["SAMEA0007771", "metadata.tsv", "samplesheet.csv"]
+    assert sorted(p.name for p in (dest / "SAMEA0007771").iterdir()) == [
+        "ERR0000771_1.fastq.gz", "ERR0000771_2.fastq.gz", "ERR0000772.fastq.md5", "ERR0000772.sra",
+        "ERR0000772_1.fastq.gz", "ERR0000772_2.fastq.gz"]
+    with open(dest / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert [(r["fastq_1"], r["fastq_2"]) for r in rows] == [
+        ("SAMEA0007771/ERR0000771_1.fastq.gz", "SAMEA0007771/ERR0000771_2.fastq.gz"),
+        ("SAMEA0007771/ERR0000772_1.fastq.gz", "SAMEA0007771/ERR0000772_2.fastq.gz")]
+    assert sequences_of(dest / rows[1]["fastq_2"]) == PAIRED[1]
+
+
+def test_a_single_cell_run_maps_reads_by_their_lengths_and_a_dropped_index_is_said(ncbi, nginx, tmp_path,
+                                                                                   ferry_home):
+    """Three files (index, barcode, cDNA): read 1 is the barcode read and read 2 the cDNA, whatever the file
+    order, the index keeps its own column; a run whose files add up to fewer bases a spot than the report's is
+    named, with how to get every read (fetchngs #326, #260, #144)."""
+    dest = tmp_path / "cells"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7878", f"{dest}/", "--samplesheet", "scrnaseq", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    with open(dest / "samplesheet.csv") as sheet:
+        rows = {r["fastq_1"].rsplit("/", 1)[-1]: r["fastq_2"].rsplit("/", 1)[-1] for r in csv.DictReader(sheet)}
+    assert rows == {"ERR0000781_2.fastq.gz": "ERR0000781_3.fastq.gz", "ERR0000782_1.fastq.gz": "ERR0000782_2.fastq.gz"}
+    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    assert len(noted) == 1 and "ERR0000782 (118 of 126 bases a spot)" in noted[0] and "ERR0000781" not in noted[0]
+    assert "--source ncbi" in noted[0]
+    proc = fetch(ncbi, nginx, "ena:PRJEB7878", f"{dest}/", home=ferry_home)  # the fetchngs sheet: every file
+    assert proc.returncode == 0, proc.stderr
+    with open(dest / "samplesheet.csv") as sheet:
+        row = next(r for r in csv.DictReader(sheet) if r["run_accession"] == "ERR0000781")
+    assert [Path(row[k]).name for k in ("fastq_1", "fastq_2", "fastq_index_1")] == [
+        "ERR0000781_2.fastq.gz", "ERR0000781_3.fastq.gz", "ERR0000781_1.fastq.gz"]

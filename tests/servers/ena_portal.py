@@ -98,9 +98,10 @@ class Portal:
 
     def add_run(self, run: str, *, experiment: str, sample: str, study: str, project: str, layout: str,
                 fastq: list[tuple[str, bytes]], submitted: list[tuple[str, bytes]] = (), wrong_md5: str | None = None,
-                title: str = "") -> None:
+                title: str = "", fields: dict | None = None) -> None:
         """A run and its files (name, content), written where nginx serves them; ``wrong_md5``: the name of
-        a file whose published MD5 is not its content's (a damaged archive copy, or a stale report)."""
+        a file whose published MD5 is not its content's (a damaged archive copy, or a stale report); ``fields``:
+        report fields other than the defaults (``read_count``, ``base_count``, ``library_source``, …)."""
         row = {"run_accession": run, "experiment_accession": experiment, "sample_accession": sample,
                "secondary_sample_accession": sample.replace("SAMEA", "ERS"), "study_accession": project,
                "secondary_study_accession": study, "submission_accession": "ERA0000001", "tax_id": "9606",
@@ -108,7 +109,7 @@ class Portal:
                "instrument_model": "Illumina NovaSeq 6000", "library_layout": layout, "library_strategy": "WGS",
                "library_source": "GENOMIC", "library_selection": "RANDOM", "library_name": f"lib-{run}",
                "read_count": "1000", "base_count": "150000", "sample_title": title or f"sample of {run}",
-               "experiment_title": f"experiment of {run}", "study_title": "A stand-in study"}
+               "experiment_title": f"experiment of {run}", "study_title": "A stand-in study", **(fields or {})}
         for kind, files in (("fastq", fastq), ("submitted", submitted)):
             paths, md5s, sizes = [], [], []
             for name, data in files:
