@@ -37,6 +37,9 @@ from .dialogs import with_browse
 
 KIND_LABELS = (("FASTQ (ENA's reads)", "fastq"), ("Submitted files (as the authors sent them)", "submitted"),
                ("SRA files", "sra"))
+#: where runs come from (``--source``)
+SOURCE_LABELS = (("ENA, and NCBI's .sra for runs ENA lacks", "auto"), ("ENA only", "ena"),
+                 ("NCBI (.sra, converted to FASTQ)", "ncbi"))
 #: the samplesheet written when the files are in (``--samplesheet``): each pipeline's own layout
 SHEET_LABELS = (("nf-core/fetchngs' layout", "fetchngs"), ("nf-core/rnaseq", "rnaseq"), ("nf-core/sarek", "sarek"),
                 ("nf-core/scrnaseq", "scrnaseq"), ("nf-core/taxprofiler", "taxprofiler"), ("no samplesheet", "none"))
@@ -71,6 +74,10 @@ class AccessionDialog(QDialog):
         for label, key in SHEET_LABELS:
             self.sheet.addItem(label, key)
         self.relative = QCheckBox("Paths in the sheet relative to the folder", self)
+        self.by_sample = QCheckBox("A folder for each sample", self)
+        self.source = QComboBox(self)
+        for label, key in SOURCE_LABELS:
+            self.source.addItem(label, key)
         self.full: ena.Plan | None = None  # the look-up's answer, before the filter
         self.look = QPushButton("Look up", self)
         self.look.clicked.connect(self.look_up)
@@ -91,6 +98,7 @@ class AccessionDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         form.addRow("Accessions", self.words)
         form.addRow("Files", self.kind)
+        form.addRow("From", self.source)
         form.addRow("Only runs where", self.only)
         form.addRow("", self.look)
         form.addRow(self.summary)
@@ -98,9 +106,11 @@ class AccessionDialog(QDialog):
         form.addRow("Into folder", with_browse(self.dest, True, self))
         form.addRow("Samplesheet for", self.sheet)
         form.addRow("", self.relative)
+        form.addRow("", self.by_sample)
         form.addRow(self.buttons)
         self.answered.connect(self._show)
         self.kind.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)
+        self.source.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)
         if words_of(text):
             self.look_up()
 
@@ -120,12 +130,13 @@ class AccessionDialog(QDialog):
         self.summary.setText(f"Asking the archive about {', '.join(words[:5])}{' …' if len(words) > 5 else ''}")
         label = words[0] if len(words) == 1 else f"{words[0]} and {len(words) - 1} more"
         label = label if label.startswith("ena:") else "ena:" + label
-        threading.Thread(target=self._work, args=(words, label, self.kind.currentData(), self.asked),
+        threading.Thread(target=self._work, args=(words, label, self.kind.currentData(), self.asked,
+                                                  self.source.currentData()),
                          name="ferry-accession", daemon=True).start()
 
-    def _work(self, words: list[str], label: str, kind: str, asked: int) -> None:  # a worker thread: no Qt here
+    def _work(self, words: list[str], label: str, kind: str, asked: int, source: str) -> None:  # no Qt here
         try:
-            answer: object = build_plan(words, label, kind, ca_file=self.ca_file)
+            answer: object = build_plan(words, label, kind, ca_file=self.ca_file, source=source)
         except TransferError as exc:
             answer = str(exc)
         except Exception as exc:  # an answer the archive should not give: said, never a traceback
@@ -154,7 +165,8 @@ class AccessionDialog(QDialog):
         self.summary.setText(describe(answer, self.folder))
         self.table.setRowCount(len(answer.files))
         for row, f in enumerate(answer.files):
-            for column, text in enumerate((f.run, f.name, format_bytes(f.size) if f.size else "?", f.md5)):
+            name = f"{f.name} (from NCBI)" if f.source == "ncbi" else f.name
+            for column, text in enumerate((f.run, name, format_bytes(f.size) if f.size else "?", f.md5)):
                 self.table.setItem(row, column, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
         self.fetch.setEnabled(bool(answer.files))
@@ -163,6 +175,11 @@ class AccessionDialog(QDialog):
     def sheet_choice(self) -> tuple[str, str]:
         """(the pipeline whose samplesheet to write, absolute|relative paths), as ``--samplesheet``."""
         return self.sheet.currentData(), "relative" if self.relative.isChecked() else "absolute"
+
+    @property
+    def layout(self) -> str:
+        """``--layout``: a folder for each sample, or every file in the folder."""
+        return "sample" if self.by_sample.isChecked() else "flat"
 
     def _narrowed(self) -> None:
         """The filter changed: the same answer, narrowed again (the archive is not asked again)."""
@@ -199,6 +216,9 @@ def describe(plan: ena.Plan, folder: Path) -> str:
     for accession, linked in plan.geo.items():
         text += f" {accession} (GEO) is {', '.join(linked)} in SRA." if linked else \
             f" GEO links no SRA reads to {accession}."
+    if plan.from_ncbi:
+        text += f" {counted(len(plan.from_ncbi), 'run')} from NCBI as .sra" + \
+                (", converted to FASTQ when they are in (fasterq-dump)." if plan.kind == "fastq" else ".")
     if plan.without_files:
         text += f" No {plan.kind} files in ENA for {', '.join(plan.without_files[:8])}" \
                 f"{' …' if len(plan.without_files) > 8 else ''}: try another kind of files."

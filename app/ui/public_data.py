@@ -7,10 +7,13 @@ gets its samplesheet and the files that failed by HTTPS are queued again by FTP.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+from PySide6.QtCore import QObject, Signal
+
 from app.accessions.ids import is_accession
-from app.accessions.plans import words_of
+from app.accessions.plans import apply_layout, words_of
 from app.accessions.queued import finish, queue_request
 from app.engine import JobView
 from app.requests import Defaults
@@ -37,24 +40,45 @@ class PublicData:
             return
         try:
             with Store(self.db_path) as store:
-                request = queue_request(dialog.plan, dialog.folder, defaults=Defaults.from_settings(self.settings),
-                                        store=store, sheet=dialog.sheet_choice)
+                request = queue_request(apply_layout(dialog.plan, dialog.layout), dialog.folder,
+                                        defaults=Defaults.from_settings(self.settings), store=store,
+                                        sheet=dialog.sheet_choice, layout=dialog.layout)
         except TransferError as exc:
             self._show_error(str(exc))
             return
         self.bridge.call("submit", *request.submit_args())
 
     def accession_finished(self, view: JobView) -> None:
-        """A list job ended: the samplesheet, and the other route for what failed by this one."""
+        """A list job ended: a .sra from NCBI converted and the samplesheet written in a worker thread (a
+        conversion takes minutes), then the other route for what failed by this one, back on the window's."""
         if not view.files:
             return
-        try:
-            with Store(self.db_path) as store:
-                rows, again = finish(view.source, Path(view.dest), view.files,
-                                     defaults=Defaults.from_settings(self.settings), store=store)
-        except (TransferError, OSError) as exc:
-            self._show_error(f"{view.source}: the samplesheet could not be written ({exc}).")
+        finisher = _Finisher(self)
+        finisher.done.connect(lambda answer: (self._accession_done(view, answer), finisher.deleteLater()))
+        defaults = Defaults.from_settings(self.settings)
+
+        def work() -> None:  # no Qt here but the signal
+            try:
+                with Store(self.db_path) as store:
+                    answer: object = finish(view.source, Path(view.dest), view.files, defaults=defaults, store=store)
+            except (TransferError, OSError) as exc:
+                answer = exc
+            finisher.done.emit(answer)
+
+        threading.Thread(target=work, name="ferry-accession-finish", daemon=True).start()
+
+    def _accession_done(self, view: JobView, answer) -> None:
+        if isinstance(answer, Exception):
+            self._show_error(f"{view.source}: {answer}" if isinstance(answer, TransferError) and "fasterq-dump" in
+                             str(answer) else f"{view.source}: the samplesheet could not be written ({answer}).")
             return
+        _, again = answer
         if again is not None:
             self.status.setText(f"{view.source}: trying {counted(len(again.options.files), 'file')} by the other route")
             self.bridge.call("submit", *again.submit_args())
+
+
+class _Finisher(QObject):
+    """Carries a finished accession's answer from the worker thread to the window's (a queued signal)."""
+
+    done = Signal(object)

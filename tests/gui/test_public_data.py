@@ -128,3 +128,49 @@ def test_part_of_a_study_with_the_sheet_rnaseq_reads(qtbot, window, archive, tmp
     assert rows == [{"sample": "SAMEA0007001", "fastq_1": "ERR0007001_1.fastq.gz", "fastq_2": "ERR0007001_2.fastq.gz",
                      "strandedness": "auto", "seq_platform": "ILLUMINA"}]
     assert not (folder / "ERR0007002.fastq.gz").exists() and QApplication.activeModalWidget() is None
+
+
+def test_a_run_only_at_ncbi_arrives_converted_in_its_samples_folder(qtbot, window, archive, nginx, tmp_path):
+    """A study whose run ENA has no FASTQ for: the dialog says it comes from NCBI as .sra, "A folder for each
+    sample" is ticked from the keyboard, and when the job ends the .sra is converted (fasterq-dump, in a worker
+    thread) and the rnaseq sheet points into the sample's folder."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from tests.integration.test_ncbi_source import PAIRED, make_sra, sequences_of
+
+    from .test_driving import when_modal
+
+    archive.add_run("ERR0007003", experiment="ERX0007003", layout="PAIRED", sample="SAMEA0007003", study="ERP000778",
+                    project="PRJEB7778", fastq=[])
+    archive.add_ncbi_run("ERR0007003", make_sra(tmp_path / "sra", "ERR0007003", *PAIRED),
+                         f"http://127.0.0.1:{nginx.http_port}")
+    folder = tmp_path / "from-ncbi"
+    seen = {}
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(dialog.findChild(QPlainTextEdit), "PRJEB7778")
+        QTest.mouseClick(dialog.look, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.plan is not None, timeout=20_000)
+        seen["summary"] = dialog.summary.text()
+        seen["file"] = dialog.table.item(0, 1).text()
+        dialog.sheet.setCurrentIndex(dialog.sheet.findData("rnaseq"))
+        for box in (dialog.relative, dialog.by_sample):
+            box.setFocus()
+            QTest.keyClick(box, Qt.Key.Key_Space)
+        dialog.dest.setText(str(folder))
+        QTest.mouseClick(dialog.fetch, Qt.MouseButton.LeftButton)
+
+    when_modal(fill, window)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert "1 run from NCBI as .sra, converted to FASTQ" in seen["summary"], seen
+    assert seen["file"] == "ERR0007003.sra (from NCBI)"
+    qtbot.waitUntil(lambda: (v := job(window, "PRJEB7778")) is not None and v.state.terminal, timeout=60_000)
+    assert job(window, "PRJEB7778").state == JobState.DONE, job(window, "PRJEB7778").error
+    qtbot.waitUntil(lambda: (folder / "samplesheet.csv").exists(), timeout=60_000)
+    with open(folder / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert [(r["fastq_1"], r["fastq_2"]) for r in rows] == [
+        ("SAMEA0007003/ERR0007003_1.fastq.gz", "SAMEA0007003/ERR0007003_2.fastq.gz")]
+    assert sequences_of(folder / rows[0]["fastq_2"]) == PAIRED[1]
