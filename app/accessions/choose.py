@@ -39,8 +39,12 @@ def narrow(plan: Plan, filters: dict[str, set[str]], runs: int | None = None) ->
     """``plan`` with only the runs the filters keep (the first ``runs`` of them), and their files."""
     if not filters and runs is None:
         return plan
+    if runs is not None and runs < 1:
+        raise BadRequest(f"--runs {runs} keeps no run; give 1 or more.")
     kept_rows = [row for row in plan.rows
                  if all((row.get(field) or "").lower() in values for field, values in filters.items())]
+    if filters and plan.rows and not kept_rows:
+        raise BadRequest(no_match(plan, filters))
     if runs is not None:
         kept_rows = kept_rows[:max(0, runs)]
     keep = {row.get("run_accession") for row in kept_rows}
@@ -48,6 +52,16 @@ def narrow(plan: Plan, filters: dict[str, set[str]], runs: int | None = None) ->
     plan.files = [f for f in plan.files if f.run in keep or not f.run]  # plain addresses from a list stay
     plan.without_files = [run for run in plan.without_files if run in keep]
     return plan
+
+
+def no_match(plan: Plan, filters: dict[str, set[str]]) -> str:
+    """A filter no run passes: what was asked, and what the runs have in those fields (so the next try is right)."""
+    asked = ", ".join(f"{field}={'|'.join(sorted(values))}" for field, values in filters.items())
+    seen = []
+    for field in filters:
+        values = sorted({row.get(field) or "(empty)" for row in plan.rows})
+        seen.append(f"{field} {', '.join(values[:8])}{' …' if len(values) > 8 else ''}")
+    return f"No run of {plan.label} matches {asked}; its runs have {'; '.join(seen)}."
 
 
 def dry_run_lines(plan: Plan, folder: Path) -> list[str]:

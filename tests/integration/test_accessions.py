@@ -192,6 +192,11 @@ def test_filters_and_runs_fetch_a_part_and_ls_lists_it(portal, nginx, tmp_path, 
     assert shown["total_bytes"] == sum(f["bytes"] for r in shown["runs"] for f in r["files"]) > 0
     bad = fetch(portal, nginx, "ena:PRJEB1111", f"{dest}/", "--filter", "colour=blue", home=ferry_home)
     assert bad.returncode == 2 and "not a field of ENA's report" in bad.stderr
+    none = fetch(portal, nginx, "ena:PRJEB1111", f"{tmp_path}/none/", "--filter", "instrument_platform=PACBIO_SMRT",
+                 home=ferry_home)
+    assert none.returncode == 2 and len(none.stderr.strip().splitlines()) == 1, none.stderr
+    assert "No run of ena:PRJEB1111 matches instrument_platform=pacbio_smrt; its runs have instrument_platform " \
+           "ILLUMINA." in none.stderr and not (tmp_path / "none").exists()
 
 
 def test_one_run_by_its_bare_accession(portal, nginx, tmp_path, ferry_home, monkeypatch):
