@@ -1,17 +1,17 @@
 """A run's ``.sra`` from NCBI as the gzipped FASTQ a pipeline reads, with sra-tools' ``fasterq-dump``.
 
-``fasterq-dump --split-files --include-technical`` writes one plain FASTQ per read of the run (``RUN_1.fastq``,
-``RUN_2.fastq``, …; ``RUN.fastq`` for a single read), technical reads (an index) included: ENA often drops
-those. It writes into a private folder inside DEST (same disk, so the last step is a rename); each file is then
-gzipped (level 1: the conversion, not the disk, is the slow part) with its MD5 taken on the way, and moved to
-``RUN_N.fastq.gz`` through the destination module. ``RUN.fastq.md5`` (md5sum's format) is written last: it
-says the conversion is whole, so a second run of the same command converts nothing twice. Without
+``fasterq-dump --split-spot --include-technical --stdout`` gives every read of every spot, technical reads (an
+index) included: ENA often drops those. Ferry splits that stream by read number into one gzipped file per read
+as it comes (level 1: the conversion, not the disk, is the slow part), with its MD5 taken on the way, in a
+private folder inside DEST (same disk, so the last step is a rename), then moves them to ``RUN_1.fastq.gz``,
+``RUN_2.fastq.gz`` … (``RUN.fastq.gz`` for a single read) through the destination module. No plain FASTQ ever
+lands on the disk: it is three to four times the size of the .sra. ``RUN.fastq.md5`` (md5sum's format) is
+written last: it says the conversion is whole, so a second run of the same command converts nothing twice. Without
 ``fasterq-dump`` the ``.sra`` is kept and the user told, in one sentence, what to install.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import os
@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,7 +34,6 @@ from .ena import RemoteFile
 SLOWEST_BYTES_PER_S = 2 * 1024 * 1024
 INSTALL = ("install sra-tools for fasterq-dump (Debian/Ubuntu: apt install sra-toolkit; conda: conda install -c "
            "bioconda sra-tools), then run the same command again to get its FASTQ files")
-_OUTPUT = re.compile(r"^(?P<stem>.+?)(?:_(?P<read>\d+))?\.fastq$")
 
 
 def tool() -> str | None:
@@ -73,57 +73,94 @@ def convert(run: str, sra: Path, folder: Path) -> list[RemoteFile]:
     except OSError as exc:
         raise LocalError(f"Ferry cannot make a folder in {folder} to convert {sra.name} ({exc.strerror}).") from None
     try:
-        _dump(dumper, sra, work, run)
-        made = sorted(work.glob("*.fastq"), key=lambda p: p.name)
+        made = _dump(dumper, sra, work)
         if not made:
-            raise TransferError(f"fasterq-dump wrote no FASTQ for {run}; its .sra is kept as {sra.name}.")
-        files = [_gzip_into_place(path, folder, run) for path in made[:64]]
+            raise TransferError(f"fasterq-dump wrote no reads for {run}; its .sra is kept as {sra.name}.")
+        files = []
+        for read, (path, md5) in sorted(made.items()):
+            name = f"{run}.fastq.gz" if len(made) == 1 else f"{run}_{read}.fastq.gz"
+            final = Destination(folder).file(name)
+            move_into_place(path, final, time.time(), 0o644)
+            files.append(RemoteFile(run, name, "", md5, final.stat().st_size, None if len(made) == 1 else read,
+                                    source="ncbi"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     write_atomic(manifest_of(folder, run), "".join(f"{f.md5}  {f.name}\n" for f in files).encode())
     return files
 
 
-def _dump(dumper: str, sra: Path, work: Path, run: str) -> None:
-    """fasterq-dump into ``work``, within a time its size allows; a signal ends it with Ferry."""
-    argv = [dumper, "--split-files", "--include-technical", "--threads", "2", "--temp", str(work), "--outdir",
-            str(work), str(sra.resolve())]
+def _dump(dumper: str, sra: Path, work: Path) -> dict[int, tuple[Path, str]]:
+    """fasterq-dump's reads, spot by spot on its stdout, split by read number into gzipped files in ``work`` as
+    they come (no plain FASTQ on disk: it is three to four times the .sra). The read number travels in the
+    quality line (``+N``), which is written back as ``+``. A fasterq-dump slower than its size allows is killed;
+    so is one Ferry stops (Ctrl-C)."""
+    argv = [dumper, "--split-spot", "--include-technical", "--stdout", "--threads", "2", "--temp", str(work),
+            "--seq-defline", "@$ac.$si $sn length=$rl", "--qual-defline", "+$ri", str(sra.resolve())]
     limit = max(600.0, sra.stat().st_size * 8 / SLOWEST_BYTES_PER_S)
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = open_new(work / "fasterq-dump.err", os.O_WRONLY | os.O_TRUNC)
     try:
-        _, err = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TransferError(f"fasterq-dump took over {limit / 60:.0f} min on {sra.name}; its .sra is kept. Convert "
-                            "it yourself with fasterq-dump, or run the command again.") from None
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, cwd=work)
     finally:
-        if proc.poll() is None:  # a signal (Ctrl-C) while waiting
+        os.close(err)
+    watchdog = threading.Timer(limit, proc.kill)
+    watchdog.start()
+    outputs = _Outputs(work)
+    try:
+        outputs.split(proc.stdout)
+        status = proc.wait()
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:  # a signal (Ctrl-C) or a broken stream: fasterq-dump ends with Ferry
             proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.communicate(timeout=10)
-    if proc.returncode != 0:
-        said = " ".join(err.decode("utf-8", "replace").split())[-300:]
-        raise TransferError(f"fasterq-dump could not convert {sra.name} ({said or f'status {proc.returncode}'}); "
-                            "the .sra is kept.")
+            proc.wait()
+        proc.stdout.close()
+        made = outputs.close()
+    if status != 0:
+        said = " ".join((work / "fasterq-dump.err").read_text(errors="replace").split())[-300:]
+        why = f"over {limit / 60:.0f} min" if status == -9 else said or f"status {status}"
+        raise TransferError(f"fasterq-dump could not convert {sra.name} ({why}); the .sra is kept. Run the "
+                            "command again, or convert it yourself with fasterq-dump.")
+    return made
 
 
-def _gzip_into_place(plain: Path, folder: Path, run: str) -> RemoteFile:
-    """One of fasterq-dump's files gzipped beside it, MD5 taken on the way, then moved to its final name."""
-    found = _OUTPUT.match(plain.name)
-    read = int(found["read"]) if found and found["read"] else None
-    name = f"{run}_{read}.fastq.gz" if read is not None else f"{run}.fastq.gz"
-    packed = plain.with_name(name)
-    digest = hashlib.md5()
-    fd = open_new(packed, os.O_WRONLY | os.O_TRUNC)
-    with os.fdopen(fd, "wb") as raw, _Hashing(raw, digest) as sink, gzip.GzipFile(
-            filename="", mode="wb", fileobj=sink, compresslevel=1, mtime=0) as out, open(plain, "rb") as src:
-        while block := src.read(1 << 20):
-            out.write(block)
-    plain.unlink()
-    final = Destination(folder).file(name)
-    move_into_place(packed, final, time.time(), 0o644)
-    return RemoteFile(run, name, "", digest.hexdigest(), final.stat().st_size, read, source="ncbi")
+#: the most reads a spot may have (Illumina: 4 with two indexes)
+MAX_READS = 16
+
+
+class _Outputs:
+    """One gzipped FASTQ per read number, opened as that read first appears, each hashed as it reaches the disk."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.open: dict[int, tuple[Path, object, object, object]] = {}  # read → (path, digest, raw, gzip)
+
+    def split(self, stream) -> None:
+        lines = iter(stream)
+        for header in lines:
+            seq, plus, qual = next(lines, b""), next(lines, b""), next(lines, b"")
+            if not header.startswith(b"@") or not plus.startswith(b"+") or not qual:
+                raise TransferError("fasterq-dump wrote something that is not FASTQ; the .sra is kept.")
+            read = int(plus[1:].strip() or b"1") if plus[1:].strip().isdigit() else 1
+            self._writer(read).write(header + seq + b"+\n" + qual)
+
+    def _writer(self, read: int):
+        if read not in self.open:
+            if len(self.open) >= MAX_READS:
+                raise TransferError(f"fasterq-dump wrote more than {MAX_READS} reads a spot; the .sra is kept.")
+            path = self.work / f"read{read}.fastq.gz"
+            digest = hashlib.md5()
+            raw = os.fdopen(open_new(path, os.O_WRONLY | os.O_TRUNC), "wb")
+            packed = gzip.GzipFile(filename="", mode="wb", fileobj=_Hashing(raw, digest), compresslevel=1, mtime=0)
+            self.open[read] = (path, digest, raw, packed)
+        return self.open[read][3]
+
+    def close(self) -> dict[int, tuple[Path, str]]:
+        made = {}
+        for read, (path, digest, raw, packed) in self.open.items():
+            packed.close()
+            raw.close()
+            made[read] = (path, digest.hexdigest())
+        return made
 
 
 class _Hashing:

@@ -7,11 +7,12 @@ Needs root and ``../shared/tools/wanem``; nginx, aria2c, wget. Host b runs nginx
 turn, rounds interleaved: ``labferry copy ena:STUDY`` (which asks the portal first, then fetches and checks
 every MD5), ``aria2c -i urls -j4 -x16`` (its best for a study: four files at once, 16 connections each) and
 ``wget -i urls`` (one file after another, what per-file pipelines do); for the study of small runs
-``aria2c -i urls -j16``. Three studies (``--studies``, default mixed,small): mixed (4 paired runs of 2 × 96 MiB
-and 4 single runs of 64 MiB: 12 files, 1 GiB), small (40 runs of 4 MiB) and large (4 paired runs of 2 × 512 MiB:
-the steady state, where start-up counts little). ``--host-connections`` sets Ferry's budget per study (16 by
-default; aria2c's -j4 -x16 -s16 may open 64). Figures are bytes / wall-clock time of the whole command, and the
-share of the link; every file is compared with its MD5 afterwards.
+``aria2c -i urls -j16 -x4`` (``-j16`` for a thousand). Four studies (``--studies``, default mixed,small,thousand):
+mixed (4 paired runs of 2 × 96 MiB and 4 single runs of 64 MiB: 12 files, 1 GiB), small (40 runs of 4 MiB),
+thousand (1,000 runs of 256 KiB: where per-file tools are slowest) and large (4 paired runs of 2 × 512 MiB: the
+steady state, where start-up counts little); wget on mixed and thousand. ``--host-connections`` sets Ferry's
+budget per study (16 by default; aria2c's -j4 -x16 -s16 may open 64). Figures are bytes / wall-clock time of the
+whole command, and the share of the link; every file is compared with its MD5 afterwards.
 
     sudo .venv/bin/python tests/bench/archive_wan.py --rtt 50 --loss 1e-3 --rate 1000 \\
         [--jitter 0] [--rounds 3] [--wget-rounds 1] [--json] [--write docs/benchmarks.md]
@@ -49,9 +50,11 @@ from tests.servers.ena_portal import report_row  # noqa: E402
 from tests.servers.nginx import Nginx, free_port, make_certificates  # noqa: E402
 
 NET = 94
-STUDIES = {"mixed": "PRJEB90001", "small": "PRJEB90002", "large": "PRJEB90003"}
-WHAT = {"mixed": "12 files, 1 GiB (aria2c -j4 -x16)", "small": "40 × 4 MiB (aria2c -j16)",
-        "large": "8 files, 4 GiB (aria2c -j4 -x16)"}
+STUDIES = {"mixed": "PRJEB90001", "small": "PRJEB90002", "large": "PRJEB90003", "thousand": "PRJEB90004"}
+WHAT = {"mixed": "12 files, 1 GiB (aria2c -j4 -x16)", "small": "40 × 4 MiB (aria2c -j16 -x4)",
+        "large": "8 files, 4 GiB (aria2c -j4 -x16)", "thousand": "1,000 × 256 KiB (aria2c -j16)"}
+#: the studies wget is run on (one file after another, as per-file pipelines fetch)
+WGET_STUDIES = ("mixed", "thousand")
 
 
 def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[str, str]]]:
@@ -59,7 +62,8 @@ def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[
     rows, expected = [], {}
     specs = {"mixed": [(f"ERR900{i:04d}", 2, 96) for i in range(4)] + [(f"ERR901{i:04d}", 1, 64) for i in range(4)],
              "small": [(f"ERR902{i:04d}", 1, 4) for i in range(40)],
-             "large": [(f"ERR903{i:04d}", 2, 512) for i in range(4)]}
+             "large": [(f"ERR903{i:04d}", 2, 512) for i in range(4)],
+             "thousand": [(f"ERR904{i:04d}", 1, 0.25) for i in range(1000)]}
     for study, runs in specs.items():
         if study not in studies:
             continue
@@ -70,7 +74,7 @@ def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[
             for name in names:
                 rel = f"vol1/fastq/{run[:6]}/{run}/{name}"
                 (data / rel).parent.mkdir(parents=True, exist_ok=True)
-                make_file(data / rel, mib * MiB)
+                make_file(data / rel, int(mib * MiB))
                 files.append((rel, data / rel))
             row = report_row(run, files, experiment_accession=run.replace("ERR", "ERX"),
                              sample_accession="SAMEA9" + run[3:], study_accession=STUDIES[study],
@@ -86,7 +90,7 @@ def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: 
         return [sys.executable, "-m", "app", "copy", f"ena:{STUDIES[study]}", f"{out}/", "--ca-file", ca, "--json",
                 "-q", "--host-connections", str(connections[study])]
     if tool == "aria2c":
-        jobs = ["-j16"] if study == "small" else ["-j4", "-x16", "-s16", "-k1M"]  # mixed, large: its best
+        jobs = {"small": ["-j16", "-x4"], "thousand": ["-j16"]}.get(study, ["-j4", "-x16", "-s16", "-k1M"])
         return ["aria2c", "-i", str(urls), *jobs, f"--ca-certificate={ca}", "-d", str(out), "--allow-overwrite=true",
                 "--file-allocation=none", "--console-log-level=warn", "--summary-interval=0"]
     return ["wget", "-q", f"--ca-certificate={ca}", "-i", str(urls), "-P", str(out)]
@@ -150,7 +154,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
         ns = on_host(link, "a")
         for r in range(args.rounds):
             for study in args.studies:
-                tools = ("ferry", "aria2c") + (("wget",) if study == "mixed" and r < args.wget_rounds else ())
+                tools = ("ferry", "aria2c") + (("wget",) if study in WGET_STUDIES and r < args.wget_rounds else ())
                 for tool in rotated(tools, r):
                     row = run_tool(tool, [*ns, *command(tool, study, work / "out", urls[study], nginx.ca_file,
                                                         args.connections)],
@@ -203,7 +207,8 @@ def render(rows: list[dict], args: argparse.Namespace, command_line: str) -> str
 def main() -> int:
     parser = path_arguments(__doc__, rtt=50, loss=1e-3, work="/tmp/ferry-bench-archive")
     parser.add_argument("--wget-rounds", type=int, default=1, help="rounds that include wget (slow)")
-    parser.add_argument("--studies", default="mixed,small", help="which studies (default both: mixed,small)")
+    parser.add_argument("--studies", default="mixed,small,thousand",
+                        help="which studies (default mixed,small,thousand; also large)")
     parser.add_argument("--host-connections", default="", metavar="STUDY=N,…",
                         help="Ferry's --host-connections per study, 16 (its default) for those not named; aria2c "
                              "-j4 -x16 -s16 may open 64 for mixed and large")
