@@ -86,9 +86,10 @@ def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[
 
 
 def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: dict[str, int]) -> list[str]:
-    if tool == "ferry":
+    if tool.startswith("ferry"):  # ferry: its --host-connections for the study; ferry@N: N connections
+        budget = tool.partition("@")[2] or str(connections[study])
         return [sys.executable, "-m", "app", "copy", f"ena:{STUDIES[study]}", f"{out}/", "--ca-file", ca, "--json",
-                "-q", "--host-connections", str(connections[study])]
+                "-q", "--host-connections", budget]
     if tool == "aria2c":
         jobs = {"small": ["-j16", "-x4"], "thousand": ["-j16"]}.get(study, ["-j4", "-x16", "-s16", "-k1M"])
         return ["aria2c", "-i", str(urls), *jobs, f"--ca-certificate={ca}", "-d", str(out), "--allow-overwrite=true",
@@ -109,7 +110,7 @@ def run_tool(tool: str, argv: list[str], out: Path, expected: dict[str, str], en
            "md5_ok": ok, "files": len(expected)}
     if proc.returncode != 0:
         row["error"] = proc.stderr.strip()[-300:]
-    elif tool == "ferry":  # the part of the wall time spent fetching (after the portal's answer and the set-up)
+    elif tool.startswith("ferry"):  # the wall time spent fetching (after the portal's answer and the set-up)
         try:
             row["fetch_seconds"] = json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
         except (ValueError, IndexError, KeyError):
@@ -154,7 +155,8 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
         ns = on_host(link, "a")
         for r in range(args.rounds):
             for study in args.studies:
-                tools = ("ferry", "aria2c") + (("wget",) if study in WGET_STUDIES and r < args.wget_rounds else ())
+                ferries = tuple(f"ferry@{b}" for b in args.budgets) or ("ferry",)
+                tools = (*ferries, "aria2c") + (("wget",) if study in WGET_STUDIES and r < args.wget_rounds else ())
                 for tool in rotated(tools, r):
                     row = run_tool(tool, [*ns, *command(tool, study, work / "out", urls[study], nginx.ca_file,
                                                         args.connections)],
@@ -163,7 +165,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
                             "rate_mbps": args.rate, "link_share": round(row["mbps"] / args.rate, 3)}
                     rows_out.append(row)
                     print(json.dumps(row) if args.json else
-                          f"  round {r + 1} {study:<6} {tool:<7} {row['mbps']:7.0f} Mbit/s "
+                          f"  round {r + 1} {study:<8} {tool:<9} {row['mbps']:7.0f} Mbit/s "
                           f"({row['link_share']:.0%} of the link) md5 {'ok' if row['md5_ok'] else 'BAD'}"
                           f"{'  ' + row['error'] if row.get('error') else ''}", flush=True)
         shutil.rmtree(work / "out", ignore_errors=True)
@@ -194,12 +196,16 @@ def render(rows: list[dict], args: argparse.Namespace, command_line: str) -> str
         "| study | Ferry `copy ena:…` | aria2c | wget, one file after another | Ferry / aria2c | Ferry / wget | MD5 |",
         "|---|---|---|---|---|---|---|",
     ]
+    share = lambda v: "not run" if v != v else f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
     for study, what in ((s, WHAT[s]) for s in args.studies):
-        ferry, aria, wget = (median(rows, study, t) for t in ("ferry", "aria2c", "wget"))
-        share = lambda v: "not run" if v != v else f"{v:.0f} ({v / args.rate:.0%})"  # noqa: E731
+        aria, wget = (median(rows, study, t) for t in ("aria2c", "wget"))
         ok = all(r["md5_ok"] for r in rows if r["study"] == study)
-        lines.append(f"| {what} | {share(ferry)} | {share(aria)} | {share(wget)} | {ferry / aria:.2f}× | "
-                     f"{'-' if wget != wget else f'{ferry / wget:.1f}×'} | {'all matched' if ok else '**MISMATCH**'} |")
+        for tool in [f"ferry@{b}" for b in args.budgets] or ["ferry"]:
+            ferry = median(rows, study, tool)
+            label = f"{what}, Ferry with {tool.partition('@')[2] or args.connections[study]} connections"
+            lines.append(f"| {label} | {share(ferry)} | {share(aria)} | {share(wget)} | {ferry / aria:.2f}× | "
+                         f"{'-' if wget != wget else f'{ferry / wget:.1f}×'} | "
+                         f"{'all matched' if ok else '**MISMATCH**'} |")
     lines += ["", "Reproduce:", "", "```", command_line, "```", ""]
     return "\n".join(lines)
 
@@ -212,7 +218,10 @@ def main() -> int:
     parser.add_argument("--host-connections", default="", metavar="STUDY=N,…",
                         help="Ferry's --host-connections per study, 16 (its default) for those not named; aria2c "
                              "-j4 -x16 -s16 may open 64 for mixed and large")
+    parser.add_argument("--budgets", default="", metavar="N,…",
+                        help="run Ferry once per budget in each round (ferry@N), interleaved with the peers")
     args = parser.parse_args()
+    args.budgets = [int(b) for b in args.budgets.split(",") if b]
     args.studies = [s for s in args.studies.split(",") if s in STUDIES]
     args.connections = {study: 16 for study in STUDIES} | {
         k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(",") if p)}
