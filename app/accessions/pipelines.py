@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,10 +81,11 @@ def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "abso
     for f in plan.files:
         by_run.setdefault(f.run, []).append(f)
     saved = Destination(folder)  # where each file was saved (the archive's name, made safe)
+    root = folder.resolve()  # once: resolving each of a thousand files' paths took longer than their sheet
 
     def where(name: str) -> str:
-        path = (folder / saved.claim(name)).resolve()
-        return os.path.relpath(path, folder.resolve()) if style == "relative" else str(path)
+        rel = saved.claim(name)  # below DEST, "/"-separated (as nf-core sheets want on every OS)
+        return rel if style == "relative" else str(root / rel)
 
     found = []
     for meta in plan.rows:
