@@ -43,6 +43,12 @@ from .hashing import hash_file
 #: large files fetched at once, each with its share of the budget (start-up overlaps; one slow file does not
 #: hold the others)
 LARGE_AT_ONCE = 4
+#: small files of this mean size or more go at most WARM_AT_ONCE at a time: each later one then rides a connection
+#: whose window earlier ones opened, which paid more than more connections (40 × 4 MiB at 50 ms / 1e-3: 535 Mbit/s
+#: at 16 at once, 417–492 at 32 and 64); below it each file costs a round trip, and more at once pay (1,000 ×
+#: 256 KiB: 378 Mbit/s at 16, 431 at 32, 448 at 64; docs/benchmarks.md)
+WARM_FROM = 1 << 20
+WARM_AT_ONCE = 16
 #: failed files a job's sentence names one by one; the rest are counted
 NAMED = 4
 SAVE_EVERY = 32  # verified files between writes of the record
@@ -221,8 +227,11 @@ class ListedChecks:
             files = [RemoteFile(f.name, f.size, None, self._address(f)) for f in todo]
             folders = sorted({str(Path(f.name).parent) for f in todo} - {"."})
             plan(files, folders, destination, replace(request.options, overwrite=True), None)  # folders made
-            smalls = sum(1 for f in files if f.size is not None and f.size < large_from)
+            small_sizes = [f.size for f in files if f.size is not None and f.size < large_from]
+            smalls = len(small_sizes)
             at_once, large_at_once, each = budget_split(request.options.max_streams, smalls, len(files) - smalls)
+            if small_sizes and sum(small_sizes) / smalls >= WARM_FROM:
+                at_once = min(at_once, WARM_AT_ONCE)
             self.large_streams = max(1, each)
             failures: dict[str, TransferError] = {}
 

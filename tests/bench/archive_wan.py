@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from app.accessions.fetch import BUDGET  # noqa: E402
 from tests.bench.https_wan import make_file  # noqa: E402
 from tests.bench.report import (  # noqa: E402
     MiB,
@@ -86,10 +87,10 @@ def lay_out(data: Path, studies: list[str]) -> tuple[list[dict], dict[str, dict[
 
 
 def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: dict[str, int]) -> list[str]:
-    if tool.startswith("ferry"):  # ferry: its --host-connections for the study; ferry@N: N connections
-        budget = tool.partition("@")[2] or str(connections[study])
+    if tool.startswith("ferry"):  # ferry: the study's --host-connections, if given, else Ferry's default; ferry@N
+        budget = tool.partition("@")[2] or (str(connections[study]) if study in connections else "")
         return [sys.executable, "-m", "app", "copy", f"ena:{STUDIES[study]}", f"{out}/", "--ca-file", ca, "--json",
-                "-q", "--host-connections", budget]
+                "-q", *(["--host-connections", budget] if budget else [])]
     if tool == "aria2c":
         jobs = {"small": ["-j16", "-x4"], "thousand": ["-j16"]}.get(study, ["-j4", "-x16", "-s16", "-k1M"])
         return ["aria2c", "-i", str(urls), *jobs, f"--ca-certificate={ca}", "-d", str(out), "--allow-overwrite=true",
@@ -202,7 +203,7 @@ def render(rows: list[dict], args: argparse.Namespace, command_line: str) -> str
         ok = all(r["md5_ok"] for r in rows if r["study"] == study)
         for tool in [f"ferry@{b}" for b in args.budgets] or ["ferry"]:
             ferry = median(rows, study, tool)
-            label = f"{what}, Ferry with {tool.partition('@')[2] or args.connections[study]} connections"
+            label = f"{what}, Ferry with {tool.partition('@')[2] or args.connections.get(study, BUDGET)} connections"
             lines.append(f"| {label} | {share(ferry)} | {share(aria)} | {share(wget)} | {ferry / aria:.2f}× | "
                          f"{'-' if wget != wget else f'{ferry / wget:.1f}×'} | "
                          f"{'all matched' if ok else '**MISMATCH**'} |")
@@ -216,15 +217,14 @@ def main() -> int:
     parser.add_argument("--studies", default="mixed,small,thousand",
                         help="which studies (default mixed,small,thousand; also large)")
     parser.add_argument("--host-connections", default="", metavar="STUDY=N,…",
-                        help="Ferry's --host-connections per study, 16 (its default) for those not named; aria2c "
+                        help="Ferry's --host-connections per study, its default for those not named; aria2c "
                              "-j4 -x16 -s16 may open 64 for mixed and large")
     parser.add_argument("--budgets", default="", metavar="N,…",
                         help="run Ferry once per budget in each round (ferry@N), interleaved with the peers")
     args = parser.parse_args()
     args.budgets = [int(b) for b in args.budgets.split(",") if b]
     args.studies = [s for s in args.studies.split(",") if s in STUDIES]
-    args.connections = {study: 16 for study in STUDIES} | {
-        k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(",") if p)}
+    args.connections = {k: int(v) for k, v in (p.split("=") for p in args.host_connections.split(",") if p)}
     if prepare_path(args) is None:
         return 2
     work = Path(args.work)

@@ -263,7 +263,7 @@ def _connections(nginx, prefix: str) -> set[str]:
 
 
 def test_a_study_is_one_job_and_its_small_runs_share_connections(portal, nginx, tmp_path, ferry_home):
-    """40 small runs: one queue job and one history entry named by the accession, at most 16 connections
+    """40 small runs: one queue job and one history entry named by the accession, at most 32 connections
     (the default budget) for 40 GETs, every file checked."""
     dest = tmp_path / "small"
     proc = fetch(portal, nginx, "ena:PRJEB3333", f"{dest}/", "--json", home=ferry_home)
@@ -273,7 +273,7 @@ def test_a_study_is_one_job_and_its_small_runs_share_connections(portal, nginx, 
     log = nginx.access_log.read_text().splitlines()
     gets = [line for line in log if line.startswith("GET /vol1/fastq/ERR000/ERR00001")]
     assert len(gets) == SMALL_RUNS  # one GET each: no HEAD, no sidecar lookups, no retries
-    assert len(_connections(nginx, "/vol1/fastq/ERR000/ERR00001")) <= 16
+    assert len(_connections(nginx, "/vol1/fastq/ERR000/ERR00001")) <= 32
     history = json.loads(labferry("history", "--json", "--search", "PRJEB3333", env_home=ferry_home).stdout)
     assert [(h["source"], h["outcome"]) for h in history] == [("ena:PRJEB3333", "done")]
     assert history[0]["bytes"] == sum(64 * 1024 + i for i in range(SMALL_RUNS)) and history[0]["verified"]
