@@ -188,16 +188,20 @@ def _read_of(name: str, run: str) -> int | None:
     return int(found[1]) if found else None
 
 
-def convert_runs(plan, folder: Path, verified: set[str]) -> list[str]:
+def convert_runs(plan, folder: Path, verified: set[str], on_run=None) -> list[str]:
     """Each run whose ``.sra`` came from NCBI and is here verified, as FASTQ beside it (``plan.converted``, names
     relative to ``folder``); returns a sentence for each run that stays a ``.sra`` (no fasterq-dump: one
-    sentence for all of them)."""
+    sentence for all of them). ``on_run(run, name)`` is told as each conversion begins."""
     said, missing = [], []
     for f in (f for f in plan.files if f.source == "ncbi" and f.name in verified):
         sra = folder / Destination(folder).claim(f.name)
         sub = posixpath.dirname(f.name)  # the sample's folder (``--layout sample``), or DEST itself
         try:
-            made = converted(sra.parent, f.run) if tool() is None else convert(f.run, sra, sra.parent)
+            made = converted(sra.parent, f.run)
+            if made is None and tool() is not None:
+                if on_run is not None:
+                    on_run(f.run, f.name)  # ``on_run(run, name)``: told as a conversion begins
+                made = convert(f.run, sra, sra.parent)
         except TransferError as exc:
             said.append(str(exc))
             continue

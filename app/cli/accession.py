@@ -22,6 +22,7 @@ from app.engine import RetryPolicy
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
+from backends.core.words import agrees
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -98,7 +99,13 @@ def run(args: argparse.Namespace, overrides) -> int:
     except stops.STOPS as stop:  # Ctrl-C or SIGTERM: what is verified gets its sheet; the rest resumes
         stopped = stop
     line.done()
-    unconverted = convert_runs(plan, folder, outcome.verified_names) if args.files == "fastq" and not stopped else []
+    unconverted: list[str] = []
+    if args.files == "fastq" and stopped is None:
+        try:  # minutes for a large run: said as each begins; Ctrl-C ends fasterq-dump and keeps the .sra
+            unconverted = convert_runs(plan, folder, outcome.verified_names, on_run=lambda run, name: _say(
+                args, f"labferry: {run}: converting {name} to FASTQ with fasterq-dump…"))
+        except stops.STOPS as stop:
+            stopped = stop
     for sentence in unconverted:
         print(f"labferry: {sentence}", file=sys.stderr)
     write_metadata(plan, folder)
@@ -159,7 +166,8 @@ def _say_sources(args: argparse.Namespace, plan) -> None:
     if plan.from_ncbi:
         runs = ", ".join(plan.from_ncbi[:5]) + (" and more" if len(plan.from_ncbi) > 5 else "")
         how = "" if args.files != "fastq" else "; fasterq-dump converts each to FASTQ" if tool() else f"; {INSTALL}"
-        _say(args, f"labferry: {counted(len(plan.from_ncbi), 'run')} ({runs}) come from NCBI as .sra, not from "
+        verb = agrees(len(plan.from_ncbi), "comes", "come")
+        _say(args, f"labferry: {counted(len(plan.from_ncbi), 'run')} ({runs}) {verb} from NCBI as .sra, not from "
                    f"ENA{how}.", always=args.files == "fastq" and not tool())
     if plan.without_files:
         archives = "ENA or NCBI" if plan.source != "ena" and args.files != "submitted" else "ENA"
@@ -223,8 +231,9 @@ def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str
     left = len(plan.files) - len(outcome.done) - len(outcome.kept) - len(outcome.failed)
     head = f"{stopped} with {counted(left, 'file')} to go; " if stopped else ""
     unsummed = sum(1 for f in plan.files if not f.md5)  # an empty MD5 in the report is never claimed as checked
-    checked = ("every file checked against ENA's MD5 and size" if not unsummed else
-               f"every file checked against its size and ENA's MD5 where the report gives one "
+    who = "ENA's or NCBI's" if plan.from_ncbi else "ENA's"
+    checked = (f"every file checked against {who} MD5 and size" if not unsummed else
+               f"every file checked against its size and {who} MD5 where the report gives one "
                f"({counted(unsummed, 'file')} without)")
     listed = (f"{folder / 'samplesheet.csv'} (for {sheet}) lists {counted(sheet_rows, 'run')}; " if sheet != "none"
               else "")

@@ -315,8 +315,8 @@ class Master:
             stdout=stdout, stderr=subprocess.PIPE, limit=1 << 20, **child_kwargs(),
         )
 
-    async def start_early(self, command: str, stdin: bytes) -> None:
-        """Start ``command`` now with its output on a pipe (for ``take_early``) and ``stdin`` written."""
+    async def _piped(self, command: str) -> tuple[asyncio.subprocess.Process, int]:
+        """``command`` as a new channel writing into a pipe of Ferry's own: (its process, the pipe's read end)."""
         read_end, write_end = os.pipe()
         try:
             proc = await self.channel(command, stdout=write_end)
@@ -325,6 +325,11 @@ class Master:
             raise
         finally:
             os.close(write_end)
+        return proc, read_end
+
+    async def start_early(self, command: str, stdin: bytes) -> None:
+        """Start ``command`` now with its output on a pipe (for ``take_early``) and ``stdin`` written."""
+        proc, read_end = await self._piped(command)
         proc.stdin.write(stdin)
         self.early = (proc, read_end)
 
@@ -340,14 +345,7 @@ class Master:
 
     async def reader(self, command: str) -> tuple[asyncio.subprocess.Process, PipeSource | StreamSource]:
         """``command`` as a new channel whose output Ferry reads itself: a pipe it splices from."""
-        read_end, write_end = os.pipe()
-        try:
-            proc = await self.channel(command, stdout=write_end)
-        except BaseException:
-            os.close(read_end)
-            raise
-        finally:
-            os.close(write_end)
+        proc, read_end = await self._piped(command)
         return proc, PipeSource(read_end)
 
     @staticmethod

@@ -21,6 +21,16 @@ from tests.integration.conftest import (  # noqa: E402,F401  (fixtures shared wi
 
 
 @pytest.fixture(autouse=True)
+def modal_dialogs_end(qapp, request):
+    """A modal dialog nobody answered is closed before the test's timeout, so it fails instead of hanging the
+    run (``windowing.modal_watchdog``)."""
+    from tests.portable.windowing import modal_watchdog, watchdog_limit
+
+    with modal_watchdog(watchdog_limit(request.config)):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def real_keyring(secret_service):  # noqa: F811  (the fixture imported above)
     """The window keeps site secrets in a real Secret Service (gnome-keyring on the tests' own session bus),
     as on a Linux desktop; the keyring library is pointed at it whatever an earlier test chose. For each test,

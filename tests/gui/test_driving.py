@@ -21,13 +21,18 @@ from .test_public_data import archive  # noqa: F401  (the stand-in portal)
 from .test_window import job, select
 
 
-def when_modal(act, owner, tries: int = 300) -> None:
-    """``act(dialog)`` once a modal dialog is up; the polls belong to ``owner`` (the test's window) and end
-    with it, never acting in the next test."""
+def when_modal(act, owner, tries: int = 1200) -> None:
+    """``act(dialog)`` once a modal dialog is up (polled for up to a minute: a file dialog on a loaded machine
+    takes seconds); the polls belong to ``owner`` (the test's window) and end with it, never acting in the next
+    test. A dialog ``act`` fails on is closed, so the failure is reported rather than left waiting."""
     def poll(left: int = tries) -> None:
         widget = QApplication.activeModalWidget()
         if widget is not None:
-            act(widget)
+            try:
+                act(widget)
+            except BaseException:
+                widget.reject() if hasattr(widget, "reject") else widget.close()
+                raise
         elif left:
             QTimer.singleShot(50, owner, lambda: poll(left - 1))
     QTimer.singleShot(50, owner, poll)

@@ -97,7 +97,7 @@ def test_a_run_ena_has_no_fastq_for_comes_from_ncbi_converted_into_the_rnaseq_sh
     dest = tmp_path / "study"
     proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{dest}/", "--samplesheet", "rnaseq", "--json", home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    assert "1 run (ERR0000772) come" in proc.stderr and "from NCBI as .sra" in proc.stderr
+    assert "1 run (ERR0000772) comes from NCBI as .sra" in proc.stderr
     names = sorted(p.name for p in dest.iterdir())
     assert names == ["ERR0000771_1.fastq.gz", "ERR0000771_2.fastq.gz", "ERR0000772.fastq.md5", "ERR0000772.sra",
                      "ERR0000772_1.fastq.gz", "ERR0000772_2.fastq.gz", "metadata.tsv", "samplesheet.csv"]
@@ -222,3 +222,16 @@ def test_a_single_cell_run_maps_reads_by_their_lengths_and_a_dropped_index_is_sa
         row = next(r for r in csv.DictReader(sheet) if r["run_accession"] == "ERR0000781")
     assert [Path(row[k]).name for k in ("fastq_1", "fastq_2", "fastq_index_1")] == [
         "ERR0000781_2.fastq.gz", "ERR0000781_3.fastq.gz", "ERR0000781_1.fastq.gz"]
+
+
+def test_source_ncbi_takes_every_run_from_ncbi_and_names_what_it_lacks(ncbi, nginx, tmp_path, ferry_home):
+    """``--source ncbi``: ENA's report still names the study's runs; each comes from NCBI as .sra, and a run NCBI
+    has nothing for is named, even though ENA has its FASTQ."""
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{tmp_path}/", "--source", "ncbi", "--dry-run", "--json",
+                 home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    runs = {r["run"]: [(f["name"], f["source"]) for f in r["files"]] for r in json.loads(proc.stdout)["runs"]}
+    assert runs == {"ERR0000771": [], "ERR0000772": [("ERR0000772.sra", "ncbi")]}
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{tmp_path}/", "--source", "ncbi", "--dry-run", home=ferry_home)
+    block = proc.stdout.split("ERR0000771", 1)[1].split("ERR0000772", 1)[0]
+    assert "no fastq files in ENA or NCBI" in block, proc.stdout

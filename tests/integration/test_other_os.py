@@ -117,18 +117,24 @@ def _ssh_that_logs(folder: Path, log: Path) -> Path:
     return folder
 
 
+def _remote_file(sshd, tmp_path: Path, size: int, seed: int) -> tuple[Path, str, Path]:
+    """A new file of ``size`` random bytes in the SSH user's home: (its path, its SHA-256, an empty folder here)."""
+    import time
+
+    remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
+    digest = write_random(remote, size, seed=seed)
+    sshd.give(remote)
+    dest = tmp_path / "in"
+    dest.mkdir()
+    return remote, digest, dest
+
+
 def test_an_sftp_download_on_windows_logs_in_once_per_stream(sshd, tmp_path, ferry_home, monkeypatch):
     """Windows' OpenSSH has no ControlMaster and its event loop cannot poll a pipe: there each stream is one
     ``ssh`` login running its command, read through the loop's own subprocess pipes. The ssh client's
     arguments are logged: several logins, none with ``-M`` or ``-S``; the file arrives checked against the
     server's own SHA-256."""
-    import time
-
-    remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
-    digest = write_random(remote, 24 * MiB, seed=474)
-    sshd.give(remote)
-    dest = tmp_path / "in"
-    dest.mkdir()
+    remote, digest, dest = _remote_file(sshd, tmp_path, 24 * MiB, seed=474)
     log = tmp_path / "ssh-calls.log"
     monkeypatch.setenv("PATH", f"{_ssh_that_logs(tmp_path / 'bin', log)}{os.pathsep}{os.environ['PATH']}")
     proc, said = as_if_on("windows", "copy", sshd.url(str(remote)), f"{dest}/", *sshd.args(), "--streams", "4",
@@ -147,13 +153,7 @@ def test_an_sftp_download_on_windows_logs_in_once_per_stream(sshd, tmp_path, fer
 def test_an_sftp_download_where_no_ssh_client_is_found_logs_in_with_paramiko(sshd, tmp_path, ferry_home,
                                                                             monkeypatch):
     """A laptop without an OpenSSH client (an old Windows): paramiko's SFTP carries the data."""
-    import time
-
-    remote = sshd.home / f"other-os-{time.monotonic_ns()}.fastq"
-    digest = write_random(remote, 6 * MiB, seed=475)
-    sshd.give(remote)
-    dest = tmp_path / "in"
-    dest.mkdir()
+    remote, digest, dest = _remote_file(sshd, tmp_path, 6 * MiB, seed=475)
     bare = tmp_path / "bare"
     bare.mkdir()
     monkeypatch.setenv("PATH", str(bare))  # no ssh: the interpreter is started by its full path

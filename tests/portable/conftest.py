@@ -10,6 +10,20 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+@pytest.fixture(autouse=True)
+def modal_dialogs_end(request):
+    """A modal dialog nobody answered in a window test is closed before the test's timeout, so it fails instead
+    of hanging the run (``windowing.modal_watchdog``)."""
+    if "qtbot" not in request.fixturenames:
+        yield
+        return
+    from .windowing import modal_watchdog, watchdog_limit
+
+    request.getfixturevalue("qapp")
+    with modal_watchdog(watchdog_limit(request.config)):
+        yield
+
+
 @pytest.fixture(scope="session")
 def python_web(tmp_path_factory):
     from .web import PythonWeb

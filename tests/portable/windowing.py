@@ -8,6 +8,42 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def watchdog_limit(config) -> float:
+    """Seconds into a test after which an open modal dialog is closed: well before pytest-timeout's limit."""
+    try:
+        timeout = float(config.getini("timeout") or 0)
+    except (ValueError, KeyError):
+        timeout = 0.0
+    return max(2.0, timeout * 0.8) if timeout else 240.0
+
+
+@contextlib.contextmanager
+def modal_watchdog(limit: float) -> Iterator[None]:
+    """A modal dialog still open ``limit`` seconds into a test is closed. A test whose dialog nobody answered
+    (its poll gave up, or acted on the wrong one) otherwise sat in the dialog's C++ loop for ever: Python's
+    signal handlers, pytest-timeout's SIGALRM included, run only between Python bytecodes, and an exception
+    raised in a Qt callback does not leave the loop. Closed, the dialog returns and the test fails on its own
+    assertions, and the run goes on."""
+    import time
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    began = time.monotonic()
+
+    def look() -> None:
+        if time.monotonic() - began > limit and (dialog := QApplication.activeModalWidget()) is not None:
+            dialog.reject() if hasattr(dialog, "reject") else dialog.close()
+
+    timer = QTimer()
+    timer.timeout.connect(look)
+    timer.start(500)
+    try:
+        yield
+    finally:
+        timer.stop()
+
+
 @contextlib.contextmanager
 def open_window(download_folder: Path) -> Iterator:
     from PySide6.QtCore import QCoreApplication, QEvent
