@@ -8,7 +8,9 @@ still logs in once; an upload's range costs a login each, which its 32 MiB lease
 
 The command starts with ``echo FERRY-UP``: the line says the login is over, so the login slot
 (sshd's MaxStartups) is given back then, as a master's is when its socket appears, and a
-chatty login script's lines before it are skipped.
+chatty login script's lines before it are skipped. An SFTP-only account never prints it (its
+``internal-sftp`` waits for a client): after ``MASTER_WAIT`` the first login gives up and the
+paramiko control connection finds the account out and carries the data.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import subprocess
 from ..core.errors import Transient
 from ..host.pipes import StreamSource
 from ..host.procs import child_argv, child_kwargs, reap
-from .openssh import CONNECT_TIMEOUT, MASTER_WAIT, Master, OpenSsh, ssh_error
+from .openssh import MASTER_WAIT, Master, OpenSsh, ssh_error
 
 READY = b"FERRY-UP\n"
 #: lines a login script may print before the command's first one
@@ -58,11 +60,11 @@ class DirectLogin(Master):
                 stderr=subprocess.PIPE, limit=1 << 20, env={**os.environ, **dial.env} if dial.env else None,
                 **child_kwargs())
             try:
-                await asyncio.wait_for(self._logged_in(proc), MASTER_WAIT + CONNECT_TIMEOUT)
+                await asyncio.wait_for(self._logged_in(proc), MASTER_WAIT)
             except asyncio.TimeoutError:
                 await reap(proc)
-                raise Transient(f"The SSH login to {self.ssh.target.host} took over "
-                                f"{MASTER_WAIT + CONNECT_TIMEOUT:.0f} s; Ferry will retry.") from None
+                raise Transient(f"The SSH login to {self.ssh.target.host} ran no command within {MASTER_WAIT:.0f} "
+                                "s; Ferry will retry.") from None
             except BaseException:
                 await reap(proc)
                 raise

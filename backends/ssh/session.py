@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.base import TransferOptions
-from ..core.errors import AuthError, HostKeyError, TransferError
+from ..core.errors import AuthError, HostKeyError, TransferError, Transient
 from ..core.options import read_options
 from ..host import portable
 from ..host.netprobe import connect_time
@@ -85,6 +85,12 @@ async def _stat_over_openssh(openssh: OpenSsh, target: Target) -> tuple[lead.Met
     try:
         metadata = lead.Metadata(await openssh.lead_master(), target)
     except (HostKeyError, AuthError):
+        return None, None
+    except Transient:
+        if openssh.multiplexed:
+            raise
+        # a login per stream (Windows) whose command never started: an SFTP-only account's internal-sftp waits
+        # for its client and prints nothing, which looks like a slow login; the control connection finds out
         return None, None
     try:
         return metadata, await metadata.stat(target.path)

@@ -229,3 +229,14 @@ def test_a_folder_download_on_macos_is_unpacked_by_bsdtar(sshd, tmp_path, ferry_
     assert tree_digests(dest / remote.name) == want
     calls = log.read_text().splitlines()
     assert "--version" in calls and any(c.startswith("-x -f - -C ") for c in calls), calls
+
+
+def test_an_sftp_only_account_on_windows_falls_back_to_paramiko(sshd_sftp_only, sshd, tmp_path, ferry_home):
+    """An account that may run no commands, reached as Windows: a login per stream never sees its command
+    start (internal-sftp waits for a client and prints nothing), so after the login's wait the control
+    connection finds the account out and paramiko's SFTP carries the file."""
+    remote, digest, dest = _remote_file(sshd, tmp_path, 3 * MiB, seed=479)
+    proc, said = as_if_on("windows", "copy", sshd_sftp_only.url(str(remote)), f"{dest}/", *sshd_sftp_only.args(),
+                          "--json", home=ferry_home, timeout=180)
+    assert said["import_failures"] == {} and proc.returncode == 0, proc.stderr
+    assert sha256_of(dest / remote.name) == digest
