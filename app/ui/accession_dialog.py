@@ -219,11 +219,13 @@ def describe(plan: ena.Plan, folder: Path) -> str:
     if plan.from_ncbi:
         text += f" {counted(len(plan.from_ncbi), 'run')} from NCBI as .sra" + \
                 (", converted to FASTQ when they are in (fasterq-dump)." if plan.kind == "fastq" else ".")
+    both = plan.source != "ena" and plan.kind != "submitted"  # NCBI was asked too
     if plan.without_files:
-        text += f" No {plan.kind} files in ENA for {', '.join(plan.without_files[:8])}" \
-                f"{' …' if len(plan.without_files) > 8 else ''}: try another kind of files."
+        text += f" No {plan.kind} files in {'ENA or NCBI' if both else 'ENA'} for " \
+                f"{', '.join(plan.without_files[:8])}{' …' if len(plan.without_files) > 8 else ''}: try another " \
+                "kind of files."
     if plan.nothing_for:
-        text += f" ENA has nothing public for {', '.join(plan.nothing_for)}."
+        text += f" {'ENA and NCBI have' if both else 'ENA has'} nothing public for {', '.join(plan.nothing_for)}."
     free = free_space(folder)
     if free is not None and free < plan.total_bytes:
         text += f" The folder's disk has only {format_bytes(free)} free: choose another folder or free space."
