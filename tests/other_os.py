@@ -28,6 +28,7 @@ import pkgutil
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -99,6 +100,10 @@ def as_windows() -> None:
     for name in WINDOWS_OS:
         if hasattr(os, name):
             delattr(os, name)
+    killed = signal.SIGKILL
+    # Windows' Popen.kill is TerminateProcess and names no signal; this Linux Popen.kill looks SIGKILL up when
+    # called, so it keeps its own number here
+    subprocess.Popen.kill = lambda self: self.send_signal(killed)
     for name in WINDOWS_SIGNALS:
         if hasattr(signal, name):
             delattr(signal, name)

@@ -17,7 +17,6 @@ the share of the link's rate; every copy's SHA-256 is compared with the server's
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -27,8 +26,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from backends.streams.hashing import hash_file  # noqa: E402
-from tests.bench.https_wan import make_file  # noqa: E402
 from tests.bench.report import (  # noqa: E402
     MiB,
     link_down,
@@ -37,8 +34,10 @@ from tests.bench.report import (  # noqa: E402
     on_host,
     path_arguments,
     prepare_path,
+    record_row,
     replace_section,
     rotated,
+    serve_files,
     timed_copy,
     warm_cache,
 )
@@ -70,15 +69,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
     empty_bin.mkdir(exist_ok=True)
     rows = []
     try:
-        digests, names = {}, {}
-        for size in sizes:
-            name = f"big-{size // MiB}M.bin"
-            make_file(work / "data" / name, size)
-            target = server.home / name
-            if not target.exists():
-                os.link(work / "data" / name, target)
-            server.give(target)
-            digests[size], names[size] = hash_file(work / "data" / name)["sha256"], name
+        digests, names = serve_files(work, sizes, [server])
         ns = on_host(link, "a")
         (work / "out").mkdir(exist_ok=True)
         for r in range(args.rounds):
@@ -88,16 +79,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
                     warm_cache(work / "data" / names[size])
                     argv = command(tool, server, host, str(server.home / names[size]), out, empty_bin)
                     row = timed_copy(tool, [*ns, *argv], out, work, size, digests[size])
-                    row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
-                            "rate_mbps": args.rate, "jitter_ms": args.jitter,
-                            "link_share": round(row["mbps"] / args.rate, 3)}
-                    rows.append(row)
-                    if args.json:
-                        print(json.dumps(row), flush=True)
-                    else:
-                        print(f"  round {r + 1} {size // MiB:>5} MiB {tool:<24} {row['mbps']:7.0f} Mbit/s "
-                              f"({row['link_share']:.0%} of the link) sha256 {'ok' if row['sha256_ok'] else 'BAD'}"
-                              f"{'  streams ' + str(row.get('streams')) if row.get('streams') else ''}", flush=True)
+                    rows.append(record_row(row, args, r, size, width=24))
         shutil.rmtree(work / "out", ignore_errors=True)
     finally:
         server.stop()

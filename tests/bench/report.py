@@ -196,3 +196,38 @@ def size_of(text: str) -> int:
     units = {"K": 1024, "M": MiB, "G": 1024 * MiB}
     text = text.strip().upper().removesuffix("IB").removesuffix("B")
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def serve_files(work: Path, sizes: list[int], servers) -> tuple[dict[int, str], dict[int, str]]:
+    """One file of each size under ``work/data``, linked into each sshd's home and given to its user: ({size:
+    SHA-256}, {size: name})."""
+    from backends.streams.hashing import hash_file
+    from tests.bench.https_wan import make_file
+
+    digests, names = {}, {}
+    for size in sizes:
+        name = f"big-{size // MiB}M.bin"
+        make_file(work / "data" / name, size)
+        for server in servers:
+            target = server.home / name
+            if not target.exists():
+                os.link(work / "data" / name, target)
+            server.give(target)
+        digests[size], names[size] = hash_file(work / "data" / name)["sha256"], name
+    return digests, names
+
+
+def record_row(row: dict, args: argparse.Namespace, round_index: int, size: int, width: int = 16) -> dict:
+    """``row`` with the round, the size and the path, and its share of the link; printed as one JSON line with
+    ``--json``, else as a line for a person."""
+    import json
+
+    row |= {"round": round_index + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
+            "rate_mbps": args.rate, "jitter_ms": args.jitter, "link_share": round(row["mbps"] / args.rate, 3)}
+    if args.json:
+        print(json.dumps(row), flush=True)
+    else:
+        print(f"  round {round_index + 1} {size // MiB:>5} MiB {row['tool']:<{width}} {row['mbps']:7.0f} Mbit/s "
+              f"({row['link_share']:.0%} of the link) sha256 {'ok' if row['sha256_ok'] else 'BAD'}"
+              f"{'  streams ' + str(row.get('streams')) if row.get('streams') else ''}", flush=True)
+    return row

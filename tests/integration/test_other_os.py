@@ -42,6 +42,10 @@ def test_the_simulation_takes_away_what_it_says():
              "gone += ['SIGKILL'] if hasattr(signal, 'SIGKILL') else []\n"
              "try:\n    import fcntl\n    gone.append('fcntl')\nexcept ImportError:\n    pass\n"
              "try:\n    open('/proc/self/stat')\n    gone.append('/proc')\nexcept FileNotFoundError:\n    pass\n"
+             "import subprocess, sys\n"
+             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+             "child.kill()\n"  # the standard library's own kill still works, as Windows' does
+             "gone += [] if child.wait(10) != 0 else ['kill']\n"
              "loop = asyncio.new_event_loop()\n"
              "try:\n    loop.add_reader(0, print)\n    gone.append('add_reader')\n"
              "except NotImplementedError:\n    pass\n"
