@@ -48,6 +48,8 @@ def test_a_restart_keeps_finished_rows_in_their_places(qtbot, ferry_home, nginx,
         qtbot.waitUntil(lambda: all(v.state.terminal or v.state == JobState.FAILED
                                     for v in window.queue_model.views()), timeout=60_000)
         select(window, job(window, "third.bin"))
+        window.activateWindow()  # a shortcut reaches the active window only: another test's may still be
+        qtbot.waitUntil(window.isActiveWindow, timeout=10_000)
         window.queue_view.setFocus()
         QTest.keyClick(window.queue_view, Qt.Key.Key_Up, Qt.KeyboardModifier.ControlModifier)  # Move up
         qtbot.waitUntil(lambda: [n for n, _ in _names(window)] == ["first.bin", "third.bin", "missing.bin"],
