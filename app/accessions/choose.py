@@ -68,9 +68,7 @@ def dry_run_lines(plan: Plan, folder: Path) -> list[str]:
     """What ``--dry-run`` prints: one block per run, then the totals and the room at DEST."""
     from app.units import counted, format_bytes
 
-    by_run: dict[str, list] = {}
-    for f in plan.files:
-        by_run.setdefault(f.run, []).append(f)
+    by_run = plan.files_by_run()
     ncbi = f"; {counted(len(plan.from_ncbi), 'run')} from NCBI as .sra" if plan.from_ncbi else ""
     lines = [f"{plan.label}: {counted(plan.runs, 'run')}, {counted(len(plan.files), plan.kind + ' file')}, "
              f"{format_bytes(plan.total_bytes)}, from ENA by {plan.route} (the other route for a file that "

@@ -16,7 +16,6 @@ import gzip
 import hashlib
 import os
 import posixpath
-import re
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ from backends.core.errors import LocalError, TransferError
 from backends.destination import Destination, move_into_place, open_new, write_atomic
 
 from .ena import RemoteFile
+from .reads import number_of
 
 #: the slowest a conversion may be before it counts as hung: fasterq-dump writes tens of MB/s on a laptop
 SLOWEST_BYTES_PER_S = 2 * 1024 * 1024
@@ -56,7 +56,8 @@ def converted(folder: Path, run: str) -> list[RemoteFile] | None:
         path = folder / name
         if len(md5) != 32 or not path.is_file():
             return None
-        files.append(RemoteFile(run, name, "", md5, path.stat().st_size, _read_of(name, run), source="ncbi"))
+        files.append(RemoteFile(run, name, "", md5, path.stat().st_size, number_of(name, run) or None,
+                                source="ncbi"))
     return files or None
 
 
@@ -102,7 +103,13 @@ def _dump(dumper: str, sra: Path, work: Path) -> dict[int, tuple[Path, str]]:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, cwd=work)
     finally:
         os.close(err)
-    watchdog = threading.Timer(limit, proc.kill)
+    too_slow = threading.Event()
+
+    def stop_it() -> None:
+        too_slow.set()
+        proc.kill()
+
+    watchdog = threading.Timer(limit, stop_it)
     watchdog.start()
     outputs = _Outputs(work)
     try:
@@ -117,7 +124,7 @@ def _dump(dumper: str, sra: Path, work: Path) -> dict[int, tuple[Path, str]]:
         made = outputs.close()
     if status != 0:
         said = " ".join((work / "fasterq-dump.err").read_text(errors="replace").split())[-300:]
-        why = f"over {limit / 60:.0f} min" if status == -9 else said or f"status {status}"
+        why = f"over {limit / 60:.0f} min" if too_slow.is_set() else said or f"status {status}"
         raise TransferError(f"fasterq-dump could not convert {sra.name} ({why}); the .sra is kept. Run the "
                             "command again, or convert it yourself with fasterq-dump.")
     return made
@@ -176,25 +183,15 @@ class _Hashing:
     def flush(self) -> None:
         self.raw.flush()
 
-    def __enter__(self) -> _Hashing:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.raw.flush()
-
-
-def _read_of(name: str, run: str) -> int | None:
-    found = re.fullmatch(re.escape(run) + r"_(\d+)\.fastq\.gz", name)
-    return int(found[1]) if found else None
-
 
 def convert_runs(plan, folder: Path, verified: set[str], on_run=None) -> list[str]:
     """Each run whose ``.sra`` came from NCBI and is here verified, as FASTQ beside it (``plan.converted``, names
     relative to ``folder``); returns a sentence for each run that stays a ``.sra`` (no fasterq-dump: one
     sentence for all of them). ``on_run(run, name)`` is told as each conversion begins."""
     said, missing = [], []
+    saved = Destination(folder)  # where each .sra was saved (its name made safe)
     for f in (f for f in plan.files if f.source == "ncbi" and f.name in verified):
-        sra = folder / Destination(folder).claim(f.name)
+        sra = folder / saved.claim(f.name)
         sub = posixpath.dirname(f.name)  # the sample's folder (``--layout sample``), or DEST itself
         try:
             made = converted(sra.parent, f.run)

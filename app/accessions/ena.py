@@ -71,6 +71,13 @@ class Plan:
     def runs(self) -> int:
         return len({r.get("run_accession") for r in self.rows})
 
+    def files_by_run(self) -> dict[str, list[RemoteFile]]:
+        """Each run's files, in the plan's order (a plain address from a list under "")."""
+        by_run: dict[str, list[RemoteFile]] = {}
+        for f in self.files:
+            by_run.setdefault(f.run, []).append(f)
+        return by_run
+
     def add(self, rows: list[dict], *, with_files: bool = True) -> None:
         """A report's rows and their files of this plan's kind (a run two accessions share, once); without
         ``with_files`` (``--source ncbi``) every run is one whose file comes from NCBI."""

@@ -77,9 +77,7 @@ def safe_sample(text: str) -> str:
 def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "absolute") -> list[RunReads]:
     """The runs whose files are all here and verified, their reads mapped by the archive's read number and, for
     more than two files, by their reads' lengths (``reads.assign``: an index read is never read 1)."""
-    by_run: dict[str, list] = {}
-    for f in plan.files:
-        by_run.setdefault(f.run, []).append(f)
+    by_run = plan.files_by_run()
     saved = Destination(folder)  # where each file was saved (the archive's name, made safe)
     root = folder.resolve()  # once: resolving each of a thousand files' paths took longer than their sheet
 
@@ -107,10 +105,15 @@ def runs_with_reads(plan: Plan, folder: Path, done: set[str], style: str = "abso
     return found
 
 
+def _reads_match(run: RunReads, pattern: re.Pattern) -> bool:
+    """Whether read 1, and read 2 where the run has one, are named as ``pattern`` asks (FASTQ, gzipped)."""
+    return bool(pattern.search(run.read_1)) and (not run.read_2 or bool(pattern.search(run.read_2)))
+
+
 def rnaseq(runs: list[RunReads]) -> Sheet:
     rows, left = [], []
     for r in runs:
-        if not _FASTQ.search(r.read_1) or (r.read_2 and not _FASTQ.search(r.read_2)):
+        if not _reads_match(r, _FASTQ):
             left.append((r.run, "its files are not FASTQ"))
             continue
         rows.append({"sample": r.sample, "fastq_1": r.read_1, "fastq_2": r.read_2, "strandedness": "auto",
@@ -122,7 +125,7 @@ def rnaseq(runs: list[RunReads]) -> Sheet:
 def sarek(runs: list[RunReads]) -> Sheet:
     rows, left = [], []
     for r in runs:
-        if not _FASTQ_GZ.search(r.read_1) or (r.read_2 and not _FASTQ_GZ.search(r.read_2)):
+        if not _reads_match(r, _FASTQ_GZ):
             left.append((r.run, "sarek takes gzipped FASTQ only"))
             continue
         rows.append({"patient": r.sample, "sample": r.sample, "lane": safe_sample(r.run), "fastq_1": r.read_1,
@@ -136,7 +139,7 @@ def scrnaseq(runs: list[RunReads]) -> Sheet:
         if not r.read_2:
             left.append((r.run, "scrnaseq needs read 1 and read 2, and ENA has one file for it"))
             continue
-        if not (_FASTQ_GZ.search(r.read_1) and _FASTQ_GZ.search(r.read_2)):
+        if not _reads_match(r, _FASTQ_GZ):  # read 2 is there: checked above
             left.append((r.run, "scrnaseq takes gzipped FASTQ only"))
             continue
         rows.append({"sample": r.sample, "fastq_1": r.read_1, "fastq_2": r.read_2})
@@ -150,7 +153,7 @@ def taxprofiler(runs: list[RunReads]) -> Sheet:
         if platform not in TAXPROFILER_PLATFORMS:
             left.append((r.run, f"taxprofiler does not know the platform {platform or '(none)'}"))
             continue
-        if not _FASTQ_GZ.search(r.read_1) or (r.read_2 and not _FASTQ_GZ.search(r.read_2)):
+        if not _reads_match(r, _FASTQ_GZ):
             left.append((r.run, "taxprofiler takes gzipped FASTQ only"))
             continue
         rows.append({"sample": r.sample, "run_accession": safe_sample(r.run), "instrument_platform": platform,

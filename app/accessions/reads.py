@@ -25,6 +25,7 @@ INDEX_LENGTH = 12
 #: the first records looked at in each file, and the most decompressed bytes read for them
 RECORDS = 200
 PEEK_BYTES = 1 << 20
+PEEK_STEP = 64 * 1024
 #: fewer bases than this short of the spot's length is trimming or rounding, not a missing read
 MISSING_BASES = 6
 
@@ -54,15 +55,21 @@ def number_of(name: str, run: str) -> int | None:
 
 def longest_read(path: Path) -> int | None:
     """The longest of the first ``RECORDS`` reads of a FASTQ file (gzipped or not); None when it is not FASTQ."""
+    data = bytearray()
     try:
         with open(path, "rb") as raw:
             head = raw.read(2)
             raw.seek(0)
             stream = gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw
-            data = stream.read(PEEK_BYTES)
+            # only as much as the first records need: a study's thousand files are each looked at once it is in
+            while len(data) < PEEK_BYTES and data.count(b"\n") <= 4 * RECORDS:
+                chunk = stream.read(PEEK_STEP)
+                if not chunk:
+                    break
+                data += chunk
     except (OSError, EOFError, zlib.error):
         return None
-    lines = data.split(b"\n")
+    lines = bytes(data[:PEEK_BYTES]).split(b"\n")
     lengths = []
     for i in range(RECORDS):
         if 4 * i + 2 >= len(lines):  # the sequence line is whole only if a line follows it
@@ -113,9 +120,7 @@ def dropped_note(plan, folder: Path, done: set[str]) -> str | None:
     if plan.kind != "fastq":
         return None
     saved = Destination(folder)
-    by_run: dict[str, list] = {}
-    for f in plan.files:
-        by_run.setdefault(f.run, []).append(f)
+    by_run = plan.files_by_run()
     short = []
     for meta in plan.rows:
         run = meta.get("run_accession", "")

@@ -29,33 +29,20 @@ def widen(fd: int, size: int = 1 << 20) -> None:
         pass
 
 
-class PipeSource:
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        os.set_blocking(fd, False)
-        widen(fd)
-        self._buf = bytearray()  # read past a line, not yet consumed
-        self._loop = asyncio.get_running_loop()
+class _Buffered:
+    """What both sources share: bytes read past what a caller wanted are kept in ``_buf`` and come first;
+    ``_read_raw`` reads the child's output itself."""
 
-    async def _readable(self) -> None:
-        future = self._loop.create_future()
-        self._loop.add_reader(self.fd, lambda: future.done() or future.set_result(None))
-        try:
-            await future
-        finally:
-            self._loop.remove_reader(self.fd)
+    def __init__(self) -> None:
+        self._buf = bytearray()  # read past a line, or given back with ``unread``
 
-    async def _read_some(self, limit: int) -> bytes:
-        while True:
-            try:
-                return os.read(self.fd, limit)
-            except BlockingIOError:
-                await self._readable()
+    async def _read_raw(self, limit: int) -> bytes:
+        raise NotImplementedError
 
     async def readline(self, limit: int = 256) -> bytes:
         """One line (with its newline); b"" at end of stream, or what there was if it ends first."""
         while b"\n" not in self._buf and len(self._buf) < limit:
-            chunk = await self._read_some(limit)
+            chunk = await self._read_raw(limit)
             if not chunk:
                 break
             self._buf += chunk
@@ -69,7 +56,7 @@ class PipeSource:
             data = bytes(self._buf[:limit])
             del self._buf[:len(data)]
             return data
-        return await self._read_some(limit)
+        return await self._read_raw(limit)
 
     def unread(self, data: bytes) -> None:
         """Give back bytes read past what the caller wanted (they come first again)."""
@@ -78,14 +65,37 @@ class PipeSource:
 
     async def discard(self, count: int) -> int:
         """Skip ``count`` bytes; returns how many there were."""
-        skipped = min(count, len(self._buf))
-        del self._buf[:skipped]
+        skipped = 0
         while skipped < count:
-            chunk = await self._read_some(min(CHUNK, count - skipped))
+            chunk = await self.read_some(min(CHUNK, count - skipped))
             if not chunk:
                 break
             skipped += len(chunk)
         return skipped
+
+
+class PipeSource(_Buffered):
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        os.set_blocking(fd, False)
+        widen(fd)
+        self._loop = asyncio.get_running_loop()
+
+    async def _readable(self) -> None:
+        future = self._loop.create_future()
+        self._loop.add_reader(self.fd, lambda: future.done() or future.set_result(None))
+        try:
+            await future
+        finally:
+            self._loop.remove_reader(self.fd)
+
+    async def _read_raw(self, limit: int) -> bytes:
+        while True:
+            try:
+                return os.read(self.fd, limit)
+            except BlockingIOError:
+                await self._readable()
 
     async def into_file(self, file_fd: int, offset: int, count: int) -> int:
         """Move up to ``count`` bytes into ``file_fd`` at ``offset``; returns how many (0 at end of stream)."""
@@ -109,49 +119,17 @@ class PipeSource:
             self.fd = -1
 
 
-class StreamSource:
+class StreamSource(_Buffered):
     """``PipeSource``'s methods over an asyncio ``StreamReader`` (a subprocess's ``stdout=PIPE``), for loops that
     cannot poll a pipe (Windows' Proactor loop reads it with overlapped I/O): every byte passes through Python
     once, then ``pwrite``. Slower than splicing, but the only way to read a child process there."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__()
         self.reader = reader
-        self._buf = bytearray()  # given back with ``unread``
 
-    async def readline(self, limit: int = 256) -> bytes:
-        """One line (with its newline); b"" at end of stream, or what there was if it ends first."""
-        line = bytearray()
-        while not line.endswith(b"\n") and len(line) < limit:
-            chunk = await self.read_some(limit - len(line))
-            if not chunk:
-                break
-            cut = chunk.find(b"\n")
-            if cut >= 0 and cut + 1 < len(chunk):
-                self.unread(chunk[cut + 1:])
-                chunk = chunk[:cut + 1]
-            line += chunk
-        return bytes(line)
-
-    async def read_some(self, limit: int = CHUNK) -> bytes:
-        """Whatever is there (up to ``limit``, at least one byte); b"" at end of stream."""
-        if self._buf:
-            data = bytes(self._buf[:limit])
-            del self._buf[:len(data)]
-            return data
+    async def _read_raw(self, limit: int) -> bytes:
         return await self.reader.read(limit)
-
-    def unread(self, data: bytes) -> None:
-        if data:
-            self._buf[:0] = data
-
-    async def discard(self, count: int) -> int:
-        skipped = 0
-        while skipped < count:
-            chunk = await self.read_some(min(CHUNK, count - skipped))
-            if not chunk:
-                break
-            skipped += len(chunk)
-        return skipped
 
     async def into_file(self, file_fd: int, offset: int, count: int) -> int:
         """Move up to ``count`` bytes into ``file_fd`` at ``offset``; returns how many (0 at end of stream)."""

@@ -91,6 +91,6 @@ class DirectLogin(Master):
         return proc, StreamSource(proc.stdout)
 
     async def stop(self) -> None:
-        early = self.take_early()
+        early = self.end_early()
         if early is not None:
-            await reap(early[0])
+            await reap(early)

@@ -276,6 +276,12 @@ class OpenSsh:
         _remove_socket_folder(self.workdir)
 
 
+def _close_output(early: tuple[asyncio.subprocess.Process, int | None]) -> None:
+    """Close the pipe an early channel writes into (a direct login's has none: its stdout is the process's)."""
+    if early[1] is not None:
+        os.close(early[1])
+
+
 class Master:
     """One authenticated OpenSSH connection that carries a stream's channels."""
 
@@ -338,10 +344,18 @@ class Master:
         (one that ended has its pipe closed here)."""
         early, self.early = self.early, None
         if early is not None and early[0].returncode is not None:
-            if early[1] is not None:
-                os.close(early[1])
+            _close_output(early)
             return None
         return early
+
+    def end_early(self) -> asyncio.subprocess.Process | None:
+        """The early channel's process with its output closed, for a caller that will not read it (and reaps
+        the process itself); None when there is none."""
+        early = self.take_early()
+        if early is None:
+            return None
+        _close_output(early)
+        return early[0]
 
     async def reader(self, command: str) -> tuple[asyncio.subprocess.Process, PipeSource | StreamSource]:
         """``command`` as a new channel whose output Ferry reads itself: a pipe it splices from."""
@@ -371,11 +385,9 @@ class Master:
         a round trip after their own kill (``OpenSsh.discard``)."""
         if self.proc and self.proc.returncode is None:
             self.proc.kill()
-        early = self.take_early()
+        early = self.end_early()
         if early is not None:
-            if early[1] is not None:
-                os.close(early[1])
-            await reap(early[0])
+            await reap(early)
         if self.proc:
             await reap(self.proc)
         try:

@@ -12,7 +12,6 @@ confirmed every ``WRITE`` in it.
 from __future__ import annotations
 
 import errno
-import os
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -61,11 +60,9 @@ class SftpDownload(ParallelTransfer):
     async def sftp_channel(self, master: Master) -> SftpChannel:
         """A session of the account's SFTP subsystem on ``master``. A connection that logged in for a download
         before the account was known to run no commands began a ``dd`` reader there: ended unused."""
-        early = master.take_early()
+        early = master.end_early()
         if early is not None:
-            if early[1] is not None:
-                os.close(early[1])
-            self.ssh.discard(early[0])
+            self.ssh.discard(early)
         channel = SftpChannel(await master.channel("sftp", subsystem=True))
         await channel.start()
         return channel

@@ -15,7 +15,6 @@ nothing learned from earlier runs).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,6 +33,7 @@ from tests.bench.report import (  # noqa: E402
     on_host,
     path_arguments,
     prepare_path,
+    record_row,
     replace_section,
     rotated,
     timed_copy,
@@ -80,16 +80,7 @@ def bench(args: argparse.Namespace, work: Path, sizes: list[int]) -> list[dict]:
                     out = work / "out" / name
                     row = timed_copy(tool, [*ns, *command(tool, server.url(name), out)], out, work, size,
                                      digests[size])
-                    row |= {"round": r + 1, "size_mib": size // MiB, "rtt_ms": args.rtt, "loss": args.loss,
-                            "rate_mbps": args.rate, "jitter_ms": args.jitter,
-                            "link_share": round(row["mbps"] / args.rate, 3)}
-                    rows.append(row)
-                    if args.json:
-                        print(json.dumps(row), flush=True)
-                    else:
-                        print(f"  round {r + 1} {size // MiB:>5} MiB {tool:<7} {row['mbps']:7.0f} Mbit/s "
-                              f"({row['link_share']:.0%} of the link) sha256 {'ok' if row['sha256_ok'] else 'BAD'}"
-                              f"{'  streams ' + str(row.get('streams')) if tool == 'ferry' else ''}", flush=True)
+                    rows.append(record_row(row, args, r, size, width=7))
         for old in (work / "out").iterdir():
             old.unlink()
     finally:
