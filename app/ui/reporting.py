@@ -57,4 +57,8 @@ class ReportExporter(QObject):
         except OSError as exc:
             self.failed.emit(f"Could not write the report to {path}: {exc.strerror}. Choose another folder.")
             return
+        except Exception as exc:  # noqa: BLE001 — a thread's exception would vanish, and the window never hear
+            self.failed.emit(f"Could not write the report to {path} ({type(exc).__name__}: {exc}); "
+                             "try again, and send Ferry's log to its developers if it happens again.")
+            return
         self.finished.emit(str(path))
