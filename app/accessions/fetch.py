@@ -45,6 +45,15 @@ class Outcome:
     def verified_names(self) -> set[str]:
         return {f.name for f in (*self.done, *self.kept)}
 
+    def add(self, other: Outcome) -> None:
+        """A later job's outcome (the runs completed from NCBI) counted in with this one's."""
+        self.done += other.done
+        self.kept += other.kept
+        self.failed += other.failed
+        self.bytes_moved += other.bytes_moved
+        self.seconds += other.seconds
+        self.stopped = self.stopped or other.stopped
+
 
 @dataclass
 class Progress:

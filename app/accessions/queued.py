@@ -19,6 +19,7 @@ from backends.core.errors import LocalError
 from backends.destination import Destination, write_atomic
 
 from . import ena
+from .complete import adopt, completes, completing_plan, reroute_completed, short_runs
 from .convert import convert_runs
 from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_refusals, check_room, listed
 from .plans import LAYOUTS, apply_layout
@@ -39,39 +40,96 @@ def queue_request(plan: ena.Plan, folder: Path, overrides: Overrides | None = No
         raise LocalError(f"{folder} is a file; an accession's files go into a folder. Choose a folder.")
     Destination(folder).folder("")
     check_refusals(folder)
+    reroute_completed(plan, folder, overrides.ca_file if overrides else None)  # completed by an earlier fetch
     check_room(plan, folder)  # the same reckoning as ``labferry copy ena:…``: what is here already counts
     request = resolve_list(plan.label, listed(plan.files), folder, _budgeted(overrides, budget), defaults=defaults,
                            store=store)
     write_metadata(plan, folder)
-    ncbi = [{"run": f.run, "name": f.name.rsplit("/", 1)[-1], "url": f.url, "md5": f.md5, "size": f.size}
-            for f in plan.files if f.source == "ncbi"]
+    ncbi = [_ncbi_entry(f) for f in plan.files if f.source == "ncbi"]
     write_atomic(folder / SHEET_CHOICE, json.dumps({"pipeline": sheet[0], "paths": sheet[1], "layout": layout,
-                                                    "ncbi": ncbi}).encode())
+                                                    "source": plan.source, "ncbi": ncbi}).encode())
     return request
+
+
+def _ncbi_entry(f: ena.RemoteFile, **more) -> dict:
+    return {"run": f.run, "name": f.name.rsplit("/", 1)[-1], "url": f.url, "md5": f.md5, "size": f.size, **more}
 
 
 def finish(label: str, folder: Path, files: dict, *, defaults: Defaults | None = None, store=None,
            budget: int = BUDGET) -> tuple[int | None, Request | None]:
     """After a list job for an accession ended (``files``: its view's name → (state, error, kind)): (the
-    samplesheet's runs, or None when the job was not a FASTQ accession's; the request that tries the files
-    that failed by the other route, or None)."""
+    samplesheet's runs, or None when the job was not a FASTQ accession's; the request that follows, or None:
+    the files that failed tried by the other route, or, under ``--source auto``, the ``.sra`` of each run whose
+    FASTQ from ENA lack a read, to be converted with every read when that job ends)."""
     plan = plan_from_folder(folder, label)
-    if plan is None or not files or not set(files) <= {f.name for f in plan.files}:
+    if plan is None:
+        return None, None
+    sub = _completing(folder, plan)
+    if not files or not set(files) <= {f.name for f in (*plan.files, *sub.files)}:
         return None, None
     verified = {name for name, (state, *_) in files.items() if state in (FILE_DONE, FILE_KEPT)}
     verified |= _verified_before(plan, folder, files)
     pipeline, style = _sheet_choice(folder)
     unconverted = convert_runs(plan, folder, verified)  # fasterq-dump, where a run came from NCBI as .sra
+    if sub.files:  # the job that completes runs from NCBI ended: their .sra converted over ENA's files
+        unconverted += convert_runs(sub, folder, verified)
+        adopt(plan, sub, folder, verified | {f.name for f in plan.files if (folder / f.name).is_file()})
     rows, _ = write_sheet(pipeline, plan, folder, verified, style)
     if unconverted:
         raise LocalError(" ".join(unconverted))
+    if not label.endswith((OTHER_ROUTE, COMPLETING)):
+        completing = _complete_request(plan, folder, verified, label, budget, defaults, store)
+        if completing is not None:
+            return rows, completing
     again = [f for f in plan.files if f.name in files and files[f.name][0] == FILE_FAILED
              and (files[f.name][2] or "") in OTHER_ROUTE_FOR and f.other_url]
-    if not again or label.endswith(OTHER_ROUTE):
+    if not again or label.endswith((OTHER_ROUTE, COMPLETING)):
         return rows, None
     request = resolve_list(label + OTHER_ROUTE, listed(again, other_route=True), folder, _budgeted(None, budget),
                            defaults=defaults, store=store)
     return rows, request
+
+
+#: the label of the job that fetches, from NCBI, the runs ENA served short of a read
+COMPLETING = " (every read, from NCBI)"
+
+
+def _complete_request(plan: ena.Plan, folder: Path, verified: set[str], label: str, budget: int, defaults,
+                      store) -> Request | None:
+    """Under ``--source auto``: the list request for the ``.sra`` of each run whose FASTQ from ENA, here and
+    verified, lack a read, recorded beside metadata.tsv so the end of that job converts them; None when there
+    are none (or NCBI has none of them)."""
+    short = short_runs(plan, folder, verified) if completes(plan) else []
+    if not short:
+        return None
+    sub = completing_plan(plan, [run for run, *_ in short], None)
+    if not sub.files:
+        return None
+    chosen = _chosen(folder)
+    chosen["ncbi"] = [*(chosen.get("ncbi") or []), *(_ncbi_entry(f, saved=f.name, completes=True) for f in sub.files)]
+    write_atomic(folder / SHEET_CHOICE, json.dumps(chosen).encode())
+    return resolve_list(label + COMPLETING, listed(sub.files), folder, _budgeted(None, budget), defaults=defaults,
+                        store=store)
+
+
+def _completing(folder: Path, plan: ena.Plan) -> ena.Plan:
+    """The ``.sra`` files recorded to complete runs ENA served short (``_complete_request``), as a plan."""
+    sub = ena.Plan(plan.label, "fastq", source="auto")
+    for entry in _chosen(folder).get("ncbi") or []:
+        if isinstance(entry, dict) and entry.get("completes"):
+            found = _entry_file(entry)
+            if found is not None:
+                sub.files.append(replace(found, name=str(entry.get("saved") or found.name)))
+    sub.rows = [row for row in plan.rows if row.get("run_accession") in {f.run for f in sub.files}]
+    return sub
+
+
+def _entry_file(entry: dict) -> ena.RemoteFile | None:
+    try:
+        return ena.RemoteFile(str(entry["run"]), str(entry["name"]), str(entry["url"]), str(entry["md5"]),
+                              int(entry["size"]), None, source="ncbi")
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _sheet_choice(folder: Path) -> tuple[str, str]:
@@ -90,14 +148,13 @@ def plan_from_folder(folder: Path, label: str) -> ena.Plan | None:
         text = (folder / "metadata.tsv").read_text()
     except OSError:
         return None
-    plan = ena.Plan(label.removesuffix(OTHER_ROUTE), "fastq")
-    plan.add(ena.parse_tsv(text))
     chosen = _chosen(folder)
+    plan = ena.Plan(label.removesuffix(OTHER_ROUTE).removesuffix(COMPLETING), "fastq",
+                    source=chosen.get("source") if chosen.get("source") in ("auto", "ena", "ncbi") else "auto")
+    plan.add(ena.parse_tsv(text))
     for entry in chosen.get("ncbi") or []:
-        try:
-            found = ena.RemoteFile(str(entry["run"]), str(entry["name"]), str(entry["url"]), str(entry["md5"]),
-                                   int(entry["size"]), None, source="ncbi")
-        except (KeyError, TypeError, ValueError):
+        found = _entry_file(entry) if isinstance(entry, dict) and not entry.get("completes") else None
+        if found is None:
             continue
         plan.files.append(found)
         plan.from_ncbi.append(found.run)

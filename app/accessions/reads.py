@@ -110,30 +110,3 @@ def missing_bases(meta: dict, paths: list[Path]) -> tuple[int, int] | None:
         return None
     held = sum(lengths)
     return (round(spot), held) if spot - held >= MISSING_BASES else None
-
-
-def dropped_note(plan, folder: Path, done: set[str]) -> str | None:
-    """One sentence naming the runs whose FASTQ from ENA hold fewer bases a spot than the run has (``missing_bases``),
-    and how to get every read; None when there are none."""
-    from backends.destination import Destination
-
-    if plan.kind != "fastq":
-        return None
-    saved = Destination(folder)
-    by_run = plan.files_by_run()
-    short = []
-    for meta in plan.rows:
-        run = meta.get("run_accession", "")
-        listed = by_run.get(run, [])
-        files = [f for f in listed if f.source == "ena" and f.name in done]
-        reads = [f for f in files if (number_of(f.name, run) or 0) >= 1] or files[:1]
-        if not reads or len(files) < len(listed):
-            continue
-        found = missing_bases(meta, [folder / saved.claim(f.name) for f in reads])
-        if found:
-            short.append(f"{run} ({found[1]} of {found[0]} bases a spot)")
-    if not short:
-        return None
-    more = f" and {len(short) - 5} more" if len(short) > 5 else ""
-    return (f"ENA's FASTQ files hold fewer bases than the run's spots for {', '.join(short[:5])}{more}: a read, most "
-            "often an index, is not in them; --source ncbi fetches each run's .sra and converts it with every read.")

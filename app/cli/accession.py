@@ -10,12 +10,12 @@ from pathlib import Path
 from app import stops
 from app.accessions import ena, ids, services
 from app.accessions.choose import dry_run_lines, narrow, parse_filters
+from app.accessions.complete import adopt, completes, completing_plan, dropped_note, reroute_completed, short_runs
 from app.accessions.convert import convert_runs
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.ncbi import SOURCES
 from app.accessions.pipelines import PATH_STYLES, SHEETS
 from app.accessions.plans import LAYOUTS, apply_layout, build_plan, no_reads_in_geo, read_list
-from app.accessions.reads import dropped_note
 from app.accessions.sheets import write_metadata, write_sheet
 from app.cli.progress import ProgressLine
 from app.engine import RetryPolicy
@@ -69,6 +69,8 @@ def run(args: argparse.Namespace, overrides) -> int:
     with services.waiting(lambda text: _say(args, f"labferry: {text}")):
         plan = apply_layout(narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None)),
                             getattr(args, "layout", "flat"))
+        if args.files == "fastq":
+            reroute_completed(plan, folder, overrides.ca_file)  # runs an earlier run completed from NCBI
     if getattr(args, "dry_run", False):
         return _dry_run(args, plan, folder)
     files = counted(len(plan.files), f"{args.files} file")
@@ -100,10 +102,10 @@ def run(args: argparse.Namespace, overrides) -> int:
         stopped = stop
     line.done()
     unconverted: list[str] = []
+    short: list[tuple[str, int, int]] = []
     if args.files == "fastq" and stopped is None:
         try:  # minutes for a large run: said as each begins; Ctrl-C ends fasterq-dump and keeps the .sra
-            unconverted = convert_runs(plan, folder, outcome.verified_names, on_run=lambda run, name: _say(
-                args, f"labferry: {run}: converting {name} to FASTQ with fasterq-dump…"))
+            unconverted, short = _convert_and_complete(args, plan, folder, overrides, defaults, outcome)
         except stops.STOPS as stop:
             stopped = stop
     for sentence in unconverted:
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace, overrides) -> int:
                             if args.files == "fastq" else (0, []))
     for run, why in left_out:
         print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out {run}: {why}.", file=sys.stderr)
-    dropped = dropped_note(plan, folder, outcome.verified_names) if args.files == "fastq" else None
+    dropped = dropped_note(plan, short)
     if dropped:
         print(f"labferry: note: {dropped}", file=sys.stderr)
     for _, sentence, _ in outcome.failed:
@@ -154,6 +156,40 @@ def _plan(args: argparse.Namespace, ca_file: str | None) -> ena.Plan:
         sources = [args.source]
         label = ids.PREFIX + ids.parse(args.source).text  # ena:SRR…, however it was typed
     return build_plan(sources, label, args.files, args.route, ca_file=ca_file, source=getattr(args, "archive", "auto"))
+
+
+def _convert_and_complete(args: argparse.Namespace, plan, folder: Path, overrides, defaults,
+                          outcome: Outcome) -> tuple[list[str], list[tuple[str, int, int]]]:
+    """After the fetch: each ``.sra`` from NCBI converted to FASTQ; then, under ``--source auto``, each run whose
+    FASTQ from ENA lack a read fetched from NCBI as ``.sra`` and converted with every read (``complete.py``).
+    Returns (a sentence for each run left a ``.sra``, the runs left short of a read)."""
+    def converting(run: str, name: str) -> None:
+        _say(args, f"labferry: {run}: converting {name} to FASTQ with fasterq-dump…")
+
+    unconverted = convert_runs(plan, folder, outcome.verified_names, on_run=converting)
+    short = short_runs(plan, folder, outcome.verified_names)
+    if not short or not completes(plan):
+        return unconverted, short
+    runs = [run for run, *_ in short]
+    _say(args, f"labferry: ENA's FASTQ lack a read for {counted(len(runs), 'run')} ({', '.join(runs[:5])}"
+               f"{' and more' if len(runs) > 5 else ''}); fetching {agrees(len(runs), 'its', 'their')} .sra from "
+               "NCBI to convert with every read.")
+    sub = completing_plan(plan, runs, overrides.ca_file)
+    for note in sub.notes:
+        _say(args, f"labferry: {note}", always=True)
+    if not sub.files:
+        return unconverted, short
+    more = Outcome()
+    line = ProgressLine(not args.quiet)
+    try:
+        fetch(sub, folder, overrides, defaults=defaults, budget=args.host_connections, outcome=more,
+              on_progress=lambda p: line.show(_progress_text(plan.label, p)))
+    finally:
+        line.done()
+        outcome.add(more)
+    unconverted += convert_runs(sub, folder, more.verified_names, on_run=converting)
+    completed = adopt(plan, sub, folder, outcome.verified_names)
+    return unconverted, [entry for entry in short if entry[0] not in completed]
 
 
 def _say_sources(args: argparse.Namespace, plan) -> None:

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.accessions.ids import is_accession
 from app.accessions.plans import apply_layout, words_of
-from app.accessions.queued import finish, queue_request
+from app.accessions.queued import COMPLETING, finish, queue_request
 from app.engine import JobView
 from app.requests import Defaults
 from app.store import Store
@@ -74,7 +74,10 @@ class PublicData:
             return
         _, again = answer
         if again is not None:
-            self.status.setText(f"{view.source}: trying {counted(len(again.options.files), 'file')} by the other route")
+            count = counted(len(again.options.files), "file")
+            self.status.setText(f"{view.source}: fetching {count} from NCBI, for the reads ENA's FASTQ lack"
+                                if again.source.endswith(COMPLETING) else
+                                f"{view.source}: trying {count} by the other route")
             self.bridge.call("submit", *again.submit_args())
 
 

@@ -174,3 +174,46 @@ def test_a_run_only_at_ncbi_arrives_converted_in_its_samples_folder(qtbot, windo
     assert [(r["fastq_1"], r["fastq_2"]) for r in rows] == [
         ("SAMEA0007003/ERR0007003_1.fastq.gz", "SAMEA0007003/ERR0007003_2.fastq.gz")]
     assert sequences_of(folder / rows[0]["fastq_2"]) == PAIRED[1]
+
+
+def test_a_run_ena_serves_short_of_a_read_is_completed_from_ncbi_by_a_second_job(qtbot, window, archive, nginx,
+                                                                                tmp_path):
+    """ENA serves two of a single-cell run's three reads: when the study's job ends, the window queues a second
+    one for the run's .sra from NCBI, and when that ends the run is converted with every read over ENA's names
+    and the scrnaseq sheet maps the barcode and cDNA reads (the index left out of its reads)."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from tests.integration.test_ncbi_source import SINGLE_CELL, fastq_gz, make_sra, sequences_of
+
+    from .test_driving import when_modal
+
+    archive.add_run("ERR0007004", experiment="ERX0007004", layout="PAIRED", sample="SAMEA0007004", study="ERP000779",
+                    project="PRJEB7779", fields={"read_count": "50", "base_count": "6300"},
+                    fastq=[("ERR0007004_1.fastq.gz", fastq_gz(SINGLE_CELL[1])),
+                           ("ERR0007004_2.fastq.gz", fastq_gz(SINGLE_CELL[2]))])
+    archive.add_ncbi_run("ERR0007004", make_sra(tmp_path / "sra", "ERR0007004", *SINGLE_CELL),
+                         f"http://127.0.0.1:{nginx.http_port}")
+    folder = tmp_path / "completed"
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(dialog.findChild(QPlainTextEdit), "PRJEB7779")
+        QTest.mouseClick(dialog.look, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.plan is not None, timeout=20_000)
+        dialog.sheet.setCurrentIndex(dialog.sheet.findData("scrnaseq"))
+        dialog.dest.setText(str(folder))
+        QTest.mouseClick(dialog.fetch, Qt.MouseButton.LeftButton)
+
+    when_modal(fill, window)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    second = "PRJEB7779 (every read, from NCBI)"
+    qtbot.waitUntil(lambda: (v := job(window, second)) is not None and v.state.terminal, timeout=90_000)
+    assert job(window, "PRJEB7779").state == JobState.DONE and job(window, second).state == JobState.DONE
+    qtbot.waitUntil(lambda: (folder / "ERR0007004.fastq.md5").exists(), timeout=60_000)
+    qtbot.waitUntil(lambda: "ERR0007004_3" in (folder / "samplesheet.csv").read_text(), timeout=30_000)
+    assert [sequences_of(folder / f"ERR0007004_{n}.fastq.gz") for n in (1, 2, 3)] == list(SINGLE_CELL)
+    with open(folder / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert [(r["fastq_1"].rsplit("/", 1)[-1], r["fastq_2"].rsplit("/", 1)[-1]) for r in rows] == [
+        ("ERR0007004_2.fastq.gz", "ERR0007004_3.fastq.gz")]

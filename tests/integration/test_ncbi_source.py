@@ -26,17 +26,29 @@ def _reads(seed: int, count: int, length: int) -> list[str]:
 
 
 def make_sra(work: Path, run: str, *reads: list[str]) -> bytes:
-    """A real .sra of ``run`` holding ``reads`` (one list a read: one for single-end, two for paired)."""
-    latf, kar = require("latf-load"), require("kar")
+    """A real .sra of ``run`` holding ``reads`` (one list a read: one for single-end, two for paired, three for
+    a single-cell run whose first read is its index), made as NCBI's loaders make them: ``latf-load`` for one
+    or two reads; for more, ``sharq`` (which marks the index read technical, as NCBI does) piped into
+    ``general-loader``; then ``kar`` packs the database into one file."""
+    kar = require("kar")
     work.mkdir(parents=True, exist_ok=True)
     files = []
     for number, sequences in enumerate(reads, 1):
-        mate = f"/{number}" if len(reads) > 1 else ""
+        mate = f"/{number}" if len(reads) == 2 else f" {number}:N:0:1" if len(reads) > 2 else ""
         path = work / f"{run}_{number}.fq"
         path.write_text("".join(f"@spot{i}{mate}\n{s}\n+\n{'I' * len(s)}\n" for i, s in enumerate(sequences)))
         files.append(str(path))
-    subprocess.run([latf, "--quality", "PHRED_33", "-p", "ILLUMINA", "-o", str(work / run), *files], check=True,
-                   capture_output=True)
+    if len(reads) <= 2:
+        subprocess.run([require("latf-load"), "--quality", "PHRED_33", "-p", "ILLUMINA", "-o", str(work / run),
+                        *files], check=True, capture_output=True)
+    else:
+        kinds = "".join("T" if len(r[0]) <= 12 else "B" for r in reads)
+        stream = subprocess.run([require("sharq"), "--readTypes", kinds, "--platform", "ILLUMINA", "--output", run,
+                                 *files], check=True, capture_output=True).stdout
+        schemas = next(p for p in (Path("/usr/lib/ncbi-vdb"), Path("/usr/local/lib/ncbi-vdb"))
+                       if (p / "sra" / "generic-fastq.vschema").is_file())
+        subprocess.run([require("general-loader"), "-I", str(schemas), "--target", str(work / run)], input=stream,
+                       check=True, capture_output=True)
     subprocess.run([kar, "-c", str(work / f"{run}.sra"), "-d", str(work / run)], check=True, capture_output=True)
     return (work / f"{run}.sra").read_bytes()
 
@@ -75,6 +87,11 @@ def ncbi(nginx, tmp_path_factory):
     server.add_run("ERR0000782", experiment="ERX0000782", **cells, fastq=[  # ENA dropped the index read
         ("ERR0000782_1.fastq.gz", fastq_gz(SINGLE_CELL[1])), ("ERR0000782_2.fastq.gz", fastq_gz(SINGLE_CELL[2]))],
         fields={"read_count": "50", "base_count": "6300"})
+    completing = dict(sample="SAMEA0007991", study="ERP000799", project="PRJEB7979", layout="PAIRED")
+    server.add_run("ERR0000791", experiment="ERX0000791", **completing, fastq=[  # ENA dropped the index read...
+        ("ERR0000791_1.fastq.gz", fastq_gz(SINGLE_CELL[1])), ("ERR0000791_2.fastq.gz", fastq_gz(SINGLE_CELL[2]))],
+        fields={"read_count": "50", "base_count": "6300", "library_source": "TRANSCRIPTOMIC SINGLE CELL"})
+    server.add_ncbi_run("ERR0000791", make_sra(work, "ERR0000791", *SINGLE_CELL), files)  # ...NCBI has it
     yield server
     server.stop()
 
@@ -215,7 +232,7 @@ def test_a_single_cell_run_maps_reads_by_their_lengths_and_a_dropped_index_is_sa
     assert rows == {"ERR0000781_2.fastq.gz": "ERR0000781_3.fastq.gz", "ERR0000782_1.fastq.gz": "ERR0000782_2.fastq.gz"}
     noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
     assert len(noted) == 1 and "ERR0000782 (118 of 126 bases a spot)" in noted[0] and "ERR0000781" not in noted[0]
-    assert "--source ncbi" in noted[0]
+    assert "NCBI has no .sra for them either" in noted[0]  # --source auto asked NCBI, which lacks this run
     proc = fetch(ncbi, nginx, "ena:PRJEB7878", f"{dest}/", home=ferry_home)  # the fetchngs sheet: every file
     assert proc.returncode == 0, proc.stderr
     with open(dest / "samplesheet.csv") as sheet:
@@ -235,3 +252,46 @@ def test_source_ncbi_takes_every_run_from_ncbi_and_names_what_it_lacks(ncbi, ngi
     proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{tmp_path}/", "--source", "ncbi", "--dry-run", home=ferry_home)
     block = proc.stdout.split("ERR0000771", 1)[1].split("ERR0000772", 1)[0]
     assert "no fastq files in ENA or NCBI" in block, proc.stdout
+
+
+def test_a_run_ena_serves_short_of_a_read_is_completed_from_ncbi_and_not_fetched_twice(ncbi, nginx, tmp_path,
+                                                                                     ferry_home):
+    """ENA serves two of a single-cell run's three reads (fetchngs #144); ``--source auto`` (the default) sees it
+    in the files that arrived, fetches the run's .sra from NCBI and converts it with every read: the index, the
+    barcode read and the cDNA read, under the archive's names, and the sheet maps them by their lengths. The
+    same command again fetches nothing: ENA's files do not come back over the complete ones."""
+    dest = tmp_path / "completed"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", "--samplesheet", "scrnaseq", "--json", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    assert "ENA's FASTQ lack a read for 1 run (ERR0000791); fetching its .sra from NCBI" in proc.stderr
+    assert "fewer bases than the run's spots" not in proc.stderr  # completed, so not left to the user
+    assert [sequences_of(dest / f"ERR0000791_{n}.fastq.gz") for n in (1, 2, 3)] == list(SINGLE_CELL)
+    manifest = (dest / "ERR0000791.fastq.md5").read_text().split()
+    assert manifest[1::2] == [f"ERR0000791_{n}.fastq.gz" for n in (1, 2, 3)]
+    assert all(hashlib.md5((dest / name).read_bytes()).hexdigest() == md5
+               for md5, name in zip(manifest[::2], manifest[1::2], strict=True))
+    with open(dest / "samplesheet.csv") as sheet:
+        rows = list(csv.DictReader(sheet))
+    assert [(Path(r["fastq_1"]).name, Path(r["fastq_2"]).name) for r in rows] == [
+        ("ERR0000791_2.fastq.gz", "ERR0000791_3.fastq.gz")]  # the barcode read and the cDNA, not the index
+    first = json.loads(proc.stdout.strip().splitlines()[-1])
+    again = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", "--json", home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert "ENA's FASTQ lack a read" not in again.stderr and "converting" not in again.stderr
+    second = json.loads(again.stdout.strip().splitlines()[-1])
+    assert second["bytes_fetched"] == 0, (first, second)
+    assert [sequences_of(dest / f"ERR0000791_{n}.fastq.gz") for n in (1, 2, 3)] == list(SINGLE_CELL)
+    with open(dest / "samplesheet.csv") as sheet:
+        row = next(csv.DictReader(sheet))
+    assert [Path(row[k]).name for k in ("fastq_1", "fastq_2", "fastq_index_1")] == [
+        "ERR0000791_2.fastq.gz", "ERR0000791_3.fastq.gz", "ERR0000791_1.fastq.gz"]
+
+
+def test_source_ena_leaves_a_short_run_as_ena_serves_it_and_says_how_to_complete_it(ncbi, nginx, tmp_path,
+                                                                                    ferry_home):
+    dest = tmp_path / "as-ena"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", "--source", "ena", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    assert len(noted) == 1 and "ERR0000791 (118 of 126 bases a spot)" in noted[0] and "--source auto" in noted[0]
+    assert sorted(p.name for p in dest.glob("ERR0000791*")) == ["ERR0000791_1.fastq.gz", "ERR0000791_2.fastq.gz"]
