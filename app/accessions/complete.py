@@ -12,6 +12,7 @@ fetched twice, and ENA's files never come back over the complete ones.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from dataclasses import replace
 from pathlib import Path
@@ -105,9 +106,15 @@ def reroute_completed(plan: Plan, folder: Path, ca_file: str | None) -> None:
     names) come from NCBI in this plan too: their ``.sra``, verified here, is kept and nothing fetched again."""
     if not completes(plan):
         return
-    runs = [run for run, files in plan.files_by_run().items()
-            if files and all(f.source == "ena" for f in files)
-            and converted(folder / posixpath.dirname(files[0].name), run) is not None]
+    manifests: dict[str, set[str]] = {}  # each run folder's conversion manifests, listed once (not a stat a run)
+    runs = []
+    for run, files in plan.files_by_run().items():
+        sub = posixpath.dirname(files[0].name) if files else ""
+        if sub not in manifests:
+            manifests[sub] = _manifests_in(folder / sub)
+        if (files and f"{run}.fastq.md5" in manifests[sub] and all(f.source == "ena" for f in files)
+                and converted(folder / sub, run) is not None):
+            runs.append(run)
     if not runs:
         return
     sub = completing_plan(plan, runs, ca_file)
@@ -115,6 +122,14 @@ def reroute_completed(plan: Plan, folder: Path, ca_file: str | None) -> None:
     found = {f.run for f in sub.files}
     plan.files = [f for f in plan.files if not (f.run in found and f.source == "ena")] + sub.files
     plan.from_ncbi += [run for run in found if run not in plan.from_ncbi]
+
+
+def _manifests_in(folder: Path) -> set[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return {e.name for e in entries if e.name.endswith(".fastq.md5")}
+    except OSError:
+        return set()  # no folder yet: nothing converted in it
 
 
 def _remove(path: Path) -> None:

@@ -16,12 +16,20 @@ class WholeFile:
     committed. ``limit``: the size the server announced (None: it said none); a byte more is the server's error
     (``BadAnswer``). ``source``: the address, for that sentence."""
 
-    def __init__(self, path: Path, limit: int | None, source: str) -> None:
+    def __init__(self, path: Path, limit: int | None, source: str, buffer: int = 0) -> None:
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
         self.limit, self.source = limit, source
-        self.written = 0
+        self.written = 0  # accepted; ``flushed`` of them are in the file
         self.fd: int | None = None
+        #: with ``buffer``, writes reach the file this much at a time (one system call where a TLS record came
+        #: ~16 KiB at a time); ``flush`` sends what is held
+        self.buffer = buffer
+        self._held = bytearray()
+
+    @property
+    def flushed(self) -> int:
+        return self.written - len(self._held)
 
     def __enter__(self) -> WholeFile:
         self.fd = open_new(self.part, os.O_WRONLY | os.O_TRUNC)
@@ -35,13 +43,27 @@ class WholeFile:
     def write(self, data: bytes | memoryview) -> None:
         if self.limit is not None and self.written + len(data) > self.limit:
             raise oversize(self.source, self.limit, self.path.name)
+        if self.buffer:
+            self._held += data
+            self.written += len(data)
+            if len(self._held) >= self.buffer:
+                self.flush()
+            return
+        self._write_all(data)
+        self.written += len(data)
+
+    def flush(self) -> None:
+        if self._held:
+            self._write_all(self._held)
+            self._held.clear()
+
+    def _write_all(self, data: bytes | bytearray | memoryview) -> None:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd, view):]
         except OSError as exc:
             raise os_error(exc, self.part, "write to") from None
-        self.written += len(data)
 
     def close(self) -> None:
         if self.fd is not None:
@@ -50,6 +72,7 @@ class WholeFile:
 
     def commit(self, mtime: float | None = None, mode: int | None = None) -> Path:
         """The file under its final name (its mode and time first, the rename last)."""
+        self.flush()
         self.close()
         try:
             if mode is not None:

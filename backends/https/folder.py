@@ -35,7 +35,7 @@ from ..streams.folder import (
     plan,
     published_sidecars,
 )
-from ..streams.hashing import FollowingHasher
+from ..streams.hashing import read_back
 from ..streams.ratelimit import limiter_for, pieces
 from .index import Listing, walk
 from .options import HttpsOptions
@@ -46,6 +46,9 @@ from .whole import inflater_for
 HEADS_AT_ONCE = 16
 SMALL_AT_ONCE = 8
 LARGE_FROM = 16 * 1024 * 1024  # below: one GET; from here: parallel ranges, resumable
+#: a small file reaches its part file and the progress this much at a time, not once a TLS record (~16 KiB):
+#: each is a system call and a walk over the files in flight
+TELL_EVERY = 512 * 1024
 
 
 def _mtime(last_modified: str | None) -> float | None:
@@ -115,50 +118,45 @@ class FolderDownload:
                        options=replace(self.options, overwrite=True, name_from_source=False))
 
     async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
-        """One GET into ``NAME.part``, hashed as it comes by a thread that reads it back (``FollowingHasher``: the
-        event loop only receives, so sixteen small files at once are not held up by hashing them), renamed once
-        its size (and any sidecar) agrees. Never more than the size the server announced (``WholeFile``); a body
-        it compressed unasked is inflated within bounds (``Inflater``); a trickle ends as a stall."""
+        """One GET into ``NAME.part``, read back and hashed in a worker thread once whole (what is on the disk is
+        what is checked; one hand-over to a thread a file, where a hasher following the body cost a dozen: a
+        thousand small runs spent a fifth of the event loop's time on them), renamed once its size (and any
+        sidecar) agrees. Never more than the size the server announced (``WholeFile``); a body it compressed
+        unasked is inflated within bounds (``Inflater``); a trickle ends as a stall."""
         algorithms = tuple(self._hashers(file))
-        hasher = None
         floor = RateFloor(self.settings.stall_seconds, redact(file.address))
-        try:
-            with WholeFile(path, file.size, redact(file.address)) as out:
-                hasher = FollowingHasher(out.part, algorithms)
-                try:
-                    async with self.session.get(file.address) as resp:
-                        if resp.status != 200:
-                            raise answer_error(resp, file.address)
-                        expected, wire = resp.content_length, 0
-                        inflater = inflater_for(resp.headers, str(resp.url))
-                        if inflater is not None:
-                            out.limit = None  # the size said was of the compressed body: the inflater bounds it
-                        async for data in pieces(resp.content, self.limiter):
-                            wire += len(data)
-                            floor.feed(len(data))
-                            for piece in inflater.feed(data) if inflater else (data,):
-                                out.write(piece)
-                                hasher.advance(out.written)
-                            sink.progress(out.written, file.size, 1)
-                            if self.limiter:
-                                await self.limiter.consume(len(data))
-                        if inflater is not None:
-                            out.write(inflater.end())
-                            hasher.advance(out.written)
-                except (TransferError, asyncio.CancelledError):
-                    raise
-                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                    raise map_error(exc, file.address, started=out.written > 0) from exc
-                if expected is not None and wire != expected:
-                    raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will "
-                                    "retry.")
-                digests = await asyncio.to_thread(hasher.finish, out.written)
-                verified, method = await self._check(file, digests, out.written)
-                out.commit()
-        except BaseException:
-            if hasher is not None:
-                hasher.stop()
-            raise
+        with WholeFile(path, file.size, redact(file.address), buffer=TELL_EVERY) as out:
+            try:
+                async with self.session.get(file.address) as resp:
+                    if resp.status != 200:
+                        raise answer_error(resp, file.address)
+                    expected, wire, told = resp.content_length, 0, 0
+                    inflater = inflater_for(resp.headers, str(resp.url))
+                    if inflater is not None:
+                        out.limit = None  # the size said was of the compressed body: the inflater bounds it
+                    async for data in pieces(resp.content, self.limiter):
+                        wire += len(data)
+                        floor.feed(len(data))
+                        for piece in inflater.feed(data) if inflater else (data,):
+                            out.write(piece)
+                        if out.written - told >= TELL_EVERY:
+                            told = out.written
+                            sink.progress(told, file.size, 1)
+                        if self.limiter:
+                            await self.limiter.consume(len(data))
+                    if inflater is not None:
+                        out.write(inflater.end())
+                    out.flush()
+                    sink.progress(out.written, file.size, 1)
+            except (TransferError, asyncio.CancelledError):
+                raise
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                raise map_error(exc, file.address, started=out.written > 0) from exc
+            if expected is not None and wire != expected:
+                raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
+            digests = await asyncio.to_thread(read_back, out.part, algorithms)
+            verified, method = await self._check(file, digests, out.written)
+            out.commit()
         return FileDone(digests["sha256"], verified, method, out.written)
 
     def _hashers(self, file: RemoteFile) -> dict:
