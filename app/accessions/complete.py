@@ -57,12 +57,26 @@ def dropped_note(plan: Plan, short: list[tuple[str, int, int]]) -> str | None:
     """One sentence naming the runs left short, and how to get every read; None when there are none."""
     if not short:
         return None
+    from .convert import INSTALL, tool
+
     named = ", ".join(f"{run} ({held} of {spot} bases a spot)" for run, spot, held in short[:NAMED])
     more = f" and {len(short) - NAMED} more" if len(short) > NAMED else ""
-    how = ("NCBI has no .sra for them either" if completes(plan) else
-           "--source auto (the default) or ncbi fetches each run's .sra and converts it with every read")
+    if not completes(plan):
+        how = "--source auto (the default) or ncbi fetches each run's .sra and converts it with every read"
+    elif tool() is None:  # not fetched: a .sra nothing here can convert
+        how = INSTALL.replace("its FASTQ files", "every read from NCBI's .sra")
+    else:
+        how = "NCBI has no .sra for them either"
     return (f"ENA's FASTQ files hold fewer bases than the run's spots for {named}{more}: a read, most often an index, "
             f"is not in them; {how}.")
+
+
+def can_complete(plan: Plan) -> bool:
+    """Whether runs ENA serves short are fetched from NCBI now: ``--source auto``, and ``fasterq-dump`` here to
+    convert them (without it their .sra would only be kept, and ENA's files serve meanwhile)."""
+    from .convert import tool
+
+    return completes(plan) and tool() is not None
 
 
 def completing_plan(plan: Plan, runs: list[str], ca_file: str | None) -> Plan:

@@ -19,7 +19,7 @@ from backends.core.errors import LocalError
 from backends.destination import Destination, write_atomic
 
 from . import ena
-from .complete import adopt, completes, completing_plan, reroute_completed, short_runs
+from .complete import adopt, can_complete, completing_plan, reroute_completed, short_runs
 from .convert import convert_runs
 from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_refusals, check_room, listed
 from .plans import LAYOUTS, apply_layout
@@ -99,7 +99,7 @@ def _complete_request(plan: ena.Plan, folder: Path, verified: set[str], label: s
     """Under ``--source auto``: the list request for the ``.sra`` of each run whose FASTQ from ENA, here and
     verified, lack a read, recorded beside metadata.tsv so the end of that job converts them; None when there
     are none (or NCBI has none of them)."""
-    short = short_runs(plan, folder, verified) if completes(plan) else []
+    short = short_runs(plan, folder, verified) if can_complete(plan) else []
     if not short:
         return None
     sub = completing_plan(plan, [run for run, *_ in short], None)

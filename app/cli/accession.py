@@ -10,7 +10,7 @@ from pathlib import Path
 from app import stops
 from app.accessions import ena, ids, services
 from app.accessions.choose import dry_run_lines, narrow, parse_filters
-from app.accessions.complete import adopt, completes, completing_plan, dropped_note, reroute_completed, short_runs
+from app.accessions.complete import adopt, can_complete, completing_plan, dropped_note, reroute_completed, short_runs
 from app.accessions.convert import convert_runs
 from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
 from app.accessions.ncbi import SOURCES
@@ -168,7 +168,7 @@ def _convert_and_complete(args: argparse.Namespace, plan, folder: Path, override
 
     unconverted = convert_runs(plan, folder, outcome.verified_names, on_run=converting)
     short = short_runs(plan, folder, outcome.verified_names)
-    if not short or not completes(plan):
+    if not short or not can_complete(plan):
         return unconverted, short
     runs = [run for run, *_ in short]
     _say(args, f"labferry: ENA's FASTQ lack a read for {counted(len(runs), 'run')} ({', '.join(runs[:5])}"

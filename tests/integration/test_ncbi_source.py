@@ -295,3 +295,17 @@ def test_source_ena_leaves_a_short_run_as_ena_serves_it_and_says_how_to_complete
     noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
     assert len(noted) == 1 and "ERR0000791 (118 of 126 bases a spot)" in noted[0] and "--source auto" in noted[0]
     assert sorted(p.name for p in dest.glob("ERR0000791*")) == ["ERR0000791_1.fastq.gz", "ERR0000791_2.fastq.gz"]
+
+
+def test_without_fasterq_dump_a_short_run_is_not_fetched_from_ncbi_and_the_note_says_what_to_install(
+        ncbi, nginx, tmp_path, ferry_home):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    dest = tmp_path / "short"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", home=ferry_home, path=str(bare))
+    assert proc.returncode == 0, proc.stderr
+    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    assert len(noted) == 1 and "ERR0000791" in noted[0], proc.stderr
+    assert "install sra-tools" in noted[0] and "every read from NCBI's .sra" in noted[0]
+    assert "lack a read" not in proc.stderr  # nothing asked of NCBI for it
+    assert sorted(p.name for p in dest.glob("ERR0000791*")) == ["ERR0000791_1.fastq.gz", "ERR0000791_2.fastq.gz"]

@@ -41,6 +41,17 @@ def _wait_record(dtn, test, timeout: float = 60) -> dict:
     raise AssertionError(f"no relay record came to that state: {_records(dtn)}")
 
 
+def _recorded_upload(dtn) -> int:
+    """Bytes the agent's upload record (its ``uploads/*.json``) says the server has verified."""
+    done = 0
+    for path in (dtn.home / "uploads").glob("*.json"):
+        try:
+            done += sum(end - start for start, end in json.loads(path.read_text()).get("done", []))
+        except (OSError, ValueError):
+            continue  # being replaced this instant: read again at the next poll
+    return done
+
+
 def _agent_job(dtn, job: int) -> dict:
     from app.store import Store
 
@@ -141,12 +152,14 @@ def test_an_agent_killed_mid_relay_resumes_its_hop_without_sending_it_again(dtn,
     argv = [sys.executable, "-m", "app", *_args(dtn, str(source), "site:collab/")]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def mid_hop(record: dict) -> bool:
+    def mid_hop(record: dict) -> bool:  # a range the server verified is in the agent's upload record
         job = _agent_job(dtn, record["job"]) if record.get("job") else None
-        return bool(job) and job["state"] == "running" and job["bytes_done"] >= 32 * MiB
+        return bool(job) and job["state"] == "running" and _recorded_upload(dtn) >= 32 * MiB
 
+    # bytes sent are not yet bytes done: a range counts once the server has hashed it, so the kill waits for
+    # the record (waiting for 32 MiB sent killed the agent before its first range was recorded, 2 runs in 3)
     record = _wait_record(dtn, mid_hop, timeout=90)
-    done_before = _agent_job(dtn, record["job"])["bytes_done"]  # what the killed agent had recorded, at least
+    done_before = _recorded_upload(dtn)  # what the killed agent had recorded, at least
     agent = dtn.agent_pid()
     os.kill(agent, signal.SIGKILL)
     out, err = proc.communicate(timeout=180)
