@@ -53,18 +53,26 @@ def short_runs(plan: Plan, folder: Path, done: set[str]) -> list[tuple[str, int,
     return short
 
 
-def dropped_note(plan: Plan, short: list[tuple[str, int, int]]) -> str | None:
-    """One sentence naming the runs left short, and how to get every read; None when there are none."""
+#: how the window names ``--source auto`` (its From choice, app/ui/accession_dialog.py)
+FROM_AUTO = "From \u201cENA, and NCBI's .sra for runs ENA lacks\u201d"
+
+
+def dropped_note(plan: Plan, short: list[tuple[str, int, int]], *, window: bool = False) -> str | None:
+    """One sentence naming the runs left short, and how to get every read (with ``window``, in the window's
+    words: its From choice, not ``--source``); None when there are none."""
     if not short:
         return None
     from .convert import INSTALL, tool
 
     named = ", ".join(f"{run} ({held} of {spot} bases a spot)" for run, spot, held in short[:NAMED])
     more = f" and {len(short) - NAMED} more" if len(short) > NAMED else ""
+    again = "fetch it again" if window else "run the same command again"
     if not completes(plan):
-        how = "--source auto (the default) or ncbi fetches each run's .sra and converts it with every read"
+        how = (f"fetched with {FROM_AUTO}, each run's .sra comes from NCBI, converted with every read" if window
+               else "--source auto (the default) or ncbi fetches each run's .sra and converts it with every read")
     elif tool() is None:  # not fetched: a .sra nothing here can convert
-        how = INSTALL.replace("its FASTQ files", "every read from NCBI's .sra")
+        how = INSTALL.replace("run the same command again", again).replace("its FASTQ files",
+                                                                           "every read from NCBI's .sra")
     else:
         how = "NCBI has no .sra for them either"
     return (f"ENA's FASTQ files hold fewer bases than the run's spots for {named}{more}: a read, most often an index, "

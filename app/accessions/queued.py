@@ -19,7 +19,7 @@ from backends.core.errors import LocalError
 from backends.destination import Destination, write_atomic
 
 from . import ena
-from .complete import adopt, can_complete, completing_plan, reroute_completed, short_runs
+from .complete import adopt, can_complete, completing_plan, dropped_note, reroute_completed, short_runs
 from .convert import convert_runs
 from .fetch import BUDGET, OTHER_ROUTE, OTHER_ROUTE_FOR, check_refusals, check_room, listed
 from .plans import LAYOUTS, apply_layout
@@ -56,17 +56,18 @@ def _ncbi_entry(f: ena.RemoteFile, **more) -> dict:
 
 
 def finish(label: str, folder: Path, files: dict, *, defaults: Defaults | None = None, store=None,
-           budget: int = BUDGET) -> tuple[int | None, Request | None]:
+           budget: int = BUDGET) -> tuple[int | None, Request | None, str | None]:
     """After a list job for an accession ended (``files``: its view's name → (state, error, kind)): (the
     samplesheet's runs, or None when the job was not a FASTQ accession's; the request that follows, or None:
     the files that failed tried by the other route, or, under ``--source auto``, the ``.sra`` of each run whose
-    FASTQ from ENA lack a read, to be converted with every read when that job ends)."""
+    FASTQ from ENA lack a read, to be converted with every read when that job ends; a sentence naming the runs
+    left short of a read, or None)."""
     plan = plan_from_folder(folder, label)
     if plan is None:
-        return None, None
+        return None, None, None
     sub = _completing(folder, plan)
     if not files or not set(files) <= {f.name for f in (*plan.files, *sub.files)}:
-        return None, None
+        return None, None, None
     verified = {name for name, (state, *_) in files.items() if state in (FILE_DONE, FILE_KEPT)}
     verified |= _verified_before(plan, folder, files)
     pipeline, style = _sheet_choice(folder)
@@ -77,31 +78,29 @@ def finish(label: str, folder: Path, files: dict, *, defaults: Defaults | None =
     rows, _ = write_sheet(pipeline, plan, folder, verified, style)
     if unconverted:
         raise LocalError(" ".join(unconverted))
-    if not label.endswith((OTHER_ROUTE, COMPLETING)):
-        completing = _complete_request(plan, folder, verified, label, budget, defaults, store)
+    short = short_runs(plan, folder, verified)
+    if short and can_complete(plan) and not label.endswith((OTHER_ROUTE, COMPLETING)):
+        completing = _complete_request(plan, short, folder, label, budget, defaults, store)
         if completing is not None:
-            return rows, completing
+            return rows, completing, None
+    note = dropped_note(plan, short, window=True)
     again = [f for f in plan.files if f.name in files and files[f.name][0] == FILE_FAILED
              and (files[f.name][2] or "") in OTHER_ROUTE_FOR and f.other_url]
     if not again or label.endswith((OTHER_ROUTE, COMPLETING)):
-        return rows, None
+        return rows, None, note
     request = resolve_list(label + OTHER_ROUTE, listed(again, other_route=True), folder, _budgeted(None, budget),
                            defaults=defaults, store=store)
-    return rows, request
+    return rows, request, note
 
 
 #: the label of the job that fetches, from NCBI, the runs ENA served short of a read
 COMPLETING = " (every read, from NCBI)"
 
 
-def _complete_request(plan: ena.Plan, folder: Path, verified: set[str], label: str, budget: int, defaults,
-                      store) -> Request | None:
-    """Under ``--source auto``: the list request for the ``.sra`` of each run whose FASTQ from ENA, here and
-    verified, lack a read, recorded beside metadata.tsv so the end of that job converts them; None when there
-    are none (or NCBI has none of them)."""
-    short = short_runs(plan, folder, verified) if can_complete(plan) else []
-    if not short:
-        return None
+def _complete_request(plan: ena.Plan, short: list[tuple[str, int, int]], folder: Path, label: str, budget: int,
+                      defaults, store) -> Request | None:
+    """The list request for the ``.sra`` of each run in ``short`` (its FASTQ from ENA lack a read), recorded
+    beside metadata.tsv so the end of that job converts them; None when NCBI has none of them."""
     sub = completing_plan(plan, [run for run, *_ in short], None)
     if not sub.files:
         return None

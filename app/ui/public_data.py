@@ -72,7 +72,9 @@ class PublicData:
             self._show_error(f"{view.source}: {answer}" if isinstance(answer, TransferError) and "fasterq-dump" in
                              str(answer) else f"{view.source}: the samplesheet could not be written ({answer}).")
             return
-        _, again = answer
+        _, again, note = answer
+        if note:  # a run left short of a read (an index ENA dropped): said where the CLI prints its note
+            self.notify("Reads missing from ENA's files", f"{view.source}: {note}")
         if again is not None:
             count = counted(len(again.options.files), "file")
             self.status.setText(f"{view.source}: fetching {count} from NCBI, for the reads ENA's FASTQ lack"

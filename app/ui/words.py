@@ -61,7 +61,8 @@ def for_window(text: str | None) -> str:
         return ""
     for pattern, repl in _COMPILED:
         text = pattern.sub(repl, text)
-    return re.sub(r"  +", " ", text).replace(" .", ".").replace(",.", ".").strip()
+    # a space left before a sentence's full stop goes; one before a name (" .sra", " .part") stays
+    return re.sub(r" \.(?=\s|$)", ".", re.sub(r"  +", " ", text)).replace(",.", ".").strip()
 
 
 def protocol_name(backend: str, address: str = "") -> str:

@@ -217,3 +217,39 @@ def test_a_run_ena_serves_short_of_a_read_is_completed_from_ncbi_by_a_second_job
         rows = list(csv.DictReader(sheet))
     assert [(r["fastq_1"].rsplit("/", 1)[-1], r["fastq_2"].rsplit("/", 1)[-1]) for r in rows] == [
         ("ERR0007004_2.fastq.gz", "ERR0007004_3.fastq.gz")]
+
+
+def test_a_run_left_short_of_a_read_is_said_when_its_job_ends(qtbot, window, archive, nginx, tmp_path):
+    """From "ENA only": the run ENA serves short of its index read stays as ENA serves it, and the window says
+    so when the job ends (the CLI's note), with what would complete it."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from tests.integration.test_ncbi_source import SINGLE_CELL, fastq_gz
+
+    from .test_driving import when_modal
+
+    archive.add_run("ERR0007005", experiment="ERX0007005", layout="PAIRED", sample="SAMEA0007005", study="ERP000780",
+                    project="PRJEB7780", fields={"read_count": "50", "base_count": "6300"},
+                    fastq=[("ERR0007005_1.fastq.gz", fastq_gz(SINGLE_CELL[1])),
+                           ("ERR0007005_2.fastq.gz", fastq_gz(SINGLE_CELL[2]))])
+    folder = tmp_path / "as-ena"
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(dialog.findChild(QPlainTextEdit), "PRJEB7780")
+        dialog.source.setCurrentIndex(dialog.source.findData("ena"))
+        QTest.mouseClick(dialog.look, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.plan is not None and dialog.plan.source == "ena", timeout=20_000)
+        dialog.dest.setText(str(folder))
+        QTest.mouseClick(dialog.fetch, Qt.MouseButton.LeftButton)
+
+    when_modal(fill, window)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: (v := job(window, "PRJEB7780")) is not None and v.state.terminal, timeout=60_000)
+    assert job(window, "PRJEB7780").state == JobState.DONE
+    qtbot.waitUntil(lambda: (window.last_notice or ("",))[0] == "Reads missing from ENA's files", timeout=30_000)
+    _, text = window.last_notice  # after "Transfer finished": the samplesheet is written first
+    assert "ERR0007005 (118 of 126 bases a spot)" in text, text
+    assert "From \u201cENA, and NCBI's .sra for runs ENA lacks\u201d" in text and "--" not in text  # window words
+    assert job(window, "PRJEB7780 (every read, from NCBI)") is None  # nothing asked of NCBI

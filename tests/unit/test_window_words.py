@@ -72,3 +72,8 @@ def test_an_http_address_is_http_whatever_backend_carries_it():
     assert protocol_name("https", "https://h/x") == "HTTPS"
     assert protocol_name("ssh", "sftp://h/x") == "SFTP"
     assert protocol_name("torrent", "/tmp/x.torrent") == "BitTorrent"
+
+
+def test_a_space_before_a_file_name_extension_is_kept_and_one_before_a_full_stop_goes():
+    said = for_window("ERR1 came from NCBI as its .sra file , and its .part file is kept .")
+    assert said == "ERR1 came from NCBI as its .sra file , and its .part file is kept."
