@@ -21,14 +21,17 @@ def on_host(link: str, host: str) -> list[str]:
 
 
 def replace_section(target: Path | str, heading: str, text: str) -> None:
-    """Replace the section that starts with ``heading`` (a ``## …`` line) with ``text``, or append it."""
+    """Replace the section that starts with ``heading`` (a ``## …`` line) with ``text`` where it stands, or
+    append it: the sections after it stay after it."""
     target = Path(target)
     old = target.read_text() if target.exists() else "# Benchmarks\n"
     start = old.find(heading)
-    if start >= 0:
-        end = old.find("\n## ", start + len(heading))
-        old = old[:start] + old[end + 1:] if end >= 0 else old[:start]
-    target.write_text(old.rstrip() + "\n\n" + text.rstrip() + "\n")
+    if start < 0:
+        target.write_text(old.rstrip() + "\n\n" + text.rstrip() + "\n")
+        return
+    end = old.find("\n## ", start + len(heading))
+    after = old[end + 1:] if end >= 0 else ""
+    target.write_text(old[:start] + text.rstrip() + "\n" + ("\n" + after if after else ""))
 
 
 def precompile() -> None:
