@@ -117,9 +117,7 @@ def adopt(plan: Plan, sub: Plan, folder: Path, done: set[str]) -> list[str]:
             if f.name not in made and f.name in done:
                 _remove(folder / saved.claim(f.name))
         plan.converted[run] = sub.converted[run]
-    plan.files = [f for f in plan.files if not (f.run in completed and f.source == "ena")]
-    plan.files += [f for f in sub.files if f.run in completed]
-    plan.from_ncbi += [run for run in completed if run not in plan.from_ncbi]
+    _from_ncbi(plan, sub, set(completed))
     return completed
 
 
@@ -141,9 +139,15 @@ def reroute_completed(plan: Plan, folder: Path, ca_file: str | None) -> None:
         return
     sub = completing_plan(plan, runs, ca_file)
     plan.notes += sub.notes
-    found = {f.run for f in sub.files}
-    plan.files = [f for f in plan.files if not (f.run in found and f.source == "ena")] + sub.files
-    plan.from_ncbi += [run for run in found if run not in plan.from_ncbi]
+    _from_ncbi(plan, sub, {f.run for f in sub.files})
+
+
+def _from_ncbi(plan: Plan, sub: Plan, runs: set[str]) -> None:
+    """``runs`` come from NCBI in ``plan``: their ENA files leave it, their ``.sra`` from ``sub`` joins it."""
+    plan.files = [f for f in plan.files if not (f.run in runs and f.source == "ena")]
+    plan.files += [f for f in sub.files if f.run in runs]
+    taken = dict.fromkeys(f.run for f in sub.files if f.run in runs)  # in the plan's order, once each
+    plan.from_ncbi += [run for run in taken if run not in plan.from_ncbi]
 
 
 def _manifests_in(folder: Path) -> set[str]:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends.core.errors import LocalError, TransferError
+from backends.core.words import first_named
 from backends.destination import Destination, move_into_place, open_new, write_atomic
 
 from .ena import RemoteFile
@@ -207,6 +208,5 @@ def convert_runs(plan, folder: Path, verified: set[str], on_run=None) -> list[st
             continue
         plan.converted[f.run] = [replace(m, name=posixpath.join(sub, m.name)) if sub else m for m in made]
     if missing:
-        more = " and more" if len(missing) > 5 else ""
-        said.append(f"{', '.join(missing[:5])}{more} came from NCBI as .sra; {INSTALL}")
+        said.append(f"{first_named(missing)} came from NCBI as .sra; {INSTALL}")
     return said

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from backends.core.errors import BadRequest, NotFound, TransferError, Transient, Unreachable
+from backends.core.words import first_named
 
 from . import ena, geo, ids
 
@@ -94,8 +95,7 @@ def locate_at_ncbi(plan: ena.Plan, ca_file: str | None) -> None:
         except TransferError as exc:
             if plan.source == "ncbi":
                 raise
-            plan.notes.append(f"{exc} The runs ENA has no files for are left out ({', '.join(runs[:5])}"
-                              f"{' and more' if len(runs) > 5 else ''}).")
+            plan.notes.append(f"{exc} The runs ENA has no files for are left out ({first_named(runs)}).")
             return
         if found is not None:
             plan.files.append(found)

@@ -22,7 +22,7 @@ from app.engine import RetryPolicy
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
-from backends.core.words import agrees
+from backends.core.words import agrees, first_named
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -171,9 +171,8 @@ def _convert_and_complete(args: argparse.Namespace, plan, folder: Path, override
     if not short or not can_complete(plan):
         return unconverted, short
     runs = [run for run, *_ in short]
-    _say(args, f"labferry: ENA's FASTQ lack a read for {counted(len(runs), 'run')} ({', '.join(runs[:5])}"
-               f"{' and more' if len(runs) > 5 else ''}); fetching {agrees(len(runs), 'its', 'their')} .sra from "
-               "NCBI to convert with every read.")
+    _say(args, f"labferry: ENA's FASTQ lack a read for {counted(len(runs), 'run')} ({first_named(runs)}); "
+               f"fetching {agrees(len(runs), 'its', 'their')} .sra from NCBI to convert with every read.")
     sub = completing_plan(plan, runs, overrides.ca_file)
     for note in sub.notes:
         _say(args, f"labferry: {note}", always=True)
@@ -200,7 +199,7 @@ def _say_sources(args: argparse.Namespace, plan) -> None:
     for note in plan.notes:
         _say(args, f"labferry: {note}", always=True)
     if plan.from_ncbi:
-        runs = ", ".join(plan.from_ncbi[:5]) + (" and more" if len(plan.from_ncbi) > 5 else "")
+        runs = first_named(plan.from_ncbi)
         how = "" if args.files != "fastq" else "; fasterq-dump converts each to FASTQ" if tool() else f"; {INSTALL}"
         verb = agrees(len(plan.from_ncbi), "comes", "come")
         _say(args, f"labferry: {counted(len(plan.from_ncbi), 'run')} ({runs}) {verb} from NCBI as .sra, not from "

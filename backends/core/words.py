@@ -17,6 +17,11 @@ def counted(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {plural or word + 's'}"
 
 
+def first_named(names: list[str], shown: int = 5) -> str:
+    """The first ``shown`` names, then "and more" when there are others: ``ERR1, ERR2 and more``."""
+    return ", ".join(names[:shown]) + (" and more" if len(names) > shown else "")
+
+
 def agrees(n: int, one: str, many: str) -> str:
     """The verb that agrees with a count: ``agrees(1, "is", "are")``."""
     return one if n == 1 else many

@@ -20,16 +20,12 @@ class WholeFile:
         self.path = Path(path)
         self.part = self.path.with_name(self.path.name + ".part")
         self.limit, self.source = limit, source
-        self.written = 0  # accepted; ``flushed`` of them are in the file
+        self.written = 0  # accepted (with ``buffer``, the last of them may be held here yet)
         self.fd: int | None = None
         #: with ``buffer``, writes reach the file this much at a time (one system call where a TLS record came
         #: ~16 KiB at a time); ``flush`` sends what is held
         self.buffer = buffer
         self._held = bytearray()
-
-    @property
-    def flushed(self) -> int:
-        return self.written - len(self._held)
 
     def __enter__(self) -> WholeFile:
         self.fd = open_new(self.part, os.O_WRONLY | os.O_TRUNC)

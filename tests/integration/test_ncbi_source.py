@@ -104,6 +104,18 @@ def fetch(ncbi, nginx, *args: str, home: Path, path: str | None = None, **more: 
     return labferry("copy", *args, "--ca-file", nginx.ca_file, env_home=home, env=env, timeout=180)
 
 
+def without_tools(tmp_path: Path) -> Path:
+    """An empty folder to run Ferry with as its whole PATH: no fasterq-dump (nor anything else) found."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    return bare
+
+
+def dropped_notes(proc: subprocess.CompletedProcess) -> list[str]:
+    """The lines of stderr that name runs whose ENA FASTQ lack a read."""
+    return [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+
+
 def sequences_of(path: Path) -> list[str]:
     with gzip.open(path, "rt") as fh:
         return fh.read().splitlines()[1::4]
@@ -156,8 +168,7 @@ def test_a_run_only_at_ncbi_is_fetched_after_waiting_out_a_429(ncbi, nginx, tmp_
 
 def test_without_fasterq_dump_the_sra_is_kept_and_one_sentence_says_what_to_install(ncbi, nginx, tmp_path,
                                                                                      ferry_home):
-    bare = tmp_path / "bin"
-    bare.mkdir()
+    bare = without_tools(tmp_path)
     dest = tmp_path / "got"
     proc = fetch(ncbi, nginx, "SRR0000902", f"{dest}/", home=ferry_home, path=str(bare))
     assert proc.returncode == 3, proc.stderr
@@ -230,7 +241,7 @@ def test_a_single_cell_run_maps_reads_by_their_lengths_and_a_dropped_index_is_sa
     with open(dest / "samplesheet.csv") as sheet:
         rows = {r["fastq_1"].rsplit("/", 1)[-1]: r["fastq_2"].rsplit("/", 1)[-1] for r in csv.DictReader(sheet)}
     assert rows == {"ERR0000781_2.fastq.gz": "ERR0000781_3.fastq.gz", "ERR0000782_1.fastq.gz": "ERR0000782_2.fastq.gz"}
-    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    noted = dropped_notes(proc)
     assert len(noted) == 1 and "ERR0000782 (118 of 126 bases a spot)" in noted[0] and "ERR0000781" not in noted[0]
     assert "NCBI has no .sra for them either" in noted[0]  # --source auto asked NCBI, which lacks this run
     proc = fetch(ncbi, nginx, "ena:PRJEB7878", f"{dest}/", home=ferry_home)  # the fetchngs sheet: every file
@@ -292,19 +303,18 @@ def test_source_ena_leaves_a_short_run_as_ena_serves_it_and_says_how_to_complete
     dest = tmp_path / "as-ena"
     proc = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", "--source", "ena", home=ferry_home)
     assert proc.returncode == 0, proc.stderr
-    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    noted = dropped_notes(proc)
     assert len(noted) == 1 and "ERR0000791 (118 of 126 bases a spot)" in noted[0] and "--source auto" in noted[0]
     assert sorted(p.name for p in dest.glob("ERR0000791*")) == ["ERR0000791_1.fastq.gz", "ERR0000791_2.fastq.gz"]
 
 
 def test_without_fasterq_dump_a_short_run_is_not_fetched_from_ncbi_and_the_note_says_what_to_install(
         ncbi, nginx, tmp_path, ferry_home):
-    bare = tmp_path / "bin"
-    bare.mkdir()
+    bare = without_tools(tmp_path)
     dest = tmp_path / "short"
     proc = fetch(ncbi, nginx, "ena:PRJEB7979", f"{dest}/", home=ferry_home, path=str(bare))
     assert proc.returncode == 0, proc.stderr
-    noted = [line for line in proc.stderr.splitlines() if "fewer bases than the run's spots" in line]
+    noted = dropped_notes(proc)
     assert len(noted) == 1 and "ERR0000791" in noted[0], proc.stderr
     assert "install sra-tools" in noted[0] and "every read from NCBI's .sra" in noted[0]
     assert "lack a read" not in proc.stderr  # nothing asked of NCBI for it
