@@ -160,9 +160,8 @@ class HttpsBackend:
         return result
 
     async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
-        """The files ``request.options.files`` names into the folder ``request.dest``, as one job on one session
-        (``listed.py``)."""
-        _import_aiohttp()
+        """The files ``request.options.files`` names into the folder ``request.dest``, as one job (``listed.py``:
+        small files by the lean path, aiohttp imported and its sessions opened only for a file that needs it)."""
         from .address import validate_url
         from .listed import ListDownload
 
@@ -171,14 +170,23 @@ class HttpsBackend:
             validate_url(f.address)
         if "://" in request.dest:
             raise BadRequest("A list of files goes into a local folder. Give a folder as the destination.")
-        from .session import HttpTimeouts, open_session
-
         options = request.options
         settings = read_options(HttpsOptions, options.backend_options)
-        async with _session(files[0].address, options) as (_, session):
-            return await ListDownload(session, request, sink, fresh=lambda: open_session(
-                options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
-                proxy=settings.proxy)).run()
+
+        @asynccontextmanager
+        async def shared():
+            _import_aiohttp()
+            async with _session(files[0].address, options) as (_, session):
+                yield session
+
+        def fresh():
+            _import_aiohttp()
+            from .session import HttpTimeouts, open_session
+
+            return open_session(options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
+                                proxy=settings.proxy)
+
+        return await ListDownload(request, sink, shared, fresh).run()
 
     async def _served_name(self, session, request: TransferRequest) -> tuple[str | None, str | None]:
         """DEST was a folder: the name the server gives the file (``Content-Disposition``), else the last part

@@ -1,4 +1,4 @@
-"""An http(s) address checked without importing aiohttp (~0.2 s): submitting a job only needs this."""
+"""An http(s) address checked, and whether the environment names a proxy for it, without importing aiohttp (~0.2 s)."""
 
 from __future__ import annotations
 
@@ -21,3 +21,15 @@ def validate_url(url: str) -> tuple[str, int]:
     if any(c in url for c in " \t\r\n"):
         raise BadRequest(f"'{url}' contains spaces or line breaks; encode them as %20 or quote the URL.")
     return parts.hostname, port or (443 if parts.scheme.lower() == "https" else 80)
+
+
+def environment_names_a_proxy() -> bool:
+    """Whether the environment (or, on Windows and macOS, the system's settings) names an HTTP(S) proxy.
+
+    Only then is aiohttp's ``trust_env`` on (``session.py``) and the lean path off (``lean.py``). With it on,
+    aiohttp looks up the proxy for every request in a worker thread, and reads the netrc file in another: two
+    thread hand-overs a request, a tenth of a study of a thousand small runs. Ferry's own login middleware
+    (``login.py``) reads ``~/.netrc`` for the address's host, as curl does."""
+    from urllib.request import getproxies
+
+    return any(scheme in ("http", "https") for scheme in getproxies())

@@ -35,20 +35,16 @@ from ..streams.folder import (
     plan,
     published_sidecars,
 )
-from ..streams.hashing import read_back
+from ..streams.hashing import finished_in_thread, read_back
 from ..streams.ratelimit import limiter_for, pieces
 from .index import Listing, walk
-from .options import HttpsOptions
+from .options import LARGE_FROM, TELL_EVERY, HttpsOptions
 from .remote import SIDECAR_LIMIT, head
 from .session import answer_error, map_error, read_up_to
 from .whole import inflater_for
 
 HEADS_AT_ONCE = 16
 SMALL_AT_ONCE = 8
-LARGE_FROM = 16 * 1024 * 1024  # below: one GET; from here: parallel ranges, resumable
-#: a small file reaches its part file and the progress this much at a time, not once a TLS record (~16 KiB):
-#: each is a system call and a walk over the files in flight
-TELL_EVERY = 512 * 1024
 
 
 def _mtime(last_modified: str | None) -> float | None:
@@ -121,8 +117,10 @@ class FolderDownload:
         """One GET into ``NAME.part``, read back and hashed in a worker thread once whole (what is on the disk is
         what is checked; one hand-over to a thread a file, where a hasher following the body cost a dozen: a
         thousand small runs spent a fifth of the event loop's time on them), renamed once its size (and any
-        sidecar) agrees. Never more than the size the server announced (``WholeFile``); a body it compressed
-        unasked is inflated within bounds (``Inflater``); a trickle ends as a stall."""
+        sidecar) agrees. A file within ``TELL_EVERY`` is held until whole, then made, written and read back in
+        that same hand-over: no file system call of its own on the event loop. Never more than the size the
+        server announced (``WholeFile``); a body it compressed unasked is inflated within bounds (``Inflater``);
+        a trickle ends as a stall."""
         algorithms = tuple(self._hashers(file))
         floor = RateFloor(self.settings.stall_seconds, redact(file.address))
         with WholeFile(path, file.size, redact(file.address), buffer=TELL_EVERY) as out:
@@ -146,15 +144,19 @@ class FolderDownload:
                             await self.limiter.consume(len(data))
                     if inflater is not None:
                         out.write(inflater.end())
-                    out.flush()
-                    sink.progress(out.written, file.size, 1)
             except (TransferError, asyncio.CancelledError):
                 raise
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 raise map_error(exc, file.address, started=out.written > 0) from exc
             if expected is not None and wire != expected:
                 raise Transient(f"{redact(file.address)} ended after {wire} of {expected} bytes; Ferry will retry.")
-            digests = await asyncio.to_thread(read_back, out.part, algorithms)
+
+            def settle() -> dict[str, str]:  # made (if it was all held), written out, read back and hashed
+                out.flush()
+                return read_back(out.part, algorithms)
+
+            digests = await finished_in_thread(settle)
+            sink.progress(out.written, file.size, 1)
             verified, method = await self._check(file, digests, out.written)
             out.commit()
         return FileDone(digests["sha256"], verified, method, out.written)
@@ -186,3 +188,17 @@ def _short(result: Result) -> str:
     if result.verified:
         return f"{result.verify_method.split()[0]} published beside it matched"
     return "no checksum published; " + result.verify_method.split("; ", 1)[-1]
+
+
+class ListedFiles(FolderDownload):
+    """The full client's GET for a list job's small file (``listed.py``): the list's hashers and checks."""
+
+    def __init__(self, session: aiohttp.ClientSession, job) -> None:
+        super().__init__(session, None, job.request, job.sink)
+        self.job = job
+
+    def _hashers(self, file: RemoteFile) -> dict:
+        return self.job._hashers(file)
+
+    async def _check(self, file: RemoteFile, digests: dict[str, str], written: int) -> tuple[bool, str]:
+        return await self.job._check(file, digests, written)

@@ -1,39 +1,107 @@
-"""A list job over HTTPS: the files a catalogue names (an accession's runs), one job, one session.
+"""A list job over HTTPS: the files a catalogue names (an accession's runs), one job.
 
-The small files come with one GET each, many at once over the session's reused connections (a study of 1,000
-small runs is not 1,000 cold starts); the large ones with the parallel ranged download of a single file, a
-few at once, each resumable. Every file is checked against the checksum and size the catalogue published;
-one that fails is named and the others go on (``backends/streams/lists.py``).
+The small files come with one GET each, many at once over kept-alive connections (a study of 1,000 small
+runs is not 1,000 cold starts): first by the lean path (``lean.py``: worker threads over the standard
+library's ``http.client``, no aiohttp), and what is not its plain case by the full client (aiohttp, over the
+job's shared session). The large ones come with the parallel ranged download of a single file, a few at once,
+each resumable. The full client is imported and its sessions opened only when a file needs them, so a list of
+small files never pays for aiohttp. Every file is checked against the checksum and size the catalogue
+published; one that fails is named and the others go on (``backends/streams/lists.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
-import aiohttp
-
 from ..core.base import Result, Sink, TransferRequest
+from ..core.options import read_options
+from ..core.urls import redact
+from ..destination import WholeFile
+from ..streams.floor import RateFloor
 from ..streams.folder import FileDone, RemoteFile
 from ..streams.lists import ListedChecks, check_listed
-from .folder import LARGE_FROM, FolderDownload
+from ..streams.ratelimit import limiter_for
+from .lean import NotPlain, lean_for
+from .options import CONNECT_SECONDS, LARGE_FROM, TELL_EVERY, HttpsOptions
+
+log = logging.getLogger(__name__)
+#: the reasons logged for files the lean path handed to the full client (the count is always logged)
+REASONS_LOGGED = 5
 
 
-class ListDownload(ListedChecks, FolderDownload):
-    """``fresh``: opens a new session. A large file gets its own: a warm connection keeps the congestion window
-    the last file's losses left it, where a fresh one starts a new slow start (four 64–192 MiB files at once
-    came at ~670 Mbit/s on shared connections and ~790 on fresh ones, 50 ms / 1e-3, docs/benchmarks.md)."""
+class ListDownload(ListedChecks):
+    """``shared()``: the full client's session for small files, as an async context (the process's pool);
+    ``fresh()``: a new session for a large file. A large file gets its own: a warm connection keeps the
+    congestion window the last file's losses left it, where a fresh one starts a new slow start (four
+    64–192 MiB files at once came at ~670 Mbit/s on shared connections and ~790 on fresh ones, 50 ms / 1e-3,
+    docs/benchmarks.md)."""
 
-    def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink, fresh=None) -> None:
-        super().__init__(session, None, request, sink)
-        self.fresh = fresh
+    def __init__(self, request: TransferRequest, sink: Sink, shared: Callable[[], AbstractAsyncContextManager],
+                 fresh: Callable[[], AbstractAsyncContextManager]) -> None:
+        self.request, self.sink, self.options = request, sink, request.options
+        self.limiter = limiter_for(self.options)
+        self.settings = read_options(HttpsOptions, self.options.backend_options)
+        self.shared, self.fresh = shared, fresh
+        self.lean = None
+        self._full = None
+        self._full_made = asyncio.Lock()
+        self._stack = AsyncExitStack()
+        self.lean_took, self.handed = 0, []  # files the lean path fetched; (file, why) it handed on
 
     async def run(self) -> Result:
-        return await self.fetch_listed(LARGE_FROM)
+        async with self._stack:
+            self.lean = lean_for(self.options.ca_file, bool(self.options.insecure), self.settings.proxy,
+                                 self.limiter is not None, self.options.max_streams, self.settings.stall_seconds,
+                                 CONNECT_SECONDS)
+            if self.lean is not None:
+                self._stack.callback(self.lean.close)
+                self._stack.callback(self._log_lean)
+            return await self.fetch_listed(LARGE_FROM)
+
+    async def _small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        if self.lean is not None and self.lean.takes(file.address, file.size):
+            try:
+                done = await self._lean_small(file, path, sink)
+                self.lean_took += 1
+                return done
+            except NotPlain as why:  # nothing kept: the full client asks again, and follows or words what it gets
+                self.handed.append((file.rel, str(why)))
+        return await (await self._full_client())._small(file, path, sink)
+
+    async def _lean_small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        """One GET on a worker thread into ``NAME.part``, read back and hashed there; renamed here once its size
+        and checksum agree with the catalogue's."""
+        algorithms = tuple(self._hashers(file))
+        floor = RateFloor(self.settings.stall_seconds, redact(file.address))
+        with WholeFile(path, file.size, redact(file.address), buffer=TELL_EVERY) as out:
+            digests = await self.lean.fetch(file.address, out, algorithms, floor,
+                                            lambda written: sink.progress(written, file.size, 1))
+            sink.progress(out.written, file.size, 1)
+            verified, method = await self._check(file, digests, out.written)
+            out.commit()
+        return FileDone(digests["sha256"], verified, method, out.written)
+
+    def _log_lean(self) -> None:
+        reasons = "; ".join(f"{rel} ({why})" for rel, why in self.handed[:REASONS_LOGGED])
+        log.info("lean path: %d small files fetched, %d handed to the full client%s", self.lean_took,
+                 len(self.handed), f": {reasons}" if reasons else "")
+
+    async def _full_client(self):
+        """The full client's small-file GET over the shared session, made at the first file that needs it."""
+        async with self._full_made:
+            if self._full is None:
+                from .folder import ListedFiles
+
+                session = await self._stack.enter_async_context(self.shared())
+                self._full = ListedFiles(session, self)
+        return self._full
 
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
-        if self.fresh is None:
-            return await super()._large(file, path, sink)
         from .download import Download
 
         async with self.fresh() as session:

@@ -8,6 +8,13 @@ from ..core.options import option
 
 #: long transfers must never time out as a whole; a silent socket must (``--stall-timeout``)
 STALL_SECONDS = 60.0
+CONNECT_SECONDS = 30.0
+USER_AGENT = "labferry"
+#: a file of a folder or a list below this comes with one GET; from here, with parallel ranges, resumable
+LARGE_FROM = 16 * 1024 * 1024
+#: a small file reaches its part file and the progress this much at a time, not once a TLS record (~16 KiB):
+#: each is a system call and a walk over the files in flight
+TELL_EVERY = 512 * 1024
 
 
 @dataclass(frozen=True)

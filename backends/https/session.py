@@ -29,13 +29,12 @@ from ..core.errors import (
     certificate_error,
 )
 from ..core.urls import redact
-from .options import STALL_SECONDS
+from .address import environment_names_a_proxy
+from .options import CONNECT_SECONDS, STALL_SECONDS, USER_AGENT
 from .trust import lazy_system_folder, verified_context
 
 #: redirects followed before "redirect loop" (curl's and aiohttp's default is about the same)
 MAX_REDIRECTS = 10
-CONNECT_SECONDS = 30.0
-USER_AGENT = "labferry"
 
 
 def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext | bool:
@@ -62,7 +61,8 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
                  login=None, proxy: str | None = None) -> aiohttp.ClientSession:
     """One client session for a job; ``login`` (``login.Login``) adds the user's credentials to every request
     to the URL's own host. ``proxy``: the one the user named; without it an institution's proxy settings in
-    the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) are followed (``trust_env``), as curl and wget do."""
+    the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) are followed (``trust_env``), as curl and wget do,
+    when there are any (``environment_names_a_proxy``)."""
     timeouts = timeouts or HttpTimeouts()
     connector = aiohttp.TCPConnector(
         limit=0,  # our streams are the limit; aiohttp's default of 100 would queue them
@@ -77,7 +77,7 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
         headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
         middlewares=(login,) if login else (),
-        trust_env=True,
+        trust_env=not proxy and environment_names_a_proxy(),
         proxy=proxy or None,
     )
 

@@ -11,14 +11,19 @@ what was in a socket buffer.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from ..destination import os_error
 from ..host import portable
+
+T = TypeVar("T")
 
 BLOCK = 4 * 1024 * 1024
 
@@ -167,6 +172,18 @@ def read_back(path: str | os.PathLike, algorithms: tuple[str, ...]) -> dict[str,
         return hash_file(path, algorithms)
     except OSError as exc:
         raise os_error(exc, Path(path), "read back") from exc
+
+
+async def finished_in_thread(work: Callable[[], T]) -> T:
+    """``work()`` in a worker thread; a cancel waits for it to end before it goes on, so the caller never closes
+    or removes a file the thread is still writing or reading (the work is one small file's: bounded)."""
+    running = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        await asyncio.wait([running])
+        running.exception()  # seen: the cancel is what the caller hears
+        raise
 
 
 def manifest_digest(hashes: dict[str, str]) -> str:

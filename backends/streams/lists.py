@@ -17,9 +17,10 @@ import asyncio
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ..core.base import (
@@ -129,21 +130,44 @@ def verified_here(path: Path, file: ListedFile) -> bool:
 async def split_kept(request: TransferRequest, record: VerifiedRecord, destination: Destination,
                      sink: Sink) -> tuple[list[ListedFile], list[ListedFile]]:
     """(files already here and verified, files to fetch); each file's first state goes to the sink. Every name
-    the catalogue gave is claimed here, in the catalogue's order (``Destination``)."""
+    the catalogue gave is claimed here, in the catalogue's order (``Destination``). The files are looked at in
+    one worker thread, where a hand-over a file cost a study of a thousand runs ~0.1 s before its first GET."""
+    files = request.options.files
+    paths = [destination.path(destination.claim(file.name)) for file in files]
+    stop = threading.Event()
+    try:
+        here = await asyncio.to_thread(_kept_here, record, files, paths, stop)
+    finally:
+        stop.set()  # a cancel ends the look after the file it is reading
     kept, todo = [], []
-    for file in request.options.files:
-        path = destination.path(destination.claim(file.name))
-        here = record.holds(file, path) or await asyncio.to_thread(verified_here, path, file)
-        if here:
+    for file, path, held in zip(files, paths, here, strict=True):
+        if held:
             record.add(file, path)
-        (kept if here else todo).append(file)
-        tell(sink, file.name, FILE_KEPT if here else FILE_WAITING)
+        (kept if held else todo).append(file)
+        tell(sink, file.name, FILE_KEPT if held else FILE_WAITING)
     return kept, todo
 
 
+def _kept_here(record: VerifiedRecord, files, paths: list[Path], stop: threading.Event) -> list[bool]:
+    """Whether each file is here and verified: in the record, or read again (a blocking helper)."""
+    held = []
+    for file, path in zip(files, paths, strict=True):
+        if stop.is_set():
+            break
+        held.append(record.holds(file, path) or verified_here(path, file))
+    return held
+
+
 def tell(sink: Sink, name: str, state: str, error: TransferError | None = None) -> None:
-    if isinstance(sink, FileStatesSink):
+    if _follows_files(type(sink)):
         sink.file_state(name, state, str(error) if error else None, error.kind if error else None)
+
+
+@lru_cache(maxsize=32)
+def _follows_files(kind: type) -> bool:
+    """Whether sinks of this class take each file's state: asked once a class, where a runtime Protocol's
+    ``isinstance`` walks its members every time (three times a file, ~1 % of a thousand small runs)."""
+    return issubclass(kind, FileStatesSink)
 
 
 def budget_split(budget: int, smalls: int, larges: int) -> tuple[int, int, int]:

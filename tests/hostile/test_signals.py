@@ -17,9 +17,9 @@ from tests.integration.conftest import MiB, write_random
 from .conftest import files_below
 
 
-def started(*args: str, home) -> subprocess.Popen:
+def started(*args: str, home, env: dict | None = None) -> subprocess.Popen:
     """``labferry ARGS`` with Ctrl-C's default handling (a test run as a background job inherits SIGINT ignored)."""
-    env = dict(os.environ, LABFERRY_HOME=str(home))
+    env = dict(env or os.environ, LABFERRY_HOME=str(home))
     return subprocess.Popen([sys.executable, "-m", "app", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 

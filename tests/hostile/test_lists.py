@@ -1,0 +1,161 @@
+"""A study whose file host misbehaves on purpose: ``labferry copy ena:STUDY`` against ENA's stand-in portal, the
+runs' files on the hostile server (``tests/servers/hostile_http.py``).
+
+A list's small files come first by the lean path (``backends/https/lean.py``: ``http.client`` on worker
+threads); what is not its plain case goes to the full client. Each case: the honest runs arrive verified over
+kept-alive connections, a misbehaving one ends as one sentence and leaves nothing under its name nor a part file,
+and Ctrl-C in the middle of a body ends the command within seconds."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from tests.servers.ena_portal import Portal
+from tests.servers.nginx import free_port as closed_port
+
+from .conftest import MiB, ferry, files_below
+from .test_signals import started, stop
+
+RUN_SIZE = 256 * 1024
+
+
+def _data(seed: int) -> bytes:
+    return random.Random(seed).randbytes(RUN_SIZE)
+
+
+def _honest(data: bytes):
+    def answer(h):
+        h.send_body(data)
+        return True
+    return answer
+
+
+def _longer(data: bytes):
+    """Says a mebibyte more than the report, and sends it."""
+    def answer(h):
+        h.head_line(200, {"Content-Type": "application/octet-stream"}, length=len(data) + MiB)
+        h.request.sendall(data + bytes(MiB))
+        return True
+    return answer
+
+
+def _short(data: bytes):
+    """Promises the whole file, sends half, and hangs up."""
+    def answer(h):
+        h.head_line(200, {"Content-Type": "application/octet-stream", "Connection": "close"}, length=len(data))
+        h.request.sendall(data[:len(data) // 2])
+        return False
+    return answer
+
+
+def _labelled(data: bytes):
+    """The ``.gz`` file as it is, labelled ``Content-Encoding: gzip`` (Apache's old default): the body is the file."""
+    def answer(h):
+        h.send_body(data, {"Content-Encoding": "gzip"})
+        return True
+    return answer
+
+
+def _moved(to: str):
+    def answer(h):
+        h.head_line(302, {"Location": to}, length=0)
+        return True
+    return answer
+
+
+def _trickle(data: bytes):
+    """The right length, then a byte every 2 s."""
+    def answer(h):
+        h.head_line(200, {"Content-Type": "application/octet-stream"}, length=len(data))
+        return h.flood(b"\x01", limit=len(data), pause=2.0)
+    return answer
+
+
+#: run → how its one file is served
+CASES = {"ERR9100001": "honest", "ERR9100002": "honest", "ERR9100003": "honest", "ERR9100004": "longer",
+         "ERR9100005": "short", "ERR9100006": "labelled", "ERR9100007": "moved", "ERR9100008": "trickle"}
+
+
+@pytest.fixture(scope="module")
+def study(hostile_http, tmp_path_factory):
+    """PRJEB91001: every case above; PRJEB91002: three honest runs and the trickle, for Ctrl-C."""
+    portal = Portal(tmp_path_factory.mktemp("hostile-study")).start()
+    for i, (run, how) in enumerate(CASES.items()):
+        data = _data(i)
+        project = "PRJEB91002" if how == "trickle" or run in ("ERR9100001",) else "PRJEB91001"
+        portal.add_run(run, experiment=run.replace("ERR", "ERX"), sample=f"SAMEA91{i:05d}", study="ERP910001",
+                       project=project, layout="SINGLE", fastq=[(f"{run}.fastq.gz", data)])
+        path = f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz"
+        made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle}
+        if how == "moved":
+            hostile_http.routes[path + ".there"] = _honest(data)
+            hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
+        else:
+            hostile_http.routes[path] = made[how](data)
+    yield portal
+    portal.stop()
+
+
+def _env(study, hostile_http) -> dict:
+    return dict(os.environ, LABFERRY_ENA_PORTAL=study.url, LABFERRY_ENA_FILES=f"http://127.0.0.1:{hostile_http.port}",
+                LABFERRY_NCBI_SDL=study.sdl, LABFERRY_NCBI_EUTILS=study.eutils,
+                LABFERRY_ENA_FTP=f"ftp://127.0.0.1:{closed_port()}")  # ENA's other route: refused at once
+
+
+def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_rest(study, hostile_http, tmp_path,
+                                                                                  ferry_home):
+    dest = tmp_path / "dest"
+    ran = ferry("copy", "ena:PRJEB91001", f"{dest}/", "--source", "ena", "--retries", "1", "--stall-timeout", "2",
+                home=ferry_home, env=_env(study, hostile_http), timeout=120)
+    assert ran.returncode != 0, ran.stderr
+    got = files_below(dest)
+    # the honest ones, and by the full client the one labelled gzip and the moved one, arrive whole
+    for run in ("ERR9100002", "ERR9100003", "ERR9100006", "ERR9100007"):
+        assert got.get(f"{run}.fastq.gz") == RUN_SIZE, (run, got, ran.stderr)
+    # the one that says more and the one cut short leave nothing, not even a part file
+    assert not any(name.startswith(("ERR9100004", "ERR9100005")) for name in got), got
+    assert not any(name.endswith(".part") for name in got), got
+    said = " ".join(ran.said)
+    assert "ERR9100004" in said and "ERR9100005" in said, ran.stderr
+    assert ran.seconds < 60
+    # the honest runs rode kept-alive connections: one GET each, never asked twice
+    for run in ("ERR9100002", "ERR9100003"):
+        assert hostile_http.asked[("GET", f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz")] == 1
+    # by the lean path; the four others handed to the full client, each for what it is
+    logged = (ferry_home / "ferry.log").read_text()
+    assert "lean path: 2 small files fetched, 4 handed to the full client" in logged, logged[-3000:]
+    for run, why in (("ERR9100004", "200, 1310720 bytes, identity"), ("ERR9100005", "ended after 131072 bytes"),
+                     ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes")):
+        assert f"{run}.fastq.gz ({why}" in logged, (run, logged[-3000:])
+
+
+def test_a_stall_in_a_small_run_ends_as_a_stall(study, hostile_http, tmp_path, ferry_home):
+    dest = tmp_path / "dest"
+    ran = ferry("copy", "ena:PRJEB91002", f"{dest}/", "--source", "ena", "--retries", "0", "--stall-timeout", "2",
+                home=ferry_home, env=_env(study, hostile_http), timeout=60)
+    assert ran.returncode == 4, ran.stderr
+    assert "ERR9100008" in " ".join(ran.said) and "stall" in " ".join(ran.said), ran.stderr
+    assert files_below(dest).get("ERR9100001.fastq.gz") == RUN_SIZE
+    assert not any(name.startswith("ERR9100008") for name in files_below(dest))
+    assert ran.seconds < 30
+
+
+def test_ctrl_c_while_a_small_run_trickles_ends_within_seconds(study, hostile_http, tmp_path, ferry_home):
+    dest = tmp_path / "dest"
+    proc = started("copy", "ena:PRJEB91002", f"{dest}/", "--source", "ena", "--stall-timeout", "60",
+                   home=ferry_home, env=_env(study, hostile_http))
+    trickle = ("GET", "/vol1/fastq/ERR910/ERR9100008/ERR9100008.fastq.gz")
+    ends = time.monotonic() + 30
+    while hostile_http.asked[trickle] == 0 and time.monotonic() < ends:
+        time.sleep(0.1)
+    assert hostile_http.asked[trickle], "the trickling run was never asked for"
+    time.sleep(3)  # its body is being written, a byte every 2 s
+    status, err, took = stop(proc, signal.SIGINT)
+    assert status == 130, err
+    assert took < 10, took
+    assert not any(name.startswith("ERR9100008") for name in files_below(dest)), files_below(dest)
