@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.core.base import Checksum, ListedFile, TransferOptions
-from backends.core.errors import BadRequest
+from backends.core.base import Checksum, ListedFile, TransferOptions, Warmer
+from backends.core.errors import BadRequest, TransferError
 from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
 from backends.core.registry import registry as default_registry
@@ -214,6 +214,22 @@ def resolve_list(label: str, files: list[ListedFile], folder: str | os.PathLike,
     if store is not None and options.streams == "auto" and not options.initial_streams:
         options = replace(options, initial_streams=_advised_streams(store, files[0].address, "", backend.name))
     return Request(label, str(Path(folder).expanduser().absolute()), options, backend.name)
+
+
+def warm_up(address: str, overrides: Overrides | None = None, connections: int = 16, *,
+            registry: Registry | None = None) -> None:
+    """Have the backend for ``address`` open ``connections`` to its host ahead of a list job that will fetch from
+    it, while the job's catalogue is still being asked (``Warmer``); nothing where the backend cannot."""
+    overrides = overrides or Overrides()
+    registry = registry or default_registry
+    try:
+        backend = registry.for_route(address, "", overrides.backend)
+    except TransferError:
+        return
+    if isinstance(backend, Warmer):
+        options = _merge(overrides, Defaults(), None)
+        backend.warm(address, replace(options, backend_options=check_backend_options(backend, options.backend_options)),
+                     connections)
 
 
 def site_options(site, overrides: Overrides | None = None) -> TransferOptions:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from app import stops
@@ -23,6 +24,7 @@ from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
 from backends.core.words import agrees, first_named
+from backends.streams.lists import WARM_AT_ONCE
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace, overrides) -> int:
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     filters = parse_filters(getattr(args, "filters", None))
     if not getattr(args, "dry_run", False):
-        _preload_fetchers()
+        _preload_fetchers(args, overrides)
     with services.waiting(lambda text: _say(args, f"labferry: {text}")):
         plan = apply_layout(narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None)),
                             getattr(args, "layout", "flat"))
@@ -131,10 +133,12 @@ def run(args: argparse.Namespace, overrides) -> int:
     return status
 
 
-def _preload_fetchers() -> None:
+def _preload_fetchers(args: argparse.Namespace, overrides) -> None:
     """Import what fetching the files needs (the HTTPS list job and the engine's runner) in a thread while the
     portal is asked, so the first GET leaves as soon as the answer is in rather than after the imports. Not
-    aiohttp (~0.15 s of one core): small files come without it, and a list with large ones imports it then."""
+    aiohttp (~0.15 s of one core): small files come without it, and a list with large ones imports it then.
+    Then, where ENA's files will come over HTTPS, connections to its file host are opened (``warm_up``): the
+    handshakes happen while the portal answers, not after."""
     import threading
 
     def load() -> None:
@@ -145,6 +149,11 @@ def _preload_fetchers() -> None:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the job imports it again and says what is wrong
                 return
+        if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
+            from app.requests import warm_up
+
+            warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),
+                    min(WARM_AT_ONCE, args.host_connections))  # the lane's connections for runs of a MiB
 
     threading.Thread(target=load, name="ferry-preload", daemon=True).start()
 

@@ -427,6 +427,15 @@ class Closer(Protocol):
 
 
 @runtime_checkable
+class Warmer(Protocol):
+    """Opens connections to a host ahead of a list job that will fetch from it, while the job's catalogue is
+    still being asked (an accession's portal): their handshakes leave the critical path. Ones left unused close
+    on their own; where the job would not use them (a proxy, checks off) none are opened."""
+
+    def warm(self, address: str, options: TransferOptions, connections: int) -> None: ...
+
+
+@runtime_checkable
 class ListFetcher(Protocol):
     """Fetches ``request.options.files`` into the folder ``request.dest`` as one job: many files at once over
     reused connections, large ones split, each checked against its published checksum. A file that fails does

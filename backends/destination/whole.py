@@ -23,17 +23,16 @@ class WholeFile:
         self.written = 0  # accepted (with ``buffer``, the last of them may be held here yet)
         self.fd: int | None = None
         #: with ``buffer``, writes reach the file this much at a time (one system call where a TLS record came
-        #: ~16 KiB at a time); ``flush`` sends what is held. The part file is then made at the first flush, so a
-        #: file within the buffer can be made, written and read back in one hand-over to a worker thread
-        #: (``backends/https/folder.py``). Making a file took ~1 ms of kernel time on ext4 right after a thousand
-        #: others were deleted: time the event loop could not spend on the other files' sockets.
+        #: ~16 KiB at a time); ``flush`` sends what is held. The part file is made at the first write (or
+        #: flush), so a file within the buffer can be made, written and read back in one hand-over to a worker
+        #: thread (``backends/https/folder.py``). Making a file took ~1 ms of kernel time on ext4 right after a
+        #: thousand others were deleted: time the event loop could not spend on the other files' sockets.
         self.buffer = buffer
         self._held = bytearray()
 
     def __enter__(self) -> WholeFile:
-        if not self.buffer:
-            self._open()
-        return self
+        refuse_link(self.part)  # said before a byte is fetched; the part file is made at the first write (or
+        return self  # flush), on the thread that writes it, never through a link (``open_new``)
 
     def _open(self) -> None:
         self.fd = open_new(self.part, os.O_WRONLY | os.O_TRUNC)
@@ -63,6 +62,8 @@ class WholeFile:
             self._held.clear()
 
     def _write_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.fd is None:
+            self._open()
         try:
             view = memoryview(data)
             while view:

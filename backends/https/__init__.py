@@ -159,6 +159,15 @@ class HttpsBackend:
         result.dest = named
         return result
 
+    def warm(self, address: str, options: TransferOptions, connections: int) -> None:
+        """Connections to ``address``'s host for the lean path's lanes (``lean.warm``), opened on threads."""
+        from .lean import warm
+        from .options import CONNECT_SECONDS
+
+        settings = read_options(HttpsOptions, options.backend_options)
+        warm(address, options.ca_file, bool(options.insecure), settings.proxy, options.limit_rate is not None,
+             connections, settings.stall_seconds, CONNECT_SECONDS)
+
     async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
         """The files ``request.options.files`` names into the folder ``request.dest``, as one job (``listed.py``:
         small files by the lean path, aiohttp imported and its sessions opened only for a file that needs it)."""

@@ -1,30 +1,33 @@
-"""Small files of a list over the standard library's ``http.client``, one call on a worker thread each.
+"""Small files of a list on worker threads, each a lane with its own kept-alive connection (``plainhttp.py``).
 
-A study of a thousand small runs is mostly per-file work. On the event loop, aiohttp's request set-up and
-its proxy and netrc lookups (two hand-overs to threads a request) came on top of making, writing and reading
-back each part file. Here one call on a worker thread asks for the file, writes ``NAME.part`` through
-``WholeFile``, and reads it back and hashes it. The event loop only hands the file over and takes the digests;
-the two cores decrypt at once. And a list of small files imports no aiohttp at all: ~0.13 s of one core
-before the first request.
+A study of a thousand small runs is mostly per-file work and round trips. On the event loop, aiohttp's request
+set-up and its proxy and netrc lookups (two hand-overs to threads a request) came on top of making, writing
+and reading back each part file; and a connection idled a round trip between one file's end and the next
+one's first byte (for a 256 KiB file at 50 ms, longer than the file took). Here a lane takes a file, asks for
+it, and asks for the next one while the first one's body arrives (pipelining); it writes ``NAME.part`` through
+``WholeFile`` and reads it back and hashes it. The event loop only hands files over and takes the digests, the
+two cores decrypt at once, and a list of small files imports no aiohttp at all (~0.13 s of one core).
 
-Only the plain case is taken: a 200 whose Content-Length is the size the catalogue published, no
-Content-Encoding, over a direct connection (no proxy, no login, no rate limit: ``lean_for``). Anything else
-raises ``NotPlain`` before a byte is kept, and the file goes to the full client (``folder.py``). That client
-follows redirects, inflates, and words every server's failure, so the errors a user reads stay one set. Raised
-here as they are: a stall (``RateFloor``, the socket's timeout), more bytes than promised (``WholeFile``), and
-the destination's own errors (a full disk).
+Only the plain case is taken: a 200 whose Content-Length is the size the catalogue published, no coding, over a
+direct connection (no proxy, no login, no rate limit: ``lean_for``). Anything else raises ``NotPlain`` before a
+byte is kept, and the file goes to the full client (``folder.py``), which follows redirects, inflates, and
+words every server's failure, so the errors a user reads stay one set. Raised here as they are: a stall
+(``RateFloor``, the socket's timeout), more bytes than promised (``WholeFile``), the destination's errors.
+A host that drops a pipelined request is asked one request at a time from then on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import http.client
+import logging
 import queue
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..core.errors import Transient
@@ -33,35 +36,42 @@ from ..destination import WholeFile
 from ..streams.floor import RateFloor
 from ..streams.hashing import read_back
 from .address import environment_names_a_proxy
-from .options import USER_AGENT
+from .plainhttp import Closed, Head, NotPlain, PlainConnection
+
+__all__ = ["NotPlain", "LeanGetter", "lean_for", "warm"]
+log = logging.getLogger(__name__)
 
 #: a body is read, and its progress told, this much at a time
 READ = 512 * 1024
-HEADERS = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", "Accept": "*/*"}
-
-
-class NotPlain(Exception):
-    """Not the plain case: the file goes to the full client, which follows or words what happened."""
+#: what one read may take from the connection's buffer
+ROOM = 256 * 1024
+#: files a lane holds at once: the one arriving and the one asked for behind it
+DEPTH = 2
+#: the next file is asked for when what is left of this one would take about this many round trips (and, at the
+#: least, at ``AHEAD_LEAST`` bytes left): its answer then follows at once, and it is not bound to this lane
+#: while other lanes go idle (a 4 MiB file asked for at the start of the one ahead waited ~0.4 s for it)
+AHEAD_TRIPS = 1.5
+AHEAD_LEAST = 64 * 1024
 
 
 class _Call:
-    """One file's request, so that a cancel can end it at once: before its body is being written the thread is
+    """One file's request, so that a cancel can end it at once: before its body is being written the lane is
     left to give up on its own (it writes nothing then); once writing, its socket is shut, which ends the read."""
 
     def __init__(self) -> None:
-        self.conn: http.client.HTTPConnection | None = None
+        self.conn: PlainConnection | None = None
         self.aborted = self.writing = False
         self._lock = threading.Lock()
 
     def start_writing(self) -> None:
-        """Called on the thread before the first byte is kept; ``NotPlain`` when the file was given up."""
+        """Called on the lane before the first byte is kept; ``NotPlain`` when the file was given up."""
         with self._lock:
             if self.aborted:
                 raise NotPlain("cancelled")
             self.writing = True
 
     def abort(self) -> bool:
-        """Give the file up; True when its thread is writing it (wait for that: it ends at once)."""
+        """Give the file up; True when its lane is writing it (wait for that: it ends at once)."""
         with self._lock:
             self.aborted = True
             writing = self.writing
@@ -74,51 +84,40 @@ class _Call:
         return writing
 
 
-class _Threads:
-    """Daemon worker threads: a connect to a host that never answers (up to the connect timeout) neither holds a
-    cancel nor the end of the process (``ThreadPoolExecutor``'s threads are joined at exit)."""
-
-    def __init__(self, count: int) -> None:
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._count, self._started = count, 0
-
-    def submit(self, work: Callable, *args) -> Future:
-        done: Future = Future()
-        self._jobs.put((done, work, args))
-        if self._started < self._count:
-            self._started += 1
-            threading.Thread(target=self._run, name=f"ferry-get-{self._started}", daemon=True).start()
-        return done
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            done, work, args = job
-            if not done.set_running_or_notify_cancel():
-                continue
-            try:
-                done.set_result(work(*args))
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                done.set_exception(exc)
-
-    def close(self) -> None:
-        for _ in range(self._started):
-            self._jobs.put(None)
+@dataclass(eq=False)
+class _File:
+    key: tuple  # (scheme, host, port)
+    target: str
+    out: WholeFile
+    algorithms: tuple[str, ...]
+    floor: RateFloor
+    tell: Callable[[int], None]
+    call: _Call = field(default_factory=_Call)
+    done: Future = field(default_factory=Future)
+    sent: bool = False  # its request went out on the lane's connection
+    behind: bool = False  # ... while the answer ahead of it was still arriving
 
 
 class LeanGetter:
-    """Worker threads and their kept-alive connections, for one list job; ``close`` when it ends."""
+    """Lanes (daemon threads: a host that never answers holds neither a cancel nor the end of the process) over a
+    queue of files, for one list job; ``lanes`` is set from the job's budget; ``close`` when it ends."""
 
-    def __init__(self, context: ssl.SSLContext, workers: int, stall_seconds: float, connect_seconds: float) -> None:
-        self.context, self.stall, self.connect = context, stall_seconds, connect_seconds
-        self._idle: dict[tuple, list[http.client.HTTPConnection]] = {}
-        self._lock = threading.Lock()
-        self._threads = _Threads(max(1, workers))
+    def __init__(self, context: ssl.SSLContext, ca_file: str | None, stall_seconds: float,
+                 connect_seconds: float) -> None:
+        self.context, self.ca_file, self.stall, self.connect = context, ca_file, stall_seconds, connect_seconds
+        self.lanes = 1
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._started = 0
+        self._one_at_a_time: set[tuple] = set()  # hosts that dropped a pipelined request
         self._logins: dict[str, bool] = {}
 
     def takes(self, address: str, size: int | None) -> bool:
-        """Whether ``address`` is for this path: http(s), a size known, no login in it or in ~/.netrc."""
+        """Whether ``address`` is for this path: http(s), a size known, a target that needs no encoding, no login
+        in it or in ~/.netrc."""
         parts = urlsplit(address)
         if size is None or parts.scheme not in ("http", "https") or parts.username or not parts.hostname:
+            return False
+        if not address.isascii() or any(c in address for c in " \t\r\n#"):
             return False
         host = parts.hostname
         if host not in self._logins:
@@ -128,19 +127,22 @@ class LeanGetter:
     async def fetch(self, url: str, out: WholeFile, algorithms: tuple[str, ...], floor: RateFloor,
                     told: Callable[[int], None]) -> dict[str, str]:
         """``url``'s body into ``out``, read back and hashed: its digests. ``told(bytes)`` runs on the event loop
-        every ``READ`` bytes. A cancel shuts the socket and waits for the thread, so ``out`` is never closed or
-        removed under it."""
+        every ``READ`` bytes. A cancel shuts the socket of a file being written and waits for its lane, so
+        ``out`` is never closed or removed under it."""
         loop = asyncio.get_running_loop()
-        call = _Call()
-
-        def tell(written: int) -> None:
-            loop.call_soon_threadsafe(told, written)
-
-        running = asyncio.wrap_future(self._threads.submit(self._fetch, call, url, out, algorithms, floor, tell))
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        file = _File((parts.scheme, parts.hostname, parts.port), target, out, algorithms, floor,
+                     lambda written: loop.call_soon_threadsafe(told, written))
+        self._queue.put(file)
+        if self._started < self.lanes:
+            self._started += 1
+            threading.Thread(target=self._lane, name=f"ferry-lane-{self._started}", daemon=True).start()
+        running = asyncio.wrap_future(file.done)
         try:
             return await asyncio.shield(running)
         except asyncio.CancelledError:
-            if call.abort():
+            if file.call.abort():
                 await asyncio.wait([running])
                 if not running.cancelled():
                     running.exception()  # seen: the cancel is what the caller hears
@@ -149,108 +151,172 @@ class LeanGetter:
             raise
 
     def close(self) -> None:
-        self._threads.close()
-        with self._lock:
-            idle, self._idle = self._idle, {}
-        for conns in idle.values():
-            for conn in conns:
-                conn.close()
+        for _ in range(self._started):
+            self._queue.put(None)
 
-    def _fetch(self, call: _Call, url: str, out: WholeFile, algorithms: tuple[str, ...], floor: RateFloor,
-               tell: Callable[[int], None]) -> dict[str, str]:
-        parts = urlsplit(url)
-        key = (parts.scheme, parts.hostname, parts.port)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        conn, resp = self._ask(call, key, target)
+    # -- on a lane ---------------------------------------------------------------------------------------
+    def _lane(self) -> None:
+        conns: dict[tuple, PlainConnection] = {}
+        room = memoryview(bytearray(ROOM))
         try:
-            _check_head(resp, out)
-            call.start_writing()
-            _read(resp, out, floor, tell, url)
-        except BaseException:
-            conn.close()
-            raise
-        if resp.will_close:
-            conn.close()
-        else:
-            with self._lock:
-                self._idle.setdefault(key, []).append(conn)
-        out.flush()
-        return read_back(out.part, algorithms)
+            file = self._next(block=True)
+            while file is not None:
+                following: list[_File] = []
+                try:
+                    file.done.set_result(self._fetch(file, conns, following, room))
+                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                    file.done.set_exception(exc)
+                file = following[0] if following else self._next(block=True)
+        finally:
+            for conn in conns.values():
+                conn.close()
 
-    def _ask(self, call: _Call, key: tuple, target: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        """The connection and the answer's head; a kept-alive connection the server closed meanwhile is
-        replaced once by a new one."""
-        for _ in range(2):
-            conn, reused = self._connection(key)
-            call.conn = conn
+    def _next(self, block: bool) -> _File | None:
+        """The next file not given up meanwhile; None at the end (or, not blocking, when none waits)."""
+        while True:
             try:
-                conn.request("GET", target, headers=HEADERS)
-                return conn, conn.getresponse()
+                file = self._queue.get(block)
+            except queue.Empty:
+                return None
+            if file is None:
+                if not block:
+                    self._queue.put(None)  # the end is for the lane that waits for it
+                return None
+            if file.done.set_running_or_notify_cancel():
+                return file
+
+    def _fetch(self, file: _File, conns: dict[tuple, PlainConnection], following: list[_File],
+               room: memoryview) -> dict[str, str]:
+        conn, head = self._ask(file, conns)
+        try:
+            _check_head(head, file.out.limit)
+            file.call.start_writing()
+            pipelines = not head.will_close and file.key not in self._one_at_a_time
+            _read_body(conn, file, (lambda: self._ask_behind(file, conn, following)) if pipelines else None, room)
+        except BaseException:
+            self._drop(file.key, conns, following)
+            raise
+        conn.answered += 1
+        if head.will_close:
+            self._drop(file.key, conns, following)
+        file.out.flush()
+        return read_back(file.out.part, file.algorithms)
+
+    def _ask(self, file: _File, conns: dict[tuple, PlainConnection]) -> tuple[PlainConnection, Head]:
+        """The connection and the answer's head. A kept-alive connection the server closed meanwhile is replaced
+        once; a host that dropped a request sent behind another is asked one at a time from then on."""
+        for _ in range(2):
+            conn = conns.get(file.key)
+            reused = conn is not None
+            if conn is None:
+                conn = _take_warm((file.key, self.ca_file))
+                reused = conn is not None  # opened ahead: the server may have closed it since
+                conns[file.key] = conn = conn or self._connection(file.key)
+            file.call.conn = conn
+            try:
+                sent_at = None
+                if not file.sent:
+                    conn.send_get(file.target)
+                    file.sent, file.behind, sent_at = True, False, time.monotonic()
+                return conn, conn.read_head(sent_at)
             except TimeoutError:
-                conn.close()
-                raise _stalled(key[1]) from None
-            except (OSError, http.client.HTTPException) as exc:
-                conn.close()
-                if not reused or call.aborted:
-                    raise NotPlain(str(exc)) from exc
+                self._drop(file.key, conns, [])
+                raise _stalled(file.key[1]) from None
+            except (Closed, OSError) as exc:
+                self._drop(file.key, conns, [])
+                if file.behind and isinstance(exc, Closed) and file.key not in self._one_at_a_time:
+                    self._one_at_a_time.add(file.key)
+                    log.info("%s dropped a request sent behind another: asked one request at a time from now on",
+                             file.key[1])
+                file.sent = file.behind = False
+                if not reused or file.call.aborted:
+                    raise NotPlain(str(exc) or type(exc).__name__) from exc
         raise NotPlain("the server closed two connections in a row")
 
-    def _connection(self, key: tuple) -> tuple[http.client.HTTPConnection, bool]:
-        with self._lock:
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop(), True
-        scheme, host, port = key
-        if scheme == "https":
-            conn = http.client.HTTPSConnection(host, port or 443, timeout=self.connect, context=self.context)
-        else:
-            conn = http.client.HTTPConnection(host, port or 80, timeout=self.connect)
-        try:
-            conn.connect()
-        except (OSError, http.client.HTTPException) as exc:  # refused, unknown host, TLS: the full client words it
+    def _ask_behind(self, file: _File, conn: PlainConnection, following: list[_File]) -> None:
+        """Ask for the next waiting file on this connection now, so its answer follows this one's at once."""
+        behind = self._next(block=False)
+        if behind is None:
+            return
+        following.append(behind)
+        if behind.key == file.key:
+            try:
+                conn.send_get(behind.target)
+                behind.sent = behind.behind = True
+            except OSError:
+                pass  # this body's read will say what happened; the file behind is asked again
+
+    def _drop(self, key: tuple, conns: dict[tuple, PlainConnection], following: list[_File]) -> None:
+        conn = conns.pop(key, None)
+        if conn is not None:
             conn.close()
-            raise NotPlain(str(exc)) from exc
-        conn.sock.settimeout(self.stall)
-        return conn, False
+        for behind in following:
+            if behind.key == key:
+                behind.sent = False  # its request went on the closed connection: it is asked again
+
+    def _connection(self, key: tuple) -> PlainConnection:
+        try:
+            return PlainConnection(key, self.context, self.connect, self.stall)
+        except (OSError, ValueError) as exc:  # refused, unknown host, TLS: the full client words it
+            raise NotPlain(str(exc) or type(exc).__name__) from exc
 
 
-def _check_head(resp: http.client.HTTPResponse, out: WholeFile) -> None:
-    """Only a 200 of exactly the promised size, as it is (not compressed), is the plain case."""
-    encoding = (resp.getheader("Content-Encoding") or "identity").strip().lower()
-    if resp.status != 200 or encoding != "identity" or resp.length is None or resp.length != out.limit:
-        raise NotPlain(f"{resp.status}, {resp.length} bytes, {encoding}")
+def _check_head(head: Head, size: int | None) -> None:
+    """Only a 200 of exactly the promised size, as it is (not coded), is the plain case."""
+    if head.status != 200 or head.coded or head.length is None or head.length != size:
+        raise NotPlain(f"{head.status}, {head.length} bytes, {head.coded or 'identity'}")
 
 
-def _read(resp: http.client.HTTPResponse, out: WholeFile, floor: RateFloor, tell: Callable[[int], None],
-          url: str) -> None:
-    """The body into ``out``, every byte of it."""
-    told = 0
+def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None] | None, room: memoryview) -> None:
+    """The body into ``file.out`` through the lane's ``room`` (a write each time it is full: a system call for
+    256 KiB, not for each TLS record); ``ask_behind()`` once what is left would take about ``AHEAD_TRIPS`` round
+    trips at the rate the last body came on this connection (or, on its first, this one over a round trip)."""
+    out, left, held, told = file.out, file.out.limit or 0, 0, 0
+    began = time.monotonic()
     try:
-        while resp.length:
-            data = resp.read(min(READ, resp.length))
-            if not data:
+        while left:
+            if ask_behind is not None:
+                spent = time.monotonic() - began
+                coming = conn.rate or ((out.written + held) / spent if spent >= conn.rtt else 0.0)
+                if left <= max(AHEAD_LEAST, coming * conn.rtt * AHEAD_TRIPS):
+                    ask_behind()
+                    ask_behind = None
+            got = conn.read_into(room[held:held + min(len(room) - held, left)])
+            if not got:
                 break
-            floor.feed(len(data))
-            out.write(data)
+            left -= got
+            held += got
+            file.floor.feed(got)
+            if held == len(room) or not left:
+                out.write(room[:held])
+                held = 0
             if out.written - told >= READ:
                 told = out.written
-                tell(told)
+                file.tell(told)
     except TimeoutError:
-        raise _stalled(urlsplit(url).hostname) from None
-    except (OSError, http.client.HTTPException) as exc:  # reset, or ended short (IncompleteRead)
-        raise NotPlain(str(exc)) from exc
-    if out.written != out.limit:
-        raise NotPlain(f"ended after {out.written} bytes")
+        raise _stalled(file.key[1]) from None
+    except OSError as exc:  # reset, or shut by a cancel
+        raise NotPlain(str(exc) or type(exc).__name__) from exc
+    if left:
+        raise NotPlain(f"ended after {out.written + held} bytes")
+    spent = time.monotonic() - began
+    if spent > 0:
+        conn.rate = out.written / spent
 
 
 def _stalled(host: str | None) -> Transient:
     return Transient(f"{host} sent no data for longer than the stall timeout (--stall-timeout); Ferry will retry.")
 
 
-def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, workers: int,
-             stall_seconds: float, connect_seconds: float) -> LeanGetter | None:
+def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, stall_seconds: float,
+             connect_seconds: float) -> LeanGetter | None:
     """The lean path for a list job, or None where it does not apply: TLS checks off (``--insecure``), a proxy
     (named or in the environment), a rate limit, or a CA file that cannot be read (the full client says so)."""
+    context = _context(ca_file, insecure, proxy, limited)
+    return LeanGetter(context, ca_file, stall_seconds, connect_seconds) if context is not None else None
+
+
+def _context(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool) -> ssl.SSLContext | None:
     if insecure or proxy or limited or environment_names_a_proxy():
         return None
     from .trust import verified_context
@@ -260,4 +326,54 @@ def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bo
     except (OSError, ssl.SSLError):
         return None
     context.set_alpn_protocols(["http/1.1"])
-    return LeanGetter(context, workers, stall_seconds, connect_seconds)
+    return context
+
+
+#: connections opened ahead (``warm``) wait this long for a lane, then close
+WARM_SECONDS = 20.0
+_warm: dict[tuple, list[tuple[float, PlainConnection]]] = {}
+_warm_lock = threading.Lock()
+
+
+def warm(address: str, ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, count: int,
+         stall_seconds: float, connect_seconds: float) -> None:
+    """Open ``count`` connections to ``address``'s host on daemon threads, for the lanes of a list job that will
+    soon fetch from it: a study's small runs, while ENA's portal is asked. The TCP and TLS handshakes (two round
+    trips) then leave the critical path. Only where the lean path would run; what fails to connect is let go
+    (the lanes connect and say why); what is not taken within ``WARM_SECONDS`` is closed."""
+    parts = urlsplit(address)
+    context = _context(ca_file, insecure, proxy, limited)
+    if context is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    key = ((parts.scheme, parts.hostname, parts.port), ca_file)
+
+    def one() -> None:
+        try:
+            conn = PlainConnection(key[0], context, connect_seconds, stall_seconds)
+        except (OSError, ValueError):
+            return
+        with _warm_lock:
+            _warm.setdefault(key, []).append((time.monotonic(), conn))
+
+    for _ in range(max(0, count)):
+        threading.Thread(target=one, name="ferry-warm", daemon=True).start()
+    closer = threading.Timer(WARM_SECONDS + connect_seconds, _close_stale)
+    closer.daemon = True
+    closer.start()
+
+
+def _take_warm(key: tuple) -> PlainConnection | None:
+    _close_stale()
+    with _warm_lock:
+        waiting = _warm.get(key)
+        return waiting.pop()[1] if waiting else None
+
+
+def _close_stale() -> None:
+    now, stale = time.monotonic(), []
+    with _warm_lock:
+        for key, waiting in list(_warm.items()):
+            stale += [conn for opened, conn in waiting if now - opened > WARM_SECONDS]
+            _warm[key] = [(opened, conn) for opened, conn in waiting if now - opened <= WARM_SECONDS]
+    for conn in stale:
+        conn.close()

@@ -26,12 +26,12 @@ from ..streams.floor import RateFloor
 from ..streams.folder import FileDone, RemoteFile
 from ..streams.lists import ListedChecks, check_listed
 from ..streams.ratelimit import limiter_for
-from .lean import NotPlain, lean_for
-from .options import CONNECT_SECONDS, LARGE_FROM, TELL_EVERY, HttpsOptions
+from .lean import DEPTH, NotPlain, lean_for
+from .options import CONNECT_SECONDS, LARGE_FROM, HttpsOptions
 
 log = logging.getLogger(__name__)
 #: the reasons logged for files the lean path handed to the full client (the count is always logged)
-REASONS_LOGGED = 5
+REASONS_LOGGED = 10
 
 
 class ListDownload(ListedChecks):
@@ -50,14 +50,14 @@ class ListDownload(ListedChecks):
         self.lean = None
         self._full = None
         self._full_made = asyncio.Lock()
+        self._full_gate = asyncio.Semaphore(self.options.max_streams)
         self._stack = AsyncExitStack()
         self.lean_took, self.handed = 0, []  # files the lean path fetched; (file, why) it handed on
 
     async def run(self) -> Result:
         async with self._stack:
             self.lean = lean_for(self.options.ca_file, bool(self.options.insecure), self.settings.proxy,
-                                 self.limiter is not None, self.options.max_streams, self.settings.stall_seconds,
-                                 CONNECT_SECONDS)
+                                 self.limiter is not None, self.settings.stall_seconds, CONNECT_SECONDS)
             if self.lean is not None:
                 self._stack.callback(self.lean.close)
                 self._stack.callback(self._log_lean)
@@ -71,14 +71,23 @@ class ListDownload(ListedChecks):
                 return done
             except NotPlain as why:  # nothing kept: the full client asks again, and follows or words what it gets
                 self.handed.append((file.rel, str(why)))
-        return await (await self._full_client())._small(file, path, sink)
+        async with self._full_gate:  # the lean path admits DEPTH files a connection; the full client one
+            return await (await self._full_client())._small(file, path, sink)
+
+    def _small_at_once(self, connections: int) -> int:
+        """A lane a connection, each holding the file arriving and the one asked for behind it."""
+        self._full_gate = asyncio.Semaphore(connections)
+        if self.lean is None:
+            return connections
+        self.lean.lanes = connections
+        return connections * DEPTH
 
     async def _lean_small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         """One GET on a worker thread into ``NAME.part``, read back and hashed there; renamed here once its size
         and checksum agree with the catalogue's."""
         algorithms = tuple(self._hashers(file))
         floor = RateFloor(self.settings.stall_seconds, redact(file.address))
-        with WholeFile(path, file.size, redact(file.address), buffer=TELL_EVERY) as out:
+        with WholeFile(path, file.size, redact(file.address)) as out:  # written by the lane, its buffer
             digests = await self.lean.fetch(file.address, out, algorithms, floor,
                                             lambda written: sink.progress(written, file.size, 1))
             sink.progress(out.written, file.size, 1)

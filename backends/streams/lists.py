@@ -271,7 +271,8 @@ class ListedChecks:
 
             sink.stage("transferring")
             outcome = await fetch_folder(files, destination, sink, small=self._small, large=self._large,
-                                         large_from=large_from, at_once=min(at_once, self.small_cap or at_once),
+                                         large_from=large_from,
+                                         at_once=self._small_at_once(min(at_once, self.small_cap or at_once)),
                                          totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
                                          large_at_once=large_at_once, failures=failures, on_state=on_state)
         finally:
@@ -291,6 +292,11 @@ class ListedChecks:
                       sha256=outcome.sha256, verified=outcome.verified or not files,
                       verify_method=outcome.verify_method if files else "every file already here and verified",
                       peer_host=host_of(first.address) if first else None, bytes_fetched=outcome.moved, notes=notes)
+
+    def _small_at_once(self, connections: int) -> int:
+        """Small files admitted at once over ``connections``: one each, unless the fetch asks for the next file
+        on a connection while the last one arrives (``backends/https/lean.py``)."""
+        return connections
 
     def _large_options(self, file) -> TransferOptions:
         """A large listed file's options: its published checksum, its share of the budget, no list."""

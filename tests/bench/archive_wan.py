@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,17 +99,23 @@ def command(tool: str, study: str, out: Path, urls: Path, ca: str, connections: 
     return ["wget", "-q", f"--ca-certificate={ca}", "-i", str(urls), "-P", str(out)]
 
 
+def _children_cpu() -> float:
+    """User and system seconds of the commands run so far (the tool's own CPU: this machine has two cores)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run_tool(tool: str, argv: list[str], out: Path, expected: dict[str, str], env: dict, work: Path) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     home = Path(tempfile.mkdtemp(prefix="ferryhome", dir=work))
-    began = time.monotonic()
+    began, cpu = time.monotonic(), _children_cpu()
     proc = subprocess.run(argv, capture_output=True, text=True, env=dict(env, LABFERRY_HOME=str(home)), timeout=7200)
-    spent = time.monotonic() - began
+    spent, cpu = time.monotonic() - began, _children_cpu() - cpu
     size = sum((out / name).stat().st_size for name in expected if (out / name).exists())
     ok = proc.returncode == 0 and all((out / n).exists() and _md5(out / n) == m for n, m in expected.items())
     row = {"tool": tool, "exit": proc.returncode, "seconds": round(spent, 2), "mbps": round(size * 8 / spent / 1e6, 1),
-           "md5_ok": ok, "files": len(expected)}
+           "md5_ok": ok, "files": len(expected), "cpu_seconds": round(cpu, 2)}
     if proc.returncode != 0:
         row["error"] = proc.stderr.strip()[-300:]
     elif tool.startswith("ferry"):  # the wall time spent fetching (after the portal's answer and the set-up)

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from tests.servers.ena_portal import Portal
+from tests.servers.hostile_http import header_flood, long_header_line
 from tests.servers.nginx import free_port as closed_port
 
 from .conftest import MiB, ferry, files_below
@@ -68,6 +69,25 @@ def _moved(to: str):
     return answer
 
 
+def _then_hangs_up(data: bytes):
+    """Answers one request; a request sent behind it meanwhile is read and never answered: the connection ends
+    there. Half the body, a pause (the client asks for its next file then), the rest."""
+    def answer(h):
+        h.head_line(200, {"Content-Type": "application/octet-stream"}, length=len(data))
+        h.request.sendall(data[:len(data) // 2])
+        time.sleep(0.3)
+        h.request.sendall(data[len(data) // 2:])
+        h.request.settimeout(2.0)
+        try:
+            for _ in range(50):  # the request behind, read whole so the close is a FIN, not a reset
+                if h.file.readline(65536) in (b"\r\n", b"\n", b""):
+                    break
+        except OSError:
+            pass
+        return False
+    return answer
+
+
 def _trickle(data: bytes):
     """The right length, then a byte every 2 s."""
     def answer(h):
@@ -78,20 +98,25 @@ def _trickle(data: bytes):
 
 #: run → how its one file is served
 CASES = {"ERR9100001": "honest", "ERR9100002": "honest", "ERR9100003": "honest", "ERR9100004": "longer",
-         "ERR9100005": "short", "ERR9100006": "labelled", "ERR9100007": "moved", "ERR9100008": "trickle"}
+         "ERR9100005": "short", "ERR9100006": "labelled", "ERR9100007": "moved", "ERR9100008": "trickle",
+         "ERR9100009": "flood", "ERR9100010": "long line",
+         **{f"ERR91001{i:02d}": "hangs up" for i in range(8)}}
 
 
 @pytest.fixture(scope="module")
 def study(hostile_http, tmp_path_factory):
-    """PRJEB91001: every case above; PRJEB91002: three honest runs and the trickle, for Ctrl-C."""
+    """PRJEB91001: every case above; PRJEB91002: an honest run and the trickle; PRJEB91003: a host that hangs up
+    after each answer."""
     portal = Portal(tmp_path_factory.mktemp("hostile-study")).start()
     for i, (run, how) in enumerate(CASES.items()):
         data = _data(i)
-        project = "PRJEB91002" if how == "trickle" or run in ("ERR9100001",) else "PRJEB91001"
+        project = ("PRJEB91002" if how == "trickle" or run == "ERR9100001" else
+                   "PRJEB91003" if how == "hangs up" else "PRJEB91001")
         portal.add_run(run, experiment=run.replace("ERR", "ERX"), sample=f"SAMEA91{i:05d}", study="ERP910001",
                        project=project, layout="SINGLE", fastq=[(f"{run}.fastq.gz", data)])
         path = f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz"
-        made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle}
+        made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle,
+                "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line}
         if how == "moved":
             hostile_http.routes[path + ".there"] = _honest(data)
             hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
@@ -117,21 +142,39 @@ def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_r
     # the honest ones, and by the full client the one labelled gzip and the moved one, arrive whole
     for run in ("ERR9100002", "ERR9100003", "ERR9100006", "ERR9100007"):
         assert got.get(f"{run}.fastq.gz") == RUN_SIZE, (run, got, ran.stderr)
-    # the one that says more and the one cut short leave nothing, not even a part file
-    assert not any(name.startswith(("ERR9100004", "ERR9100005")) for name in got), got
+    # the one that says more, the one cut short and the two whose head has no end leave nothing, not even a part
+    broken = ("ERR9100004", "ERR9100005", "ERR9100009", "ERR9100010")
+    assert not any(name.startswith(broken) for name in got), got
     assert not any(name.endswith(".part") for name in got), got
     said = " ".join(ran.said)
-    assert "ERR9100004" in said and "ERR9100005" in said, ran.stderr
+    assert all(run in said for run in broken), ran.stderr
+    assert said.count("is not HTTP Ferry can read") == 2, ran.stderr
     assert ran.seconds < 60
     # the honest runs rode kept-alive connections: one GET each, never asked twice
     for run in ("ERR9100002", "ERR9100003"):
         assert hostile_http.asked[("GET", f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz")] == 1
     # by the lean path; the four others handed to the full client, each for what it is
     logged = (ferry_home / "ferry.log").read_text()
-    assert "lean path: 2 small files fetched, 4 handed to the full client" in logged, logged[-3000:]
+    assert "lean path: 2 small files fetched, 6 handed to the full client" in logged, logged[-3000:]
     for run, why in (("ERR9100004", "200, 1310720 bytes, identity"), ("ERR9100005", "ended after 131072 bytes"),
-                     ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes")):
+                     ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes"),
+                     ("ERR9100009", "more than 100 header lines")):
         assert f"{run}.fastq.gz ({why}" in logged, (run, logged[-3000:])
+
+
+def test_a_host_that_drops_requests_sent_behind_another_is_asked_one_at_a_time(study, hostile_http, tmp_path,
+                                                                            ferry_home):
+    """The lean path asks for the next file while one arrives; a host that hangs up after each answer drops
+    that request. Every file still arrives, each asked for again on a new connection."""
+    dest = tmp_path / "dest"
+    ran = ferry("copy", "ena:PRJEB91003", f"{dest}/", "--source", "ena", "--retries", "0", "--host-connections", "2",
+                home=ferry_home, env=_env(study, hostile_http), timeout=60)  # two lanes: four runs each
+    assert ran.returncode == 0, ran.stderr
+    runs = [run for run, how in CASES.items() if how == "hangs up"]
+    assert {f"{run}.fastq.gz" for run in runs} <= set(files_below(dest)), files_below(dest)
+    logged = (ferry_home / "ferry.log").read_text()
+    assert f"lean path: {len(runs)} small files fetched, 0 handed" in logged, logged[-3000:]
+    assert "dropped a request sent behind another" in logged, logged[-3000:]
 
 
 def test_a_stall_in_a_small_run_ends_as_a_stall(study, hostile_http, tmp_path, ferry_home):
