@@ -247,10 +247,12 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
                        large: Fetch,
                        large_from: int, at_once: int, totals: Totals, large_at_once: int = 1,
                        failures: dict[str, TransferError] | None = None,
-                       on_state: OnState | None = None) -> FileOutcome:
+                       on_state: OnState | None = None, connections: int | None = None) -> FileOutcome:
     """Small files ``at_once`` at a time, large ones (``large_from`` bytes and up) ``large_at_once`` at a time,
     both lanes at once; each fetch reports into ``totals`` through the sink it is given. With ``failures`` a
-    file that fails is noted there and the others go on (a list job); without, the first failure ends it."""
+    file that fails is noted there and the others go on (a list job); without, the first failure ends it.
+    ``connections``: what the small files use when fewer than the files in flight (two files a connection on
+    HTTPS's lean path), so the streams said are connections."""
     smalls = [f for f in files if f.size is not None and f.size < large_from]
     larges = [f for f in files if f.size is None or f.size >= large_from]
     done: dict[str, FileDone] = {}
@@ -285,7 +287,7 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
     async def small_one(file: RemoteFile) -> None:
         async with gate:
             busy[0] += 1
-            totals.streams = max(totals.streams, busy[0])
+            totals.streams = max(totals.streams, min(busy[0], connections or busy[0]))
             try:
                 await one(file, small, 0)
             finally:

@@ -270,11 +270,12 @@ class ListedChecks:
                 tell(sink, name, state, error)
 
             sink.stage("transferring")
+            connections = min(at_once, self.small_cap or at_once)
             outcome = await fetch_folder(files, destination, sink, small=self._small, large=self._large,
-                                         large_from=large_from,
-                                         at_once=self._small_at_once(min(at_once, self.small_cap or at_once)),
+                                         large_from=large_from, at_once=self._small_at_once(connections),
                                          totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
-                                         large_at_once=large_at_once, failures=failures, on_state=on_state)
+                                         large_at_once=large_at_once, failures=failures, on_state=on_state,
+                                         connections=connections)
         finally:
             record.save()
         fetched = len(files) - len(failures)

@@ -71,12 +71,15 @@ def _moved(to: str):
 
 def _then_hangs_up(data: bytes):
     """Answers one request; a request sent behind it meanwhile is read and never answered: the connection ends
-    there. Half the body, a pause (the client asks for its next file then), the rest."""
+    there. Half the body, then the rest in 16 KiB pieces 50 ms apart: the client asks for its next file once
+    what is left is small, which it sees between two reads (one read could take a whole body that had arrived
+    while a busy machine kept the client from reading)."""
     def answer(h):
         h.head_line(200, {"Content-Type": "application/octet-stream"}, length=len(data))
         h.request.sendall(data[:len(data) // 2])
-        time.sleep(0.3)
-        h.request.sendall(data[len(data) // 2:])
+        for at in range(len(data) // 2, len(data), 16 * 1024):
+            time.sleep(0.05)
+            h.request.sendall(data[at:at + 16 * 1024])
         h.request.settimeout(2.0)
         try:
             for _ in range(50):  # the request behind, read whole so the close is a FIN, not a reset
