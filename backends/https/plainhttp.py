@@ -123,14 +123,19 @@ def _status_line(line: bytes) -> tuple[str, int]:
     if len(line) > MAX_LINE:
         raise NotPlain("a status line beyond any sane size")
     parts = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-    if len(parts) < 2 or parts[0] not in ("HTTP/1.1", "HTTP/1.0") or not (parts[1].isdigit() and len(parts[1]) == 3):
+    if len(parts) < 2 or parts[0] not in ("HTTP/1.1", "HTTP/1.0") or not _digits(parts[1]) or len(parts[1]) != 3:
         raise NotPlain(f"not an HTTP/1.x status line: {line[:40]!r}")
     return parts[0], int(parts[1])
 
 
+def _digits(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` takes '²' too (a Latin-1 byte 0xB2), which ``int`` refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _head(version: str, status: int, fields: dict[str, list[str]]) -> Head:
     lengths = fields.get("content-length", [])
-    length = int(lengths[0]) if len(set(lengths)) == 1 and lengths[0].isdigit() else None
+    length = int(lengths[0]) if len(set(lengths)) == 1 and _digits(lengths[0]) and len(lengths[0]) < 19 else None
     codings = [v.strip().lower() for key in ("transfer-encoding", "content-encoding")
                for value in fields.get(key, []) for v in value.split(",")]
     coded = ", ".join(c for c in codings if c and c != "identity")

@@ -150,7 +150,8 @@ def map_error(exc: BaseException, url: str, *, started: bool = False) -> Transfe
                          "(only http and https); Ferry stopped. Ask the server's owner for the file's own address.")
     if isinstance(exc, aiohttp.ClientResponseError) and not isinstance(exc, aiohttp.TooManyRedirects) \
             and exc.status == 400 and not exc.headers:
-        return BadAnswer(f"The answer of {where} for {redact(url)} is not HTTP Ferry can read ({str(exc.message)[:80]}"
+        said = " ".join(str(exc.message).split())[:80]  # aiohttp's message may quote the bytes over lines
+        return BadAnswer(f"The answer of {where} for {redact(url)} is not HTTP Ferry can read ({said}"
                          "): a header block or line beyond any sane size, or malformed. Ferry stopped; asking again "
                          "would get the same answer.")
     if isinstance(exc, (aiohttp.InvalidURL, ValueError)) and not isinstance(exc, ssl.SSLError):

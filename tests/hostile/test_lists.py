@@ -69,6 +69,14 @@ def _moved(to: str):
     return answer
 
 
+def _odd_digits(data: bytes):
+    """A length in digits that are not ASCII ('²', byte 0xB2): a parser that trusts ``isdigit`` falls over."""
+    def answer(h):
+        h.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\xb2\r\n\r\n" + data)
+        return False
+    return answer
+
+
 def _then_hangs_up(data: bytes):
     """Answers one request; a request sent behind it meanwhile is read and never answered: the connection ends
     there. Half the body, then the rest in 16 KiB pieces 50 ms apart: the client asks for its next file once
@@ -102,7 +110,7 @@ def _trickle(data: bytes):
 #: run → how its one file is served
 CASES = {"ERR9100001": "honest", "ERR9100002": "honest", "ERR9100003": "honest", "ERR9100004": "longer",
          "ERR9100005": "short", "ERR9100006": "labelled", "ERR9100007": "moved", "ERR9100008": "trickle",
-         "ERR9100009": "flood", "ERR9100010": "long line",
+         "ERR9100009": "flood", "ERR9100010": "long line", "ERR9100011": "odd digits",
          **{f"ERR91001{i:02d}": "hangs up" for i in range(8)}}
 
 
@@ -119,7 +127,8 @@ def study(hostile_http, tmp_path_factory):
                        project=project, layout="SINGLE", fastq=[(f"{run}.fastq.gz", data)])
         path = f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz"
         made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle,
-                "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line}
+                "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line,
+                "odd digits": _odd_digits}
         if how == "moved":
             hostile_http.routes[path + ".there"] = _honest(data)
             hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
@@ -146,22 +155,24 @@ def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_r
     for run in ("ERR9100002", "ERR9100003", "ERR9100006", "ERR9100007"):
         assert got.get(f"{run}.fastq.gz") == RUN_SIZE, (run, got, ran.stderr)
     # the one that says more, the one cut short and the two whose head has no end leave nothing, not even a part
-    broken = ("ERR9100004", "ERR9100005", "ERR9100009", "ERR9100010")
+    broken = ("ERR9100004", "ERR9100005", "ERR9100009", "ERR9100010", "ERR9100011")
     assert not any(name.startswith(broken) for name in got), got
     assert not any(name.endswith(".part") for name in got), got
     said = " ".join(ran.said)
     assert all(run in said for run in broken), ran.stderr
-    assert said.count("is not HTTP Ferry can read") == 2, ran.stderr
+    assert said.count("is not HTTP Ferry can read") == 3, ran.stderr
+    odd = [line for line in ran.said if line.startswith("labferry: ERR9100011")]  # one line, one sentence
+    assert len(odd) == 1 and odd[0].endswith("asking again would get the same answer."), ran.stderr
     assert ran.seconds < 60
     # the honest runs rode kept-alive connections: one GET each, never asked twice
     for run in ("ERR9100002", "ERR9100003"):
         assert hostile_http.asked[("GET", f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz")] == 1
     # by the lean path; the four others handed to the full client, each for what it is
     logged = (ferry_home / "ferry.log").read_text()
-    assert "lean path: 2 small files fetched, 6 handed to the full client" in logged, logged[-3000:]
+    assert "lean path: 2 small files fetched, 7 handed to the full client" in logged, logged[-3000:]
     for run, why in (("ERR9100004", "200, 1310720 bytes, identity"), ("ERR9100005", "ended after 131072 bytes"),
                      ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes"),
-                     ("ERR9100009", "more than 100 header lines")):
+                     ("ERR9100009", "more than 100 header lines"), ("ERR9100011", "200, None bytes")):
         assert f"{run}.fastq.gz ({why}" in logged, (run, logged[-3000:])
 
 
