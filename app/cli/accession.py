@@ -24,7 +24,6 @@ from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
 from backends.core.words import agrees, first_named
-from backends.streams.lists import WARM_AT_ONCE
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -151,6 +150,7 @@ def _preload_fetchers(args: argparse.Namespace, overrides) -> None:
                 return
         if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
             from app.requests import warm_up
+            from backends.streams.lists import WARM_AT_ONCE
 
             warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),
                     min(WARM_AT_ONCE, args.host_connections))  # the lane's connections for runs of a MiB

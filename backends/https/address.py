@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from ..core.errors import BadRequest
+from ..core.errors import BadRequest, Transient
 
 
 def validate_url(url: str) -> tuple[str, int]:
@@ -33,3 +33,19 @@ def environment_names_a_proxy() -> bool:
     from urllib.request import getproxies
 
     return any(scheme in ("http", "https") for scheme in getproxies())
+
+
+def where(url: str) -> str:
+    """``host:port`` of ``url`` (the host alone on the scheme's own port), as error sentences name a server."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{parts.hostname}:{port}" if port else str(parts.hostname)
+
+
+def stalled(url: str) -> Transient:
+    """A server silent for longer than ``--stall-timeout``, in one sentence for the full client and the lean path."""
+    return Transient(f"{where(url)} sent no data for longer than the stall timeout (--stall-timeout); "
+                     "Ferry will retry.")

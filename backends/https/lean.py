@@ -30,12 +30,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ..core.errors import Transient
 from ..core.netrc import netrc_login
 from ..destination import WholeFile
 from ..streams.floor import RateFloor
-from ..streams.hashing import read_back
-from .address import environment_names_a_proxy
+from ..streams.hashing import finished, read_back
+from .address import environment_names_a_proxy, stalled
 from .plainhttp import Closed, Head, NotPlain, PlainConnection
 
 __all__ = ["NotPlain", "LeanGetter", "lean_for", "warm"]
@@ -86,6 +85,7 @@ class _Call:
 
 @dataclass(eq=False)
 class _File:
+    url: str
     key: tuple  # (scheme, host, port)
     target: str
     out: WholeFile
@@ -132,23 +132,13 @@ class LeanGetter:
         loop = asyncio.get_running_loop()
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        file = _File((parts.scheme, parts.hostname, parts.port), target, out, algorithms, floor,
+        file = _File(url, (parts.scheme, parts.hostname, parts.port), target, out, algorithms, floor,
                      lambda written: loop.call_soon_threadsafe(told, written))
         self._queue.put(file)
         if self._started < self.lanes:
             self._started += 1
             threading.Thread(target=self._lane, name=f"ferry-lane-{self._started}", daemon=True).start()
-        running = asyncio.wrap_future(file.done)
-        try:
-            return await asyncio.shield(running)
-        except asyncio.CancelledError:
-            if file.call.abort():
-                await asyncio.wait([running])
-                if not running.cancelled():
-                    running.exception()  # seen: the cancel is what the caller hears
-            else:
-                running.cancel()
-            raise
+        return await finished(asyncio.wrap_future(file.done), under_way=file.call.abort)
 
     def close(self) -> None:
         for _ in range(self._started):
@@ -221,7 +211,7 @@ class LeanGetter:
                 return conn, conn.read_head(sent_at)
             except TimeoutError:
                 self._drop(file.key, conns, [])
-                raise _stalled(file.key[1]) from None
+                raise stalled(file.url) from None
             except (Closed, OSError) as exc:
                 self._drop(file.key, conns, [])
                 if file.behind and isinstance(exc, Closed) and file.key not in self._one_at_a_time:
@@ -294,7 +284,7 @@ def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None
                 told = out.written
                 file.tell(told)
     except TimeoutError:
-        raise _stalled(file.key[1]) from None
+        raise stalled(file.url) from None
     except OSError as exc:  # reset, or shut by a cancel
         raise NotPlain(str(exc) or type(exc).__name__) from exc
     if left:
@@ -302,10 +292,6 @@ def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None
     spent = time.monotonic() - began
     if spent > 0:
         conn.rate = out.written / spent
-
-
-def _stalled(host: str | None) -> Transient:
-    return Transient(f"{host} sent no data for longer than the stall timeout (--stall-timeout); Ferry will retry.")
 
 
 def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, stall_seconds: float,

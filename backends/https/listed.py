@@ -1,12 +1,13 @@
 """A list job over HTTPS: the files a catalogue names (an accession's runs), one job.
 
 The small files come with one GET each, many at once over kept-alive connections (a study of 1,000 small
-runs is not 1,000 cold starts): first by the lean path (``lean.py``: worker threads over the standard
-library's ``http.client``, no aiohttp), and what is not its plain case by the full client (aiohttp, over the
-job's shared session). The large ones come with the parallel ranged download of a single file, a few at once,
-each resumable. The full client is imported and its sessions opened only when a file needs them, so a list of
-small files never pays for aiohttp. Every file is checked against the checksum and size the catalogue
-published; one that fails is named and the others go on (``backends/streams/lists.py``).
+runs is not 1,000 cold starts): first by the lean path (``lean.py``: lanes of worker threads, each with a
+connection of its own that asks for the next file while one arrives, no aiohttp), and what is not its plain
+case by the full client (aiohttp, over the job's shared session). The large ones come with the parallel ranged
+download of a single file, a few at once, each resumable. The full client is imported and its sessions opened
+only when a file needs them, so a list of small files never pays for aiohttp. Every file is checked against
+the checksum and size the catalogue published; one that fails is named and the others go on
+(``backends/streams/lists.py``).
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ class PlainConnection:
 
     def __init__(self, key: tuple, context: ssl.SSLContext, connect_seconds: float, stall_seconds: float) -> None:
         scheme, host, port = key
-        port = port or (443 if scheme == "https" else 80)
+        usual = 443 if scheme == "https" else 80
+        port = port or usual
         began = time.monotonic()
         raw = socket.create_connection((host, port), timeout=connect_seconds)
         #: the round trip, first as the TCP handshake took it, then the shortest wait for an answer's head
@@ -59,7 +60,7 @@ class PlainConnection:
         self.sock.settimeout(stall_seconds)
         self.reader = self.sock.makefile("rb", buffering=READ_BUFFER)
         named = f"[{host}]" if ":" in host else host
-        self.host = named if port == (443 if scheme == "https" else 80) else f"{named}:{port}"
+        self.host = named if port == usual else f"{named}:{port}"
         self.answered = 0  # answers read whole on this connection
         self.rate = 0.0  # bytes a second the last body came at (0: none yet)
 

@@ -29,7 +29,8 @@ from ..core.errors import (
     certificate_error,
 )
 from ..core.urls import redact
-from .address import environment_names_a_proxy
+from .address import environment_names_a_proxy, stalled
+from .address import where as where_of
 from .options import CONNECT_SECONDS, STALL_SECONDS, USER_AGENT
 from .trust import lazy_system_folder, verified_context
 
@@ -93,15 +94,6 @@ async def read_up_to(resp: aiohttp.ClientResponse, limit: int) -> bytes:
     return b"".join(chunks)[:limit + 1]
 
 
-def _where(url: str) -> str:
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{parts.hostname}:{port}" if port else str(parts.hostname)
-
-
 def answer_error(resp: aiohttp.ClientResponse, url: str) -> TransferError:
     """The status of ``resp`` as a sentence; a 401 says whether a login was sent with the request."""
     sent = hdrs.AUTHORIZATION in resp.request_info.headers
@@ -143,7 +135,7 @@ def map_error(exc: BaseException, url: str, *, started: bool = False) -> Transfe
     """
     if isinstance(exc, TransferError):
         return exc
-    where = _where(url)
+    where = where_of(url)
     if isinstance(exc, aiohttp.RedirectClientError):
         to = str(getattr(exc, "url", "") or exc)
         return BadAnswer(f"{redact(url)} redirects to {redact(to)[:200]}, which is not a web address Ferry follows "
@@ -180,8 +172,7 @@ def map_error(exc: BaseException, url: str, *, started: bool = False) -> Transfe
         return BadAddress(f"{what} at {at}{start}: the server sends Ferry round in circles. Ask its owner to fix "
                           "the address, or use the final address of the file.")
     if isinstance(exc, (asyncio.TimeoutError, aiohttp.ServerTimeoutError)):
-        return Transient(f"{where} sent no data for longer than the stall timeout (--stall-timeout); "
-                         "Ferry will retry.")
+        return stalled(url)
     if isinstance(exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)):
         return Transient(f"The connection to {where} broke ({type(exc).__name__}); Ferry will retry.")
     if isinstance(exc, aiohttp.ClientError):

@@ -175,14 +175,23 @@ def read_back(path: str | os.PathLike, algorithms: tuple[str, ...]) -> dict[str,
 
 
 async def finished_in_thread(work: Callable[[], T]) -> T:
-    """``work()`` in a worker thread; a cancel waits for it to end before it goes on, so the caller never closes
-    or removes a file the thread is still writing or reading (the work is one small file's: bounded)."""
-    running = asyncio.ensure_future(asyncio.to_thread(work))
+    """``work()`` in a worker thread, ``finished`` (the work is one small file's: bounded)."""
+    return await finished(asyncio.ensure_future(asyncio.to_thread(work)))
+
+
+async def finished(running: asyncio.Future, under_way: Callable[[], bool] = lambda: True):
+    """``running``'s result. On a cancel, ``under_way()`` says whether the work has begun on the caller's file:
+    then it is waited for, so the caller never closes or removes a file a thread still writes or reads;
+    otherwise it is dropped."""
     try:
         return await asyncio.shield(running)
     except asyncio.CancelledError:
-        await asyncio.wait([running])
-        running.exception()  # seen: the cancel is what the caller hears
+        if under_way():
+            await asyncio.wait([running])
+            if not running.cancelled():
+                running.exception()  # seen: the cancel is what the caller hears
+        else:
+            running.cancel()
         raise
 
 
