@@ -212,6 +212,9 @@ class LeanGetter:
             except TimeoutError:
                 self._drop(file.key, conns, [])
                 raise stalled(file.url) from None
+            except NotPlain:  # a head not read to its end: what is left of it must not be the next file's answer
+                self._drop(file.key, conns, [])
+                raise
             except (Closed, OSError) as exc:
                 self._drop(file.key, conns, [])
                 if file.behind and isinstance(exc, Closed) and file.key not in self._one_at_a_time:

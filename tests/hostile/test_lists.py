@@ -144,11 +144,15 @@ def _env(study, hostile_http) -> dict:
                 LABFERRY_ENA_FTP=f"ftp://127.0.0.1:{closed_port()}")  # ENA's other route: refused at once
 
 
+@pytest.mark.parametrize("lanes", [[], ["--host-connections", "1"]], ids=["lanes", "one lane"])
 def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_rest(study, hostile_http, tmp_path,
-                                                                                  ferry_home):
+                                                                                  ferry_home, lanes):
+    """On one lane every file after a broken answer comes on the same lane: a connection left in the middle of
+    an answer it did not read would give the next file that answer's rest."""
     dest = tmp_path / "dest"
+    asked_before = dict(hostile_http.asked)
     ran = ferry("copy", "ena:PRJEB91001", f"{dest}/", "--source", "ena", "--retries", "1", "--stall-timeout", "2",
-                home=ferry_home, env=_env(study, hostile_http), timeout=120)
+                *lanes, home=ferry_home, env=_env(study, hostile_http), timeout=120)
     assert ran.returncode != 0, ran.stderr
     got = files_below(dest)
     # the honest ones, and by the full client the one labelled gzip and the moved one, arrive whole
@@ -166,14 +170,17 @@ def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_r
     assert ran.seconds < 60
     # the honest runs rode kept-alive connections: one GET each, never asked twice
     for run in ("ERR9100002", "ERR9100003"):
-        assert hostile_http.asked[("GET", f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz")] == 1
+        asked = ("GET", f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz")
+        assert hostile_http.asked[asked] - asked_before.get(asked, 0) == 1
     # by the lean path; the four others handed to the full client, each for what it is
     logged = (ferry_home / "ferry.log").read_text()
     assert "lean path: 2 small files fetched, 7 handed to the full client" in logged, logged[-3000:]
+    lean = next(line for line in logged.splitlines() if "lean path:" in line)
     for run, why in (("ERR9100004", "200, 1310720 bytes, identity"), ("ERR9100005", "ended after 131072 bytes"),
                      ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes"),
-                     ("ERR9100009", "more than 100 header lines"), ("ERR9100011", "200, None bytes")):
-        assert f"{run}.fastq.gz ({why}" in logged, (run, logged[-3000:])
+                     ("ERR9100009", "more than 100 header lines"), ("ERR9100010", "a header line beyond any sane"),
+                     ("ERR9100011", "200, None bytes")):
+        assert f"{run}.fastq.gz ({why}" in lean, (run, lean)
 
 
 def test_a_host_that_drops_requests_sent_behind_another_is_asked_one_at_a_time(study, hostile_http, tmp_path,
