@@ -4,6 +4,7 @@ list): ``NAME.part`` until it is whole and checked, never more bytes than promis
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from ..host import portable
@@ -29,6 +30,7 @@ class WholeFile:
         #: thousand others were deleted: time the event loop could not spend on the other files' sockets.
         self.buffer = buffer
         self._held = bytearray()
+        self._opening = threading.Lock()  # pieces (``write_at``) come from several threads
 
     def __enter__(self) -> WholeFile:
         refuse_link(self.part)  # said before a byte is fetched; the part file is made at the first write (or
@@ -54,6 +56,23 @@ class WholeFile:
         self._write_all(data)
         self.written += len(data)
 
+    def write_at(self, offset: int, data: bytes | memoryview) -> None:
+        """``data`` at ``offset``: a file fetched in pieces, each written by its own thread in its own place
+        (``backends/https/lean.py``); ``written`` counts them all. Only within the promised size."""
+        if self.limit is None or offset < 0 or offset + len(data) > self.limit:
+            raise oversize(self.source, self.limit or 0, self.path.name)
+        with self._opening:
+            if self.fd is None:
+                self._open()
+            self.written += len(data)
+        try:
+            view = memoryview(data)
+            while view:
+                done = portable.pwrite(self.fd, view, offset)
+                view, offset = view[done:], offset + done
+        except OSError as exc:
+            raise os_error(exc, self.part, "write to") from None
+
     def flush(self) -> None:
         if self.fd is None:
             self._open()
@@ -73,6 +92,7 @@ class WholeFile:
 
     def close(self) -> None:
         if self.fd is not None:
+            portable.forget(self.fd)
             os.close(self.fd)
             self.fd = None
 

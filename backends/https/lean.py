@@ -35,6 +35,7 @@ from ..destination import WholeFile
 from ..streams.floor import RateFloor
 from ..streams.hashing import finished, read_back
 from .address import environment_names_a_proxy, stalled
+from .pieces import Pieces, all_pieces, spans
 from .plainhttp import Closed, Head, NotPlain, PlainConnection
 
 __all__ = ["NotPlain", "LeanGetter", "lean_for", "warm"]
@@ -96,6 +97,15 @@ class _File:
     done: Future = field(default_factory=Future)
     sent: bool = False  # its request went out on the lane's connection
     behind: bool = False  # ... while the answer ahead of it was still arriving
+    span: tuple[int, int] | None = None  # a piece: its first and last byte
+    pieces: Pieces | None = None  # ... and the count of its file's pieces still to come
+
+    def keep(self, data: memoryview, at: int) -> None:
+        """``data``, the body's bytes from ``at``, into the file (a piece in its own place)."""
+        if self.span is None:
+            self.out.write(data)
+        else:
+            self.out.write_at(self.span[0] + at, data)
 
 
 class LeanGetter:
@@ -125,20 +135,29 @@ class LeanGetter:
         return not self._logins[host]
 
     async def fetch(self, url: str, out: WholeFile, algorithms: tuple[str, ...], floor: RateFloor,
-                    told: Callable[[int], None]) -> dict[str, str]:
+                    told: Callable[[int], None], pieces: int = 1) -> dict[str, str]:
         """``url``'s body into ``out``, read back and hashed: its digests. ``told(bytes)`` runs on the event loop
-        every ``READ`` bytes. A cancel shuts the socket of a file being written and waits for its lane, so
-        ``out`` is never closed or removed under it."""
+        every ``READ`` bytes. With ``pieces`` > 1, each of that many spans of the file is asked for on its own
+        (``Range``) and written in its place, by whichever lanes are free. A cancel shuts the socket of a file
+        being written and waits for its lane, so ``out`` is never closed or removed under it."""
         loop = asyncio.get_running_loop()
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        file = _File(url, (parts.scheme, parts.hostname, parts.port), target, out, algorithms, floor,
-                     lambda written: loop.call_soon_threadsafe(told, written))
-        self._queue.put(file)
-        if self._started < self.lanes:
-            self._started += 1
-            threading.Thread(target=self._lane, name=f"ferry-lane-{self._started}", daemon=True).start()
-        return await finished(asyncio.wrap_future(file.done), under_way=file.call.abort)
+        size = out.limit or 0
+        cut = spans(size, pieces) if pieces > 1 and size >= pieces else [None]
+        together = Pieces(len(cut)) if len(cut) > 1 else None
+        files = [_File(url, (parts.scheme, parts.hostname, parts.port), target, out, algorithms,
+                       RateFloor(floor.window, floor.what, floor.floor) if together else floor,
+                       lambda written: loop.call_soon_threadsafe(told, written), span=span, pieces=together)
+                 for span in cut]
+        for file in files:
+            self._queue.put(file)
+            if self._started < self.lanes:
+                self._started += 1
+                threading.Thread(target=self._lane, name=f"ferry-lane-{self._started}", daemon=True).start()
+        if together is None:
+            return await finished(asyncio.wrap_future(files[0].done), under_way=files[0].call.abort)
+        return await all_pieces(files)
 
     def close(self) -> None:
         for _ in range(self._started):
@@ -179,7 +198,7 @@ class LeanGetter:
                room: memoryview) -> dict[str, str]:
         conn, head = self._ask(file, conns)
         try:
-            _check_head(head, file.out.limit)
+            _check_head(head, file.out.limit, file.span)
             file.call.start_writing()
             pipelines = not head.will_close and file.key not in self._one_at_a_time
             _read_body(conn, file, (lambda: self._ask_behind(file, conn, following)) if pipelines else None, room)
@@ -189,6 +208,8 @@ class LeanGetter:
         conn.answered += 1
         if head.will_close:
             self._drop(file.key, conns, following)
+        if file.pieces is not None and not file.pieces.last_in():
+            return {}  # the file is read back by the lane that brings its last piece
         file.out.flush()
         return read_back(file.out.part, file.algorithms)
 
@@ -206,7 +227,7 @@ class LeanGetter:
             try:
                 sent_at = None
                 if not file.sent:
-                    conn.send_get(file.target)
+                    conn.send_get(file.target, file.span)
                     file.sent, file.behind, sent_at = True, False, time.monotonic()
                 return conn, conn.read_head(sent_at)
             except TimeoutError:
@@ -234,7 +255,7 @@ class LeanGetter:
         following.append(behind)
         if behind.key == file.key:
             try:
-                conn.send_get(behind.target)
+                conn.send_get(behind.target, behind.span)
                 behind.sent = behind.behind = True
             except OSError:
                 pass  # this body's read will say what happened; the file behind is asked again
@@ -254,23 +275,32 @@ class LeanGetter:
             raise NotPlain(str(exc) or type(exc).__name__) from exc
 
 
-def _check_head(head: Head, size: int | None) -> None:
-    """Only a 200 of exactly the promised size, as it is (not coded), is the plain case."""
-    if head.status != 200 or head.coded or head.length is None or head.length != size:
-        raise NotPlain(f"{head.status}, {head.length} bytes, {head.coded or 'identity'}")
+def _check_head(head: Head, size: int | None, span: tuple[int, int] | None) -> None:
+    """Only a 200 of exactly the promised size, as it is (not coded), is the plain case; for a piece, a 206 of
+    exactly its span of that size."""
+    if span is None:
+        if head.status != 200 or head.coded or head.length is None or head.length != size:
+            raise NotPlain(f"{head.status}, {head.length} bytes, {head.coded or 'identity'}")
+        return
+    first, last = span
+    if (head.status != 206 or head.coded or head.length != last - first + 1
+            or " ".join(head.span.lower().split()) != f"bytes {first}-{last}/{size}"):
+        raise NotPlain(f"{head.status}, {head.length} bytes, {head.coded or 'identity'}, for bytes {first}-{last}: "
+                       f"{head.span or 'no Content-Range'}")
 
 
 def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None] | None, room: memoryview) -> None:
     """The body into ``file.out`` through the lane's ``room`` (a write each time it is full: a system call for
     256 KiB, not for each TLS record); ``ask_behind()`` once what is left would take about ``AHEAD_TRIPS`` round
     trips at the rate the last body came on this connection (or, on its first, this one over a round trip)."""
-    out, left, held, told = file.out, file.out.limit or 0, 0, 0
+    out, held, told, kept = file.out, 0, 0, 0
+    left = file.span[1] - file.span[0] + 1 if file.span else file.out.limit or 0
     began = time.monotonic()
     try:
         while left:
             if ask_behind is not None:
                 spent = time.monotonic() - began
-                coming = conn.rate or ((out.written + held) / spent if spent >= conn.rtt else 0.0)
+                coming = conn.rate or ((kept + held) / spent if spent >= conn.rtt else 0.0)
                 if left <= max(AHEAD_LEAST, coming * conn.rtt * AHEAD_TRIPS):
                     ask_behind()
                     ask_behind = None
@@ -281,8 +311,8 @@ def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None
             held += got
             file.floor.feed(got)
             if held == len(room) or not left:
-                out.write(room[:held])
-                held = 0
+                file.keep(room[:held], kept)
+                kept, held = kept + held, 0
             if out.written - told >= READ:
                 told = out.written
                 file.tell(told)
@@ -291,10 +321,10 @@ def _read_body(conn: PlainConnection, file: _File, ask_behind: Callable[[], None
     except OSError as exc:  # reset, or shut by a cancel
         raise NotPlain(str(exc) or type(exc).__name__) from exc
     if left:
-        raise NotPlain(f"ended after {out.written + held} bytes")
+        raise NotPlain(f"ended after {kept + held} bytes")
     spent = time.monotonic() - began
     if spent > 0:
-        conn.rate = out.written / spent
+        conn.rate = kept / spent
 
 
 def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, stall_seconds: float,

@@ -29,6 +29,7 @@ from ..streams.lists import ListedChecks, check_listed
 from ..streams.ratelimit import limiter_for
 from .lean import DEPTH, NotPlain, lean_for
 from .options import CONNECT_SECONDS, LARGE_FROM, HttpsOptions
+from .pieces import pieces_for
 
 log = logging.getLogger(__name__)
 #: the reasons logged for files the lean path handed to the full client (the count is always logged)
@@ -49,11 +50,13 @@ class ListDownload(ListedChecks):
         self.settings = read_options(HttpsOptions, self.options.backend_options)
         self.shared, self.fresh = shared, fresh
         self.lean = None
+        self._pieces: dict[str, int] = {}  # a small file's rel → the pieces it is asked for in (1: whole)
         self._full = None
         self._full_made = asyncio.Lock()
         self._full_gate = asyncio.Semaphore(self.options.max_streams)
         self._stack = AsyncExitStack()
         self.lean_took, self.handed = 0, []  # files the lean path fetched; (file, why) it handed on
+        self.in_pieces = 0  # ... of which in pieces
 
     async def run(self) -> Result:
         async with self._stack:
@@ -69,18 +72,22 @@ class ListDownload(ListedChecks):
             try:
                 done = await self._lean_small(file, path, sink)
                 self.lean_took += 1
+                self.in_pieces += self._pieces.get(file.rel, 1) > 1
                 return done
             except NotPlain as why:  # nothing kept: the full client asks again, and follows or words what it gets
                 self.handed.append((file.rel, str(why)))
         async with self._full_gate:  # the lean path admits DEPTH files a connection; the full client one
             return await (await self._full_client())._small(file, path, sink)
 
-    def _small_at_once(self, connections: int) -> int:
-        """A lane a connection, each holding the file arriving and the one asked for behind it."""
+    def _small_at_once(self, connections: int, smalls: list[RemoteFile]) -> int:
+        """A lane a connection, each holding the file arriving and the one asked for behind it; the list's last
+        files in pieces (``pieces.py``)."""
         self._full_gate = asyncio.Semaphore(connections)
         if self.lean is None:
             return connections
         self.lean.lanes = connections
+        self._pieces = dict(zip((f.rel for f in smalls), pieces_for([f.size or 0 for f in smalls], connections),
+                                strict=True))
         return connections * DEPTH
 
     async def _lean_small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
@@ -90,7 +97,8 @@ class ListDownload(ListedChecks):
         floor = RateFloor(self.settings.stall_seconds, redact(file.address))
         with WholeFile(path, file.size, redact(file.address)) as out:  # written by the lane, its buffer
             digests = await self.lean.fetch(file.address, out, algorithms, floor,
-                                            lambda written: sink.progress(written, file.size, 1))
+                                            lambda written: sink.progress(written, file.size, 1),
+                                            self._pieces.get(file.rel, 1))
             sink.progress(out.written, file.size, 1)
             verified, method = await self._check(file, digests, out.written)
             out.commit()
@@ -98,8 +106,8 @@ class ListDownload(ListedChecks):
 
     def _log_lean(self) -> None:
         reasons = "; ".join(f"{rel} ({why})" for rel, why in self.handed[:REASONS_LOGGED])
-        log.info("lean path: %d small files fetched, %d handed to the full client%s", self.lean_took,
-                 len(self.handed), f": {reasons}" if reasons else "")
+        log.info("lean path: %d small files fetched (%d in pieces), %d handed to the full client%s",
+                 self.lean_took, self.in_pieces, len(self.handed), f": {reasons}" if reasons else "")
 
     async def _full_client(self):
         """The full client's small-file GET over the shared session, made at the first file that needs it."""

@@ -38,6 +38,7 @@ class Head:
     length: int | None  # Content-Length; None when absent
     coded: str  # Transfer-Encoding and Content-Encoding other than identity, or ""
     will_close: bool
+    span: str = ""  # Content-Range, as sent (an answer to a request for a piece)
 
 
 class PlainConnection:
@@ -64,9 +65,11 @@ class PlainConnection:
         self.answered = 0  # answers read whole on this connection
         self.rate = 0.0  # bytes a second the last body came at (0: none yet)
 
-    def send_get(self, target: str) -> None:
+    def send_get(self, target: str, span: tuple[int, int] | None = None) -> None:
+        """A GET of ``target``, or of its bytes ``span`` = (first, last), both included."""
+        asked = f"Range: bytes={span[0]}-{span[1]}\r\n" if span else ""
         self.sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {self.host}\r\nUser-Agent: {USER_AGENT}\r\n"
-                          "Accept-Encoding: identity\r\nAccept: */*\r\n\r\n".encode("ascii"))
+                          f"Accept-Encoding: identity\r\nAccept: */*\r\n{asked}\r\n".encode("ascii"))
 
     def read_head(self, sent_at: float | None = None) -> Head:
         """The next answer's head (1xx answers skipped); ``Closed`` when the server hung up before it began.
@@ -142,4 +145,5 @@ def _head(version: str, status: int, fields: dict[str, list[str]]) -> Head:
     coded = ", ".join(c for c in codings if c and c != "identity")
     tokens = {t.strip().lower() for value in fields.get("connection", []) for t in value.split(",")}
     will_close = "close" in tokens or (version == "HTTP/1.0" and "keep-alive" not in tokens)
-    return Head(status, length, coded, will_close)
+    spans = fields.get("content-range", [])
+    return Head(status, length, coded, will_close, spans[0] if len(spans) == 1 else "")

@@ -256,7 +256,8 @@ class ListedChecks:
             files = [RemoteFile(f.name, f.size, None, self._address(f)) for f in todo]
             folders = sorted({str(Path(f.name).parent) for f in todo} - {"."})
             plan(files, folders, destination, replace(request.options, overwrite=True), None)  # folders made
-            small_sizes = [f.size for f in files if f.size is not None and f.size < large_from]
+            small_files = [f for f in files if f.size is not None and f.size < large_from]
+            small_sizes = [f.size or 0 for f in small_files]
             smalls = len(small_sizes)
             at_once, large_at_once, each = budget_split(request.options.max_streams, smalls, len(files) - smalls)
             if small_sizes and sum(small_sizes) / smalls >= WARM_FROM:
@@ -272,7 +273,7 @@ class ListedChecks:
             sink.stage("transferring")
             connections = min(at_once, self.small_cap or at_once)
             outcome = await fetch_folder(files, destination, sink, small=self._small, large=self._large,
-                                         large_from=large_from, at_once=self._small_at_once(connections),
+                                         large_from=large_from, at_once=self._small_at_once(connections, small_files),
                                          totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
                                          large_at_once=large_at_once, failures=failures, on_state=on_state,
                                          connections=connections)
@@ -294,9 +295,10 @@ class ListedChecks:
                       verify_method=outcome.verify_method if files else "every file already here and verified",
                       peer_host=host_of(first.address) if first else None, bytes_fetched=outcome.moved, notes=notes)
 
-    def _small_at_once(self, connections: int) -> int:
+    def _small_at_once(self, connections: int, smalls: list[RemoteFile]) -> int:
         """Small files admitted at once over ``connections``: one each, unless the fetch asks for the next file
-        on a connection while the last one arrives (``backends/https/lean.py``)."""
+        on a connection while the last one arrives (``backends/https/lean.py``). ``smalls``: the small files,
+        in the order they are fetched."""
         return connections
 
     def _large_options(self, file) -> TransferOptions:

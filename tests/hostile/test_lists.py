@@ -77,6 +77,69 @@ def _odd_digits(data: bytes):
     return answer
 
 
+def _span(h, size: int) -> tuple[int, int] | None:
+    """The span a ``Range: bytes=A-B`` header asks for (None: the whole file)."""
+    asked = h.headers.get("range", "")
+    if not asked.startswith("bytes="):
+        return None
+    first, _, last = asked[len("bytes="):].partition("-")
+    return int(first), min(int(last), size - 1)
+
+
+def _ranges(data: bytes):
+    """What nginx does: a 206 of exactly the span asked for."""
+    def answer(h):
+        span = _span(h, len(data))
+        if span is None:
+            h.send_body(data)
+        else:
+            first, last = span
+            h.send_body(data[first:last + 1], {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, status=206)
+        return True
+    return answer
+
+
+def _range_ignored(data: bytes):
+    """Answers a request for a span with the whole file, as a 200 (a server without ranges)."""
+    return _honest(data)
+
+
+def _range_shifted(data: bytes):
+    """A 206 of the right length, said and sent from a byte further on than asked."""
+    def answer(h):
+        span = _span(h, len(data))
+        if span is None:
+            h.send_body(data)
+            return True
+        first, last = span[0] + 1, span[1] + 1
+        h.send_body(data[first:last + 1], {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, status=206)
+        return True
+    return answer
+
+
+def _range_cut(data: bytes):
+    """A 206 said right; half of the span sent, then the connection ends."""
+    def answer(h):
+        span = _span(h, len(data))
+        if span is None:
+            h.send_body(data)
+            return True
+        first, last = span
+        h.head_line(206, {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, length=last - first + 1)
+        h.request.sendall(data[first:first + (last - first + 1) // 2])
+        return False
+    return answer
+
+
+def _range_trickle(data: bytes):
+    """A 206 said right for each piece, then a byte every 2 s."""
+    def answer(h):
+        first, last = _span(h, len(data)) or (0, len(data) - 1)
+        h.head_line(206, {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, length=last - first + 1)
+        return h.flood(b"\x01", limit=last - first + 1, pause=2.0)
+    return answer
+
+
 def _then_hangs_up(data: bytes):
     """Answers one request; a request sent behind it meanwhile is read and never answered: the connection ends
     there. Half the body, then the rest in 16 KiB pieces 50 ms apart: the client asks for its next file once
@@ -111,24 +174,30 @@ def _trickle(data: bytes):
 CASES = {"ERR9100001": "honest", "ERR9100002": "honest", "ERR9100003": "honest", "ERR9100004": "longer",
          "ERR9100005": "short", "ERR9100006": "labelled", "ERR9100007": "moved", "ERR9100008": "trickle",
          "ERR9100009": "flood", "ERR9100010": "long line", "ERR9100011": "odd digits",
-         **{f"ERR91001{i:02d}": "hangs up" for i in range(8)}}
+         **{f"ERR91001{i:02d}": "hangs up" for i in range(8)},
+         "ERR9100201": "ranges", "ERR9100202": "range ignored", "ERR9100203": "range shifted",
+         "ERR9100204": "range cut", "ERR9100205": "range trickle"}
+#: the runs of 3 MiB: the last files of a list come in pieces (``backends/https/pieces.py``)
+PIECED = 3 * MiB
 
 
 @pytest.fixture(scope="module")
 def study(hostile_http, tmp_path_factory):
     """PRJEB91001: every case above; PRJEB91002: an honest run and the trickle; PRJEB91003: a host that hangs up
-    after each answer."""
+    after each answer; PRJEB91004: runs of 3 MiB, fetched in pieces; PRJEB91005: one whose pieces trickle."""
     portal = Portal(tmp_path_factory.mktemp("hostile-study")).start()
     for i, (run, how) in enumerate(CASES.items()):
-        data = _data(i)
+        data = random.Random(i).randbytes(PIECED) if how.startswith("range") else _data(i)
         project = ("PRJEB91002" if how == "trickle" or run == "ERR9100001" else
-                   "PRJEB91003" if how == "hangs up" else "PRJEB91001")
+                   "PRJEB91003" if how == "hangs up" else "PRJEB91005" if how == "range trickle" else
+                   "PRJEB91004" if how.startswith("range") else "PRJEB91001")
         portal.add_run(run, experiment=run.replace("ERR", "ERX"), sample=f"SAMEA91{i:05d}", study="ERP910001",
                        project=project, layout="SINGLE", fastq=[(f"{run}.fastq.gz", data)])
         path = f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz"
         made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle,
                 "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line,
-                "odd digits": _odd_digits}
+                "odd digits": _odd_digits, "ranges": _ranges, "range ignored": _range_ignored,
+                "range shifted": _range_shifted, "range cut": _range_cut, "range trickle": _range_trickle}
         if how == "moved":
             hostile_http.routes[path + ".there"] = _honest(data)
             hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
@@ -174,7 +243,7 @@ def test_a_study_on_a_host_that_misbehaves_keeps_the_honest_runs_and_names_the_r
         assert hostile_http.asked[asked] - asked_before.get(asked, 0) == 1
     # by the lean path; the four others handed to the full client, each for what it is
     logged = (ferry_home / "ferry.log").read_text()
-    assert "lean path: 2 small files fetched, 7 handed to the full client" in logged, logged[-3000:]
+    assert "lean path: 2 small files fetched (0 in pieces), 7 handed to the full client" in logged, logged[-3000:]
     lean = next(line for line in logged.splitlines() if "lean path:" in line)
     for run, why in (("ERR9100004", "200, 1310720 bytes, identity"), ("ERR9100005", "ended after 131072 bytes"),
                      ("ERR9100006", "200, 262144 bytes, gzip"), ("ERR9100007", "302, 0 bytes"),
@@ -194,8 +263,35 @@ def test_a_host_that_drops_requests_sent_behind_another_is_asked_one_at_a_time(s
     runs = [run for run, how in CASES.items() if how == "hangs up"]
     assert {f"{run}.fastq.gz" for run in runs} <= set(files_below(dest)), files_below(dest)
     logged = (ferry_home / "ferry.log").read_text()
-    assert f"lean path: {len(runs)} small files fetched, 0 handed" in logged, logged[-3000:]
+    assert f"lean path: {len(runs)} small files fetched (0 in pieces), 0 handed" in logged, logged[-3000:]
     assert "dropped a request sent behind another" in logged, logged[-3000:]
+
+
+def test_the_last_runs_come_in_pieces_and_a_piece_answered_wrong_hands_its_file_on(study, hostile_http, tmp_path,
+                                                                                  ferry_home):
+    """Four runs of 3 MiB, the last files of their list, are each asked for in three pieces. A server that
+    answers a piece with the whole file, with a span other than the one asked for, or with half of it, gets
+    that file asked for whole by the full client: every run arrives whole and checked, none from wrong bytes."""
+    dest = tmp_path / "dest"
+    asked_before = dict(hostile_http.asked)
+    ran = ferry("copy", "ena:PRJEB91004", f"{dest}/", "--source", "ena", "--retries", "0",
+                home=ferry_home, env=_env(study, hostile_http), timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert files_below(dest) == {f"ERR910020{i}.fastq.gz": PIECED for i in range(1, 5)} | {
+        "samplesheet.csv": files_below(dest)["samplesheet.csv"], "metadata.tsv": files_below(dest)["metadata.tsv"]}
+    for i in range(1, 5):
+        data = random.Random(list(CASES).index(f"ERR910020{i}")).randbytes(PIECED)
+        assert (dest / f"ERR910020{i}.fastq.gz").read_bytes() == data
+    asked = {i: hostile_http.asked[key] - asked_before.get(key, 0)
+             for i in range(1, 5) for key in [("GET", f"/vol1/fastq/ERR910/ERR910020{i}/ERR910020{i}.fastq.gz")]}
+    assert asked[1] == 3, asked  # its three pieces, once each
+    assert all(asked[i] >= 2 for i in (2, 3, 4)), asked  # a piece (or more) and then the whole file
+    logged = (ferry_home / "ferry.log").read_text()
+    lean = next(line for line in logged.splitlines() if "lean path:" in line)
+    assert "lean path: 1 small files fetched (1 in pieces), 3 handed to the full client" in lean, lean
+    assert "ERR9100202.fastq.gz (200, 3145728 bytes, identity, for bytes" in lean, lean
+    assert "ERR9100203.fastq.gz (206, " in lean, lean
+    assert "ERR9100204.fastq.gz (ended after 524288 bytes)" in lean, lean
 
 
 def test_a_stall_in_a_small_run_ends_as_a_stall(study, hostile_http, tmp_path, ferry_home):
@@ -209,11 +305,16 @@ def test_a_stall_in_a_small_run_ends_as_a_stall(study, hostile_http, tmp_path, f
     assert ran.seconds < 30
 
 
-def test_ctrl_c_while_a_small_run_trickles_ends_within_seconds(study, hostile_http, tmp_path, ferry_home):
+@pytest.mark.parametrize(("project", "run"), [("PRJEB91002", "ERR9100008"), ("PRJEB91005", "ERR9100205")],
+                         ids=["whole", "in pieces"])
+def test_ctrl_c_while_a_small_run_trickles_ends_within_seconds(study, hostile_http, tmp_path, ferry_home, project,
+                                                              run):
+    """A run's body trickles, whole or in its pieces (each written by its own lane): Ctrl-C shuts every socket
+    being read and ends the command within seconds, leaving nothing of the run."""
     dest = tmp_path / "dest"
-    proc = started("copy", "ena:PRJEB91002", f"{dest}/", "--source", "ena", "--stall-timeout", "60",
+    proc = started("copy", f"ena:{project}", f"{dest}/", "--source", "ena", "--stall-timeout", "60",
                    home=ferry_home, env=_env(study, hostile_http))
-    trickle = ("GET", "/vol1/fastq/ERR910/ERR9100008/ERR9100008.fastq.gz")
+    trickle = ("GET", f"/vol1/fastq/ERR910/{run}/{run}.fastq.gz")
     ends = time.monotonic() + 30
     while hostile_http.asked[trickle] == 0 and time.monotonic() < ends:
         time.sleep(0.1)
@@ -222,4 +323,4 @@ def test_ctrl_c_while_a_small_run_trickles_ends_within_seconds(study, hostile_ht
     status, err, took = stop(proc, signal.SIGINT)
     assert status == 130, err
     assert took < 10, took
-    assert not any(name.startswith("ERR9100008") for name in files_below(dest)), files_below(dest)
+    assert not any(name.startswith(run) for name in files_below(dest)), files_below(dest)

@@ -104,6 +104,8 @@ def test_a_project_arrives_verified_with_a_samplesheet_and_the_report(portal, ng
         for path, md5 in zip(row["fastq_ftp"].split(";"), row["fastq_md5"].split(";"), strict=True):
             assert md5_of(dest / path.rsplit("/", 1)[1]) == md5
     assert out["runs_without_files"] == ["ERR0000003"]
+    # the list's small run, its last file, came in two pieces from nginx (ranges), the large ones in parallel
+    assert "lean path: 1 small files fetched (1 in pieces), 0 handed" in (ferry_home / "ferry.log").read_text()
     assert "ERR0000003" in proc.stderr and "--files submitted" in proc.stderr  # named, never skipped silently
     with open(dest / "samplesheet.csv") as sheet:
         assert sheet.readline().startswith('"sample","fastq_1","fastq_2","run_accession","experiment_accession"')
