@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.engine import Engine, JobState, RetryPolicy
 from app.requests import Defaults, Overrides, resolve_list
 from app.stops import STOPS
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT, Checksum, ListedFile
@@ -25,6 +25,9 @@ from backends.destination import Destination, room_for
 from backends.host import portable
 
 from .ena import Plan, RemoteFile
+
+if TYPE_CHECKING:  # the engine (~50 ms of imports) is loaded while ENA's portal is asked (``app/cli/accession``)
+    from app.engine import Engine, RetryPolicy
 
 #: connections to the files' host that the study's files share (``--host-connections``): 32, half what
 #: ``aria2c -j4 -x16`` may open; a thousand small runs went 1.06× aria2c at 16 and 1.21× at 32 (docs/benchmarks.md)
@@ -121,6 +124,8 @@ def _fetch(plan: Plan, folder: Path, overrides: Overrides, defaults, store, budg
 def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, overrides: Overrides, defaults, store,
          outcome: Outcome, on_progress, began: float, retry: RetryPolicy | None = None) -> None:
     """One list job to its end; its files' fates added to ``outcome``."""
+    from app.engine import Engine, JobState
+
     request = resolve_list(label, files, folder, overrides, defaults=defaults, store=store)
     names = {f.name for f in files}
     engine = Engine(run_queue=False, max_jobs=1, retry=retry).start()
@@ -170,6 +175,8 @@ def _record(plan: Plan, names: set[str], view, outcome: Outcome) -> None:
     a job stopped before the end counts only what it verified."""
     if view is None:
         return
+    from app.engine import JobState
+
     for f in plan.files:
         if f.name not in names:
             continue

@@ -35,16 +35,21 @@ BODY_LIMIT = 512 * 1024 * 1024
 
 #: told, from a timer thread, what Ferry is waiting for: "asking ENA's portal about PRJEB1234 (40 s)"
 _WAITING: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("waiting", default=None)
+#: run once, as the first question goes out: what is to happen while the services answer
+_MEANWHILE: contextvars.ContextVar[list[Callable[[], None]] | None] = contextvars.ContextVar("meanwhile", default=None)
 
 
 @contextlib.contextmanager
-def waiting(tell: Callable[[str], None]):
-    """While inside, a question that takes more than a few seconds is told to ``tell`` as it goes on."""
-    token = _WAITING.set(tell)
+def waiting(tell: Callable[[str], None], meanwhile: Callable[[], None] | None = None):
+    """While inside, a question that takes more than a few seconds is told to ``tell`` as it goes on;
+    ``meanwhile()`` runs as the first question goes out: what starts then (imports, other connections) does not
+    delay that question, which a command needs answered before anything else."""
+    token, later = _WAITING.set(tell), _MEANWHILE.set([meanwhile] if meanwhile else [])
     try:
         yield
     finally:
         _WAITING.reset(token)
+        _MEANWHILE.reset(later)
 
 
 class _Teller:
@@ -101,6 +106,9 @@ def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: st
     last: Exception | None = None
     for attempt in range(TRIES):
         teller = _Teller(f"asking {service} about {about}")
+        meanwhile = _MEANWHILE.get()
+        if meanwhile:
+            meanwhile.pop()()
         try:
             return _read(url, context)
         except urllib.error.HTTPError as exc:

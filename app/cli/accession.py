@@ -19,7 +19,6 @@ from app.accessions.pipelines import PATH_STYLES, SHEETS
 from app.accessions.plans import LAYOUTS, apply_layout, build_plan, no_reads_in_geo, read_list
 from app.accessions.sheets import write_metadata, write_sheet
 from app.cli.progress import ProgressLine
-from app.engine import RetryPolicy
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
@@ -59,15 +58,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, overrides) -> int:
     from app.cli import EXIT_STATUSES
-    from app.store import Store
 
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     filters = parse_filters(getattr(args, "filters", None))
-    if not getattr(args, "dry_run", False):
-        _preload_fetchers(args, overrides)
-    with services.waiting(lambda text: _say(args, f"labferry: {text}")):
+    preload = None if getattr(args, "dry_run", False) else lambda: _preload_fetchers(args, overrides)
+    with services.waiting(lambda text: _say(args, f"labferry: {text}"), meanwhile=preload):
         plan = apply_layout(narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None)),
                             getattr(args, "layout", "flat"))
         if args.files == "fastq":
@@ -88,10 +85,14 @@ def run(args: argparse.Namespace, overrides) -> int:
         archives = "ENA and NCBI have" if plan.source != "ena" and args.files != "submitted" else "ENA has"
         _say(args, f"labferry: {archives} nothing public for {missing} (not public yet, suppressed, or a typo).",
              always=True)
+    from app.store import Store  # sqlite, once the portal has answered
+
     with Store() as store:
         defaults = Defaults.from_settings(store.settings.all())
     line = ProgressLine(not args.quiet)
     outcome, stopped = Outcome(), None
+    from app.engine import RetryPolicy  # imported meanwhile by the preload thread
+
     retry = RetryPolicy(max_retries=args.retries) if getattr(args, "retries", None) is not None else None
     try:
         fetch(plan, folder, overrides, defaults=defaults, budget=args.host_connections,
@@ -133,27 +134,30 @@ def run(args: argparse.Namespace, overrides) -> int:
 
 
 def _preload_fetchers(args: argparse.Namespace, overrides) -> None:
-    """Import what fetching the files needs (the HTTPS list job and the engine's runner) in a thread while the
-    portal is asked, so the first GET leaves as soon as the answer is in rather than after the imports. Not
-    aiohttp (~0.15 s of one core): small files come without it, and a list with large ones imports it then.
-    Then, where ENA's files will come over HTTPS, connections to its file host are opened (``warm_up``): the
-    handshakes happen while the portal answers, not after."""
+    """As the portal is asked (``services.waiting``'s ``meanwhile``), in a thread: first, where ENA's files will
+    come over HTTPS, connections to its file host are opened (``warm_up``), so the handshakes happen while the
+    portal answers, not after; then what fetching the files needs is imported (the HTTPS list job, the engine:
+    ~60 ms of one core), so the first GET leaves as soon as the answer is in. Not aiohttp (~0.15 s): small
+    files come without it, and a list with large ones imports it then."""
     import threading
 
     def load() -> None:
         import importlib
 
+        if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
+            from app.requests import warm_up
+            from backends.streams.lists import WARM_AT_ONCE
+
+            try:
+                warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),
+                        min(WARM_AT_ONCE, args.host_connections))  # the lane's connections for runs of a MiB
+            except Exception:  # noqa: BLE001 - only a head start: the job connects and says what is wrong
+                pass
         for name in ("backends.https.listed", "app.engine.runner"):
             try:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - the job imports it again and says what is wrong
                 return
-        if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
-            from app.requests import warm_up
-            from backends.streams.lists import WARM_AT_ONCE
-
-            warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),
-                    min(WARM_AT_ONCE, args.host_connections))  # the lane's connections for runs of a MiB
 
     threading.Thread(target=load, name="ferry-preload", daemon=True).start()
 

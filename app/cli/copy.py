@@ -9,16 +9,18 @@ import queue
 import sys
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from app import stops as stopping
 from app.cli.flags import add_option_flags, options_from_flags
 from app.cli.progress import ProgressLine
-from app.engine import Engine, JobState, RetryPolicy
-from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
 from app.requests import Overrides, parse_streams
 from app.units import counted, format_bytes, format_duration, format_rate, parse_duration, parse_rate
 from backends.core.checksums import parse_checksum
 from backends.core.errors import BadRequest
+
+if TYPE_CHECKING:  # the engine is imported when a copy runs, not to parse a command line (start-up counts)
+    from app.engine import Engine, RetryPolicy
 
 
 def add_parser(sub) -> None:
@@ -171,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
 
     request = resolve_here(args.source, args.dest, overrides_from(args))
     request = replace(request, source=ask_password(request.source))
+    from app.engine import Engine
+
     line = ProgressLine(not args.quiet)
     policy = _policy(args)
     engine = Engine(run_queue=False, max_jobs=1, retry=policy).start()
@@ -199,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _policy(args: argparse.Namespace) -> RetryPolicy | None:
+    from app.engine import RetryPolicy
+
     given = {}
     if args.retries is not None:
         given["max_retries"] = args.retries
@@ -278,6 +284,9 @@ def _kept(view, dest: str) -> str:
 
 def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine):
     """Show events for our job until it settles; returns its last view."""
+    from app.engine import JobState
+    from app.engine.events import FINISHED, NOTE, PROGRESS, RETRYING, STATE
+
     view = engine.job(job_id)
     while not (view.state.terminal or view.state == JobState.PAUSED):
         try:
@@ -301,6 +310,8 @@ def _follow(engine: Engine, job_id: int, events: queue.Queue, line: ProgressLine
 
 def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
     result = view.result or {}
+    from app.engine import JobState
+
     if view.state == JobState.DONE:
         moved = result.get("bytes_fetched") or result["bytes"]  # 0 only when nothing at all crossed
         how = (f"{format_bytes(result['bytes'])} in {format_duration(result['seconds'])} "

@@ -7,7 +7,6 @@ import json
 import sys
 from datetime import datetime
 
-from app.store import HistoryFilter, Store
 from app.units import format_bytes, format_duration
 
 
@@ -31,6 +30,8 @@ def add_parsers(sub) -> None:
 
 
 def run_queue(args: argparse.Namespace) -> int:
+    from app.store import Store  # sqlite: when a command reads the store, not to parse a command line
+
     if args.on:  # the queue of the agent on that site's host
         from .agent import client_for, print_remote_queue
 
@@ -77,6 +78,8 @@ def _drain(jobs_at_once: int) -> int:
 
 
 def run_history(args: argparse.Namespace) -> int:
+    from app.store import HistoryFilter, Store
+
     filt = HistoryFilter(search=args.search, backend=args.backend, outcome=args.outcome)
     with Store(readonly=True) as store:
         rows = store.history.query(filt, limit=args.limit)

@@ -8,7 +8,6 @@ Progress goes to stderr; the answer to stdout, with ``--json`` as one object on 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -76,6 +75,8 @@ def _say(text: str) -> None:
 
 
 def run_preflight(args: argparse.Namespace) -> int:
+    import asyncio
+
     from app.preflight import resolve_target
     from app.preflight import run_preflight as measure_and_advise
     from app.preflight.measure import endpoint
@@ -109,6 +110,8 @@ def run_preflight(args: argparse.Namespace) -> int:
 
 
 def _run_relay(args: argparse.Namespace) -> int:
+    import asyncio
+
     from app.agent.relay_preflight import measure_relay
     from app.store import Store
     from backends.core.registry import registry
@@ -170,6 +173,8 @@ def _show(result: dict, as_json: bool) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    import asyncio
+
     from app.preflight.compare import compare
     from app.store import Store
     from backends.core.errors import BadRequest

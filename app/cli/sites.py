@@ -8,7 +8,6 @@ import json
 import sys
 
 from app.sites import PROTOCOLS, Site, SiteBook
-from app.store import Store
 
 
 def add_parser(sub) -> None:
@@ -39,6 +38,8 @@ def add_parser(sub) -> None:
 
 
 def run_add(args: argparse.Namespace) -> int:
+    from app.store import Store
+
     options = {"known_hosts": args.known_hosts, "ca_file": args.ca_file}
     site = Site(args.name, args.protocol, args.host, args.port, args.user, args.folder, str(args.streams), args.key,
                 {k: v for k, v in options.items() if v})
@@ -57,6 +58,8 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from app.store import Store
+
     with Store() as store:
         sites = SiteBook(store).all()
     if not sites:
@@ -67,6 +70,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from app.store import Store
+
     with Store() as store:
         site = SiteBook(store).get(args.name)
     if args.json:
@@ -79,6 +84,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
+    from app.store import Store
+
     with Store() as store:
         SiteBook(store).remove(args.name)
     print(f"Removed site {args.name}.", file=sys.stderr)

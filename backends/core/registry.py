@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from urllib.parse import urlsplit
 
 from .base import Backend, RouteClaimer
@@ -38,6 +37,8 @@ class Registry:
         distribution's entry points (a scan of site-packages, ~40 ms) only when a lookup needs them."""
         if self._loaded and (self._scanned or not everything):
             return
+        from importlib.metadata import PackageNotFoundError, distribution, entry_points  # ~9 ms: when needed
+
         if not self._loaded:
             self._loaded = True
             try:

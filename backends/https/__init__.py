@@ -160,9 +160,9 @@ class HttpsBackend:
         return result
 
     def warm(self, address: str, options: TransferOptions, connections: int) -> None:
-        """Connections to ``address``'s host for the lean path's lanes (``lean.warm``), opened on threads."""
-        from .lean import warm
+        """Connections to ``address``'s host for the lean path's lanes (``warm.py``), opened on threads."""
         from .options import CONNECT_SECONDS
+        from .warm import warm
 
         settings = read_options(HttpsOptions, options.backend_options)
         warm(address, options.ca_file, bool(options.insecure), settings.proxy, options.limit_rate is not None,

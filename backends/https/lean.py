@@ -34,11 +34,12 @@ from ..core.netrc import netrc_login
 from ..destination import WholeFile
 from ..streams.floor import RateFloor
 from ..streams.hashing import finished, read_back
-from .address import environment_names_a_proxy, stalled
+from .address import stalled
 from .pieces import Pieces, all_pieces, spans
 from .plainhttp import Closed, Head, NotPlain, PlainConnection
+from .warm import lean_context, take_warm
 
-__all__ = ["NotPlain", "LeanGetter", "lean_for", "warm"]
+__all__ = ["NotPlain", "LeanGetter", "lean_for"]
 log = logging.getLogger(__name__)
 
 #: a body is read, and its progress told, this much at a time
@@ -220,7 +221,7 @@ class LeanGetter:
             conn = conns.get(file.key)
             reused = conn is not None
             if conn is None:
-                conn = _take_warm((file.key, self.ca_file))
+                conn = take_warm((file.key, self.ca_file), self.connect)
                 reused = conn is not None  # opened ahead: the server may have closed it since
                 conns[file.key] = conn = conn or self._connection(file.key)
             file.call.conn = conn
@@ -331,68 +332,5 @@ def lean_for(ca_file: str | None, insecure: bool, proxy: str | None, limited: bo
              connect_seconds: float) -> LeanGetter | None:
     """The lean path for a list job, or None where it does not apply: TLS checks off (``--insecure``), a proxy
     (named or in the environment), a rate limit, or a CA file that cannot be read (the full client says so)."""
-    context = _context(ca_file, insecure, proxy, limited)
+    context = lean_context(ca_file, insecure, proxy, limited)
     return LeanGetter(context, ca_file, stall_seconds, connect_seconds) if context is not None else None
-
-
-def _context(ca_file: str | None, insecure: bool, proxy: str | None, limited: bool) -> ssl.SSLContext | None:
-    if insecure or proxy or limited or environment_names_a_proxy():
-        return None
-    from .trust import verified_context
-
-    try:
-        context = verified_context(ca_file)
-    except (OSError, ssl.SSLError):
-        return None
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
-#: connections opened ahead (``warm``) wait this long for a lane, then close
-WARM_SECONDS = 20.0
-_warm: dict[tuple, list[tuple[float, PlainConnection]]] = {}
-_warm_lock = threading.Lock()
-
-
-def warm(address: str, ca_file: str | None, insecure: bool, proxy: str | None, limited: bool, count: int,
-         stall_seconds: float, connect_seconds: float) -> None:
-    """Open ``count`` connections to ``address``'s host on daemon threads, for the lanes of a list job that will
-    soon fetch from it: a study's small runs, while ENA's portal is asked. The TCP and TLS handshakes (two round
-    trips) then leave the critical path. Only where the lean path would run; what fails to connect is let go
-    (the lanes connect and say why); what is not taken within ``WARM_SECONDS`` is closed."""
-    parts = urlsplit(address)
-    context = _context(ca_file, insecure, proxy, limited)
-    if context is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return
-    key = ((parts.scheme, parts.hostname, parts.port), ca_file)
-
-    def one() -> None:
-        try:
-            conn = PlainConnection(key[0], context, connect_seconds, stall_seconds)
-        except (OSError, ValueError):
-            return
-        with _warm_lock:
-            _warm.setdefault(key, []).append((time.monotonic(), conn))
-
-    for _ in range(max(0, count)):
-        threading.Thread(target=one, name="ferry-warm", daemon=True).start()
-    closer = threading.Timer(WARM_SECONDS + connect_seconds, _close_stale)
-    closer.daemon = True
-    closer.start()
-
-
-def _take_warm(key: tuple) -> PlainConnection | None:
-    _close_stale()
-    with _warm_lock:
-        waiting = _warm.get(key)
-        return waiting.pop()[1] if waiting else None
-
-
-def _close_stale() -> None:
-    now, stale = time.monotonic(), []
-    with _warm_lock:
-        for key, waiting in list(_warm.items()):
-            stale += [conn for opened, conn in waiting if now - opened > WARM_SECONDS]
-            _warm[key] = [(opened, conn) for opened, conn in waiting if now - opened <= WARM_SECONDS]
-    for conn in stale:
-        conn.close()
