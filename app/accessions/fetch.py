@@ -43,6 +43,7 @@ class Outcome:
     seconds: float = 0.0
     job_id: int | None = None
     stopped: bool = False  # a signal ended it before the end
+    left_running: bool = False  # an engine's thread outlived its close (the process then ends the usual way)
 
     @property
     def verified_names(self) -> set[str]:
@@ -56,6 +57,7 @@ class Outcome:
         self.bytes_moved += other.bytes_moved
         self.seconds += other.seconds
         self.stopped = self.stopped or other.stopped
+        self.left_running = self.left_running or other.left_running
 
 
 @dataclass
@@ -158,6 +160,7 @@ def _run(label: str, files: list[ListedFile], plan: Plan, folder: Path, override
             engine.close(timeout=20)
         except (*STOPS, TimeoutError):
             pass
+        outcome.left_running = outcome.left_running or engine.running
 
 
 def _last(engine: Engine, view):

@@ -130,6 +130,7 @@ def run(args: argparse.Namespace, overrides) -> int:
              args.samplesheet)
     if args.json:
         print(json.dumps(_as_json(plan, outcome, folder, status)))
+    args.closed = not outcome.left_running  # the process may end without the interpreter's tear-down (~50 ms)
     return status
 
 
