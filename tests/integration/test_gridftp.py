@@ -249,7 +249,7 @@ def test_servers_ferry_cannot_talk_to_directly_still_work(gridftp, grid_big, tmp
     Ferry's own control channel away."""
     import asyncio
 
-    import backends.gridftp as gridftp_backend
+    import backends.gridftp.backend as gridftp_backend
     from backends.core.base import TransferOptions, TransferRequest
 
     monkeypatch.setattr(gridftp_backend, "open_control", lambda url: None)
