@@ -147,7 +147,7 @@ def _preload_fetchers(args: argparse.Namespace, overrides) -> None:
 
         if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
             from app.requests import warm_up
-            from backends.streams.lists import WARM_AT_ONCE
+            from backends.streams.budget import WARM_AT_ONCE
 
             try:
                 warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),

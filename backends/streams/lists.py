@@ -7,7 +7,7 @@ fetches (``ListFetcher``). This module holds what every such backend shares:
   for a file this folder's ``VerifiedRecord`` says Ferry checked and that still has the size and time it had
   then (rsync's quick check), so a second run over a 2 TB study does not read 2 TB back;
 * the budget of connections to the host, shared between the small-file lane and the large-file lanes
-  (``budget_split``);
+  (``budget.py``);
 * the job's one error when files failed (``failure``): the worst kind among them, and a sentence naming them.
 """
 
@@ -38,18 +38,10 @@ from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
 from ..core.words import counted
 from ..destination import Destination
+from .budget import WARM_AT_ONCE, WARM_FROM, budget_split
 from .folder import RemoteFile, Totals, fetch_folder, hashers_for, plan
 from .hashing import hash_file
 
-#: large files fetched at once, each with its share of the budget (start-up overlaps; one slow file does not
-#: hold the others)
-LARGE_AT_ONCE = 4
-#: small files of this mean size or more go at most WARM_AT_ONCE at a time: each later one then rides a connection
-#: whose window earlier ones opened, which paid more than more connections (40 × 4 MiB at 50 ms / 1e-3: 535 Mbit/s
-#: at 16 at once, 417–492 at 32 and 64); below it each file costs a round trip, and more at once pay (1,000 ×
-#: 256 KiB: 378 Mbit/s at 16, 431 at 32, 448 at 64; docs/benchmarks.md)
-WARM_FROM = 1 << 20
-WARM_AT_ONCE = 16
 #: failed files a job's sentence names one by one; the rest are counted
 NAMED = 4
 #: the record is written after this many verified files, and at most once in SAVE_SECONDS (it is rewritten
@@ -168,18 +160,6 @@ def _follows_files(kind: type) -> bool:
     """Whether sinks of this class take each file's state: asked once a class, where a runtime Protocol's
     ``isinstance`` walks its members every time (three times a file, ~1 % of a thousand small runs)."""
     return issubclass(kind, FileStatesSink)
-
-
-def budget_split(budget: int, smalls: int, larges: int) -> tuple[int, int, int]:
-    """(small files at once, large files at once, streams for each large file) within ``budget`` connections
-    (at least one for each lane that has files)."""
-    budget = max(1, budget)
-    if not larges:
-        return min(budget, max(1, smalls)), 0, 0
-    small_share = min(smalls, budget // 2)
-    lanes = max(1, min(LARGE_AT_ONCE, larges, budget - small_share))
-    each = max(1, (budget - small_share) // lanes)
-    return (max(1, small_share) if smalls else 0), lanes, each
 
 
 def failure(failed: dict[str, TransferError], files: dict[str, ListedFile], fetched: int,

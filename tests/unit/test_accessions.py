@@ -55,7 +55,7 @@ def test_the_plan_takes_urls_md5s_and_sizes_from_the_report(monkeypatch):
 
 
 def test_small_files_go_many_at_once_and_large_ones_four_at_a_time_within_the_budget():
-    from backends.streams.lists import budget_split
+    from backends.streams.budget import budget_split
 
     assert budget_split(16, 40, 0) == (16, 0, 0)  # 40 small runs: 16 at once, one connection each
     assert budget_split(16, 3, 0) == (3, 0, 0)
