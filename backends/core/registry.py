@@ -27,6 +27,7 @@ class Registry:
         self._backends: dict[str, Backend] = {}
         self._loaded = False
         self._scanned = False
+        self._own_points: list | None = None
 
     def register(self, backend: Backend) -> None:
         """Add a backend by hand (tests, or a host application)."""
@@ -37,19 +38,44 @@ class Registry:
         distribution's entry points (a scan of site-packages, ~40 ms) only when a lookup needs them."""
         if self._loaded and (self._scanned or not everything):
             return
-        from importlib.metadata import PackageNotFoundError, distribution, entry_points  # ~9 ms: when needed
-
         if not self._loaded:
             self._loaded = True
-            try:
-                own = [ep for ep in distribution("labferry").entry_points if ep.group == GROUP]
-            except PackageNotFoundError:
-                own = []
+            own = self._own()
             self._add(own)
             if own and not everything:
                 return
+        from importlib.metadata import entry_points
+
         self._scanned = True
         self._add(entry_points(group=GROUP))
+
+    def _own(self) -> list:
+        """Ferry's own entry points, read once (importing importlib.metadata is ~9 ms: only when needed)."""
+        if self._own_points is None:
+            from importlib.metadata import PackageNotFoundError, distribution
+
+            try:
+                self._own_points = [ep for ep in distribution("labferry").entry_points if ep.group == GROUP]
+            except PackageNotFoundError:
+                self._own_points = []
+        return self._own_points
+
+    def _first(self, wanted, likely=lambda name: False) -> Backend | None:
+        """The first backend ``wanted(backend)`` takes: of those loaded; then of Ferry's own, loaded one at a
+        time, those whose entry point's name is ``likely`` first (an https:// lookup loads HTTPS alone, where
+        loading all of them put ~25 ms of imports before a study's first connection); then of every installed
+        one. ``likely`` only orders the loading: what a backend takes is its own to say."""
+        for backend in list(self._backends.values()):
+            if wanted(backend):
+                return backend
+        for ep in sorted(self._own(), key=lambda ep: not likely(ep.name)):
+            if ep.name not in self._backends:
+                self._add([ep])
+                backend = self._backends.get(ep.name)
+                if backend is not None and wanted(backend):
+                    return backend
+        self._load(everything=True)
+        return next((backend for backend in self._backends.values() if wanted(backend)), None)
 
     def _add(self, found) -> None:
         for ep in found:
@@ -119,11 +145,10 @@ class Registry:
             raise BadRequest(
                 f"'{url}' is not a URL Ferry can fetch. Give a full address such as https://host/path/file."
             )
-        for everything in (False, True):
-            self._load(everything)
-            for backend in self._backends.values():
-                if scheme in backend.schemes:
-                    return backend
+        backend = self._first(lambda backend: scheme in backend.schemes,
+                              likely=lambda name: scheme.startswith(name) or name.startswith(scheme))
+        if backend is not None:
+            return backend
         known = sorted({s for b in self._backends.values() for s in b.schemes})
         raise BadRequest(
             f"Ferry has no backend for '{scheme}://' addresses. Supported: {', '.join(s + '://' for s in known)}."
