@@ -233,10 +233,7 @@ class PartFile:
         if self.limit is not None and offset + len(data) > self.limit:
             raise oversize(self.identity.source if self.identity else str(self.dest), self.limit, self.dest.name)
         try:
-            view = memoryview(data)
-            while view:
-                n = portable.pwrite(self.fd, view, offset)
-                view, offset = view[n:], offset + n
+            portable.pwrite_all(self.fd, data, offset)
         except OSError as exc:
             raise os_error(exc, self.part, "write to") from exc
 

@@ -66,10 +66,7 @@ class WholeFile:
                 self._open()
             self.written += len(data)
         try:
-            view = memoryview(data)
-            while view:
-                done = portable.pwrite(self.fd, view, offset)
-                view, offset = view[done:], offset + done
+            portable.pwrite_all(self.fd, data, offset)
         except OSError as exc:
             raise os_error(exc, self.part, "write to") from None
 

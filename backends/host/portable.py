@@ -47,6 +47,14 @@ def pwrite(fd: int, data, offset: int) -> int:
         return os.write(fd, data)
 
 
+def pwrite_all(fd: int, data, offset: int) -> None:
+    """All of ``data`` at ``offset`` (``pwrite`` may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        done = pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
+
+
 def pread(fd: int, size: int, offset: int) -> bytes:
     """Read up to ``size`` bytes at ``offset``."""
     if hasattr(os, "pread"):

@@ -1,14 +1,6 @@
-"""The BitTorrent backend. It is in ``backend.py``, loaded at the first use of a name from this package (the
-registry's entry point, a test's import), so that a module of this package is imported without it: a command
-line builds its flags from ``options.py`` without loading every backend (~25 ms of imports before ENA's portal
-is asked)."""
+"""The BitTorrent backend, in ``backend.py``: loaded at the first use of a name from this package
+(``backends/core/lazy.py``)."""
 
-from __future__ import annotations
+from ..core.lazy import loads_on_first_use
 
-import importlib
-
-
-def __getattr__(name: str):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return getattr(importlib.import_module(f"{__name__}.backend"), name)
+__getattr__ = loads_on_first_use(__name__)

@@ -86,14 +86,15 @@ def _span(h, size: int) -> tuple[int, int] | None:
     return int(first), min(int(last), size - 1)
 
 
-def _ranges(data: bytes):
-    """What nginx does: a 206 of exactly the span asked for."""
+def _ranges(data: bytes, shift: int = 0):
+    """What nginx does: a 206 of exactly the span asked for; with ``shift``, said and sent from that many bytes
+    further on than asked (the right length)."""
     def answer(h):
         span = _span(h, len(data))
         if span is None:
             h.send_body(data)
         else:
-            first, last = span
+            first, last = span[0] + shift, span[1] + shift
             h.send_body(data[first:last + 1], {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, status=206)
         return True
     return answer
@@ -102,19 +103,6 @@ def _ranges(data: bytes):
 def _range_ignored(data: bytes):
     """Answers a request for a span with the whole file, as a 200 (a server without ranges)."""
     return _honest(data)
-
-
-def _range_shifted(data: bytes):
-    """A 206 of the right length, said and sent from a byte further on than asked."""
-    def answer(h):
-        span = _span(h, len(data))
-        if span is None:
-            h.send_body(data)
-            return True
-        first, last = span[0] + 1, span[1] + 1
-        h.send_body(data[first:last + 1], {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, status=206)
-        return True
-    return answer
 
 
 def _range_cut(data: bytes):
@@ -197,7 +185,8 @@ def study(hostile_http, tmp_path_factory):
         made = {"honest": _honest, "longer": _longer, "short": _short, "labelled": _labelled, "trickle": _trickle,
                 "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line,
                 "odd digits": _odd_digits, "ranges": _ranges, "range ignored": _range_ignored,
-                "range shifted": _range_shifted, "range cut": _range_cut, "range trickle": _range_trickle}
+                "range shifted": lambda data: _ranges(data, shift=1), "range cut": _range_cut,
+                "range trickle": _range_trickle}
         if how == "moved":
             hostile_http.routes[path + ".there"] = _honest(data)
             hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
