@@ -201,6 +201,7 @@ class LeanGetter:
         try:
             _check_head(head, file.out.limit, file.span)
             file.call.start_writing()
+            file.floor.begin()
             pipelines = not head.will_close and file.key not in self._one_at_a_time
             _read_body(conn, file, (lambda: self._ask_behind(file, conn, following)) if pipelines else None, room)
         except BaseException:

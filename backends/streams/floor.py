@@ -20,6 +20,10 @@ class RateFloor:
         self.since = time.monotonic()
         self.moved = 0
 
+    def begin(self) -> None:
+        """The window starts now: a file (or piece) that waited its turn in a queue is not judged on the wait."""
+        self.since, self.moved = time.monotonic(), 0
+
     def feed(self, nbytes: int) -> None:
         """Count ``nbytes`` that just arrived; raises ``Transient`` when the last window was under the floor."""
         self.moved += nbytes

@@ -1,0 +1,81 @@
+"""Connections opened ahead for a study's lanes (``backends/https/warm.py``), against a real TLS server whose
+handshakes take 0.4 s: a lane that finds none ready waits for one being opened instead of opening its own two
+round trips later, and a lane beyond those being opened does not wait at all."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+
+import pytest
+
+from backends.https.warm import take_warm, warm
+from tests.servers.nginx import make_certificates
+
+HANDSHAKE_AFTER = 0.4
+
+
+@pytest.fixture
+def slow_tls(tmp_path):
+    """A TLS server on a free port that waits HANDSHAKE_AFTER before each handshake; yields (port, CA file, the
+    connections it accepted)."""
+    certs = make_certificates(tmp_path / "tls")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs["server"], certs["server_key"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def one(raw: socket.socket) -> None:
+        time.sleep(HANDSHAKE_AFTER)
+        try:
+            accepted.append(context.wrap_socket(raw, server_side=True))
+        except OSError:
+            raw.close()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                raw, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=one, args=(raw,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1], str(certs["ca"]), accepted
+    stop.set()
+    listener.close()
+    for conn in accepted:
+        conn.close()
+
+
+def test_lanes_wait_for_the_connections_being_opened_and_no_more(slow_tls):
+    port, ca_file, accepted = slow_tls
+    warm(f"https://127.0.0.1:{port}/", ca_file, False, None, False, 2, 10.0, 5.0)
+    key = (("https", "127.0.0.1", port), ca_file)
+    got: list[tuple[float, object]] = []
+    began = time.monotonic()
+
+    def lane() -> None:
+        conn = take_warm(key, 5.0)
+        got.append((time.monotonic() - began, conn))
+
+    lanes = [threading.Thread(target=lane) for _ in range(3)]
+    for thread in lanes:
+        thread.start()
+    for thread in lanes:
+        thread.join(10)
+    took = sorted(got, key=lambda pair: pair[0])
+    assert len(took) == 3
+    # the third lane: nothing ready, and the two being opened are claimed: it opens its own at once
+    assert took[0][1] is None and took[0][0] < HANDSHAKE_AFTER / 2, took
+    # the other two waited for the two being opened, each got one, and the server saw no other connection
+    assert all(conn is not None and seconds >= HANDSHAKE_AFTER * 0.8 for seconds, conn in took[1:]), took
+    assert len({id(conn) for _, conn in took[1:]}) == 2
+    assert len(accepted) == 2
+    assert take_warm(key, 5.0) is None  # none left, none being opened: no wait
+    for _, conn in took[1:]:
+        conn.close()
