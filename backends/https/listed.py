@@ -79,16 +79,17 @@ class ListDownload(ListedChecks):
         async with self._full_gate:  # the lean path admits DEPTH files a connection; the full client one
             return await (await self._full_client())._small(file, path, sink)
 
-    def _small_at_once(self, connections: int, smalls: list[RemoteFile]) -> int:
+    def _small_at_once(self, connections: int, smalls: list[RemoteFile], most: int) -> tuple[int, int]:
         """A lane a connection, each holding the file arriving and the one asked for behind it; the list's last
-        files in pieces (``pieces.py``)."""
+        ``most`` files in pieces (``pieces.py``), and as many lanes as there are files and pieces for, up to
+        ``most``: a single run of 4 MiB comes in four pieces on four lanes, not one after another on one."""
         self._full_gate = asyncio.Semaphore(connections)
         if self.lean is None:
-            return connections
-        self.lean.lanes = connections
-        self._pieces = dict(zip((f.rel for f in smalls), pieces_for([f.size or 0 for f in smalls], connections),
-                                strict=True))
-        return connections * DEPTH
+            return connections, connections
+        counts = pieces_for([f.size or 0 for f in smalls], most)
+        self._pieces = dict(zip((f.rel for f in smalls), counts, strict=True))
+        self.lean.lanes = lanes = max(1, min(most, max(connections, sum(counts))))
+        return lanes * DEPTH, lanes
 
     async def _lean_small(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
         """One GET on a worker thread into ``NAME.part``, read back and hashed there; renamed here once its size

@@ -239,9 +239,11 @@ class ListedChecks:
             small_files = [f for f in files if f.size is not None and f.size < large_from]
             small_sizes = [f.size or 0 for f in small_files]
             smalls = len(small_sizes)
-            at_once, large_at_once, each = budget_split(request.options.max_streams, smalls, len(files) - smalls)
+            budget, larges = request.options.max_streams, len(files) - smalls
+            at_once, large_at_once, each = budget_split(budget, smalls, larges)
+            most = (budget - large_at_once * each) if smalls else 0  # what the large files leave of the budget
             if small_sizes and sum(small_sizes) / smalls >= WARM_FROM:
-                at_once = min(at_once, WARM_AT_ONCE)
+                at_once, most = min(at_once, WARM_AT_ONCE), min(most, WARM_AT_ONCE)
             self.large_streams = max(1, each)
             failures: dict[str, TransferError] = {}
 
@@ -252,8 +254,9 @@ class ListedChecks:
 
             sink.stage("transferring")
             connections = min(at_once, self.small_cap or at_once)
+            admitted, connections = self._small_at_once(connections, small_files, min(most, self.small_cap or most))
             outcome = await fetch_folder(files, destination, sink, small=self._small, large=self._large,
-                                         large_from=large_from, at_once=self._small_at_once(connections, small_files),
+                                         large_from=large_from, at_once=admitted,
                                          totals=Totals(sum(f.size or 0 for f in files), limiter=self.limiter),
                                          large_at_once=large_at_once, failures=failures, on_state=on_state,
                                          connections=connections)
@@ -275,11 +278,12 @@ class ListedChecks:
                       verify_method=outcome.verify_method if files else "every file already here and verified",
                       peer_host=host_of(first.address) if first else None, bytes_fetched=outcome.moved, notes=notes)
 
-    def _small_at_once(self, connections: int, smalls: list[RemoteFile]) -> int:
-        """Small files admitted at once over ``connections``: one each, unless the fetch asks for the next file
-        on a connection while the last one arrives (``backends/https/lean.py``). ``smalls``: the small files,
-        in the order they are fetched."""
-        return connections
+    def _small_at_once(self, connections: int, smalls: list[RemoteFile], most: int) -> tuple[int, int]:
+        """(small files admitted at once, connections they use): ``connections``, one file each, unless the fetch
+        asks for the next file on a connection while the last one arrives, or fetches files in pieces, on up to
+        ``most`` connections (``backends/https/lean.py``). ``smalls``: the small files, in the order they are
+        fetched."""
+        return connections, connections
 
     def _large_options(self, file) -> TransferOptions:
         """A large listed file's options: its published checksum, its share of the budget, no list."""

@@ -119,6 +119,23 @@ def _range_cut(data: bytes):
     return answer
 
 
+#: (the span asked, the client's port) for the run whose pieces come slowly
+SLOW_PIECES_ASKED: list[tuple[str, int]] = []
+
+
+def _slow_pieces(data: bytes):
+    """Ranges as nginx gives them, each at ~1 MiB/s; who asked for which span is noted."""
+    def answer(h):
+        first, last = _span(h, len(data)) or (0, len(data) - 1)
+        SLOW_PIECES_ASKED.append((h.headers.get("range", ""), h.client_address[1]))
+        h.head_line(206, {"Content-Range": f"bytes {first}-{last}/{len(data)}"}, length=last - first + 1)
+        for at in range(first, last + 1, 32 * 1024):
+            h.request.sendall(data[at:min(at + 32 * 1024, last + 1)])
+            time.sleep(0.03)
+        return True
+    return answer
+
+
 def _range_trickle(data: bytes):
     """A 206 said right for each piece, then a byte every 2 s."""
     def answer(h):
@@ -164,7 +181,11 @@ CASES = {"ERR9100001": "honest", "ERR9100002": "honest", "ERR9100003": "honest",
          "ERR9100009": "flood", "ERR9100010": "long line", "ERR9100011": "odd digits",
          **{f"ERR91001{i:02d}": "hangs up" for i in range(8)},
          "ERR9100201": "ranges", "ERR9100202": "range ignored", "ERR9100203": "range shifted",
-         "ERR9100204": "range cut", "ERR9100205": "range trickle"}
+         "ERR9100204": "range cut", "ERR9100205": "range trickle",
+         "ERR9100206": "range slow"}
+#: the studies of the cases not in PRJEB91001 (the other ranges: PRJEB91004)
+PROJECTS = {"trickle": "PRJEB91002", "hangs up": "PRJEB91003", "range trickle": "PRJEB91005",
+            "range slow": "PRJEB91006"}
 #: the runs of 3 MiB: the last files of a list come in pieces (``backends/https/pieces.py``)
 PIECED = 3 * MiB
 
@@ -172,13 +193,13 @@ PIECED = 3 * MiB
 @pytest.fixture(scope="module")
 def study(hostile_http, tmp_path_factory):
     """PRJEB91001: every case above; PRJEB91002: an honest run and the trickle; PRJEB91003: a host that hangs up
-    after each answer; PRJEB91004: runs of 3 MiB, fetched in pieces; PRJEB91005: one whose pieces trickle."""
+    after each answer; PRJEB91004: runs of 3 MiB, fetched in pieces; PRJEB91005: one whose pieces trickle;
+    PRJEB91006: one whose pieces come at ~1 MiB/s."""
     portal = Portal(tmp_path_factory.mktemp("hostile-study")).start()
     for i, (run, how) in enumerate(CASES.items()):
         data = random.Random(i).randbytes(PIECED) if how.startswith("range") else _data(i)
-        project = ("PRJEB91002" if how == "trickle" or run == "ERR9100001" else
-                   "PRJEB91003" if how == "hangs up" else "PRJEB91005" if how == "range trickle" else
-                   "PRJEB91004" if how.startswith("range") else "PRJEB91001")
+        project = "PRJEB91002" if run == "ERR9100001" else PROJECTS.get(
+            how, "PRJEB91004" if how.startswith("range") else "PRJEB91001")
         portal.add_run(run, experiment=run.replace("ERR", "ERX"), sample=f"SAMEA91{i:05d}", study="ERP910001",
                        project=project, layout="SINGLE", fastq=[(f"{run}.fastq.gz", data)])
         path = f"/vol1/fastq/{run[:6]}/{run}/{run}.fastq.gz"
@@ -186,7 +207,8 @@ def study(hostile_http, tmp_path_factory):
                 "hangs up": _then_hangs_up, "flood": lambda _: header_flood, "long line": lambda _: long_header_line,
                 "odd digits": _odd_digits, "ranges": _ranges, "range ignored": _range_ignored,
                 "range shifted": lambda data: _ranges(data, shift=1), "range cut": _range_cut,
-                "range trickle": _range_trickle}
+                "range trickle": _range_trickle,
+                "range slow": _slow_pieces}
         if how == "moved":
             hostile_http.routes[path + ".there"] = _honest(data)
             hostile_http.routes[path] = _moved(hostile_http.url(path + ".there"))
@@ -281,6 +303,21 @@ def test_the_last_runs_come_in_pieces_and_a_piece_answered_wrong_hands_its_file_
     assert "ERR9100202.fastq.gz (200, 3145728 bytes, identity, for bytes" in lean, lean
     assert "ERR9100203.fastq.gz (206, " in lean, lean
     assert "ERR9100204.fastq.gz (ended after 524288 bytes)" in lean, lean
+
+
+def test_a_single_run_comes_in_pieces_on_as_many_connections(study, hostile_http, tmp_path, ferry_home):
+    """A study of one run of 3 MiB: its three pieces each on a connection of its own, at once, not one after
+    another on the one connection a single file would have."""
+    dest = tmp_path / "dest"
+    SLOW_PIECES_ASKED.clear()
+    ran = ferry("copy", "ena:PRJEB91006", f"{dest}/", "--source", "ena", "--retries", "0",
+                home=ferry_home, env=_env(study, hostile_http), timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    data = random.Random(list(CASES).index("ERR9100206")).randbytes(PIECED)
+    assert (dest / "ERR9100206.fastq.gz").read_bytes() == data
+    asked = dict(SLOW_PIECES_ASKED)
+    assert set(asked) == {"bytes=0-1048575", "bytes=1048576-2097151", "bytes=2097152-3145727"}, SLOW_PIECES_ASKED
+    assert len(set(asked.values())) == 3, SLOW_PIECES_ASKED  # three connections
 
 
 def test_a_stall_in_a_small_run_ends_as_a_stall(study, hostile_http, tmp_path, ferry_home):
