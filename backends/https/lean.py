@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from ..core.netrc import netrc_login
 from ..destination import WholeFile
 from ..streams.floor import RateFloor
-from ..streams.hashing import finished, read_back
+from ..streams.hashing import read_back
 from .address import stalled
 from .pieces import Pieces, all_pieces, spans
 from .plainhttp import Closed, Head, NotPlain, PlainConnection
@@ -156,8 +156,6 @@ class LeanGetter:
             if self._started < self.lanes:
                 self._started += 1
                 threading.Thread(target=self._lane, name=f"ferry-lane-{self._started}", daemon=True).start()
-        if together is None:
-            return await finished(asyncio.wrap_future(files[0].done), under_way=files[0].call.abort)
         return await all_pieces(files)
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 With whole files, the lanes whose last file came early sat idle while the others fetched theirs: 40 × 4 MiB on
 16 lanes (50 ms / 1e-3) is eight lanes with three files and eight with two, and the last 0.8 s ran on half the
-lanes. The last files of the list (as many as there are lanes) are asked for in pieces (``Range``) instead,
+lanes. The last files of the list (as many as the lanes it may have) are asked for in pieces (``Range``) instead,
 each written in its place (``WholeFile.write_at``) by the lane free first; the lane that brings a file's last
 piece reads the file back and hashes it. A piece answered with anything but a 206 of exactly its span is
 ``NotPlain``: the whole file goes to the full client, as any file the lean path does not take.
@@ -45,9 +45,9 @@ def pieces_for(sizes: list[int], lanes: int) -> list[int]:
 
 
 async def all_pieces(files: list) -> dict[str, str]:
-    """A file's digests once all its pieces (the lean path's ``_File``s: ``done``, ``call``) are in. When one
-    fails, or the file is cancelled, the others are given up, and each being written is waited for, so the
-    file is never closed under a lane; the first failure is what the caller hears."""
+    """A file's digests once all its parts are in: the lean path's ``_File``s (``done``, ``call``), the whole file
+    or its pieces. When one fails, or the file is cancelled, the others are given up, and each being written is
+    waited for, so the file is never closed under a lane; the first failure is what the caller hears."""
     runs = [asyncio.wrap_future(file.done) for file in files]
     first = None
     try:

@@ -77,16 +77,11 @@ def take_warm(key: tuple, wait: float) -> PlainConnection | None:
     """A connection opened ahead for ``key`` (``(scheme, host, port), ca_file``); when none is ready but one is
     being opened that no other lane waits for, that one, waiting at most ``wait`` seconds; else None."""
     _close_stale()
-    ends = time.monotonic() + wait
     with _changed:
         if not _warm.get(key) and _opening.get(key, 0) > _claimed.get(key, 0):
             _claimed[key] = _claimed.get(key, 0) + 1
             try:
-                while not _warm.get(key) and _opening.get(key, 0) > 0:
-                    left = ends - time.monotonic()
-                    if left <= 0:
-                        break
-                    _changed.wait(left)
+                _changed.wait_for(lambda: _warm.get(key) or not _opening.get(key, 0), timeout=wait)
             finally:
                 _claimed[key] -= 1
         ready = _warm.get(key)
