@@ -20,18 +20,19 @@ HANDSHAKE_AFTER = 0.4
 @pytest.fixture
 def slow_tls(tmp_path):
     """A TLS server on a free port that waits HANDSHAKE_AFTER before each handshake; yields (port, CA file, the
-    connections it accepted)."""
+    connections it accepted, each noted as it is accepted: a handshake may end on the client's side first)."""
     certs = make_certificates(tmp_path / "tls")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certs["server"], certs["server_key"])
     listener = socket.create_server(("127.0.0.1", 0))
     accepted: list[socket.socket] = []
+    secured: list[socket.socket] = []
     stop = threading.Event()
 
     def one(raw: socket.socket) -> None:
         time.sleep(HANDSHAKE_AFTER)
         try:
-            accepted.append(context.wrap_socket(raw, server_side=True))
+            secured.append(context.wrap_socket(raw, server_side=True))
         except OSError:
             raw.close()
 
@@ -42,13 +43,16 @@ def slow_tls(tmp_path):
                 raw, _ = listener.accept()
             except TimeoutError:
                 continue
+            accepted.append(raw)
             threading.Thread(target=one, args=(raw,), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
     yield listener.getsockname()[1], str(certs["ca"]), accepted
     stop.set()
+    server.join(5)  # out of accept() before the listener closes under it
     listener.close()
-    for conn in accepted:
+    for conn in secured + accepted:
         conn.close()
 
 
