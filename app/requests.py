@@ -203,7 +203,8 @@ def resolve_list(label: str, files: list[ListedFile], folder: str | os.PathLike,
         raise BadRequest(f"{label} names no file to fetch.")
     overrides = overrides or Overrides()
     registry = registry or default_registry
-    backends = {registry.for_route(f.address, str(folder), overrides.backend).name for f in files}
+    backends = {registry.for_route(address, str(folder), overrides.backend).name
+                for address in {_origin(f.address): f.address for f in files}.values()}
     if len(backends) > 1:
         raise BadRequest(f"{label} mixes addresses of several protocols ({', '.join(sorted(backends))}); give one "
                          "list per protocol.")
@@ -230,6 +231,13 @@ def warm_up(address: str, overrides: Overrides | None = None, connections: int =
         options = _merge(overrides, Defaults(), None)
         backend.warm(address, replace(options, backend_options=check_backend_options(backend, options.backend_options)),
                      connections)
+
+
+def _origin(address: str) -> str:
+    """What picks an address's backend: its scheme and authority (``scheme://host:port``; the whole of one
+    without ``//``). A study's thousand files on one host are one look, not a thousand (~25 ms)."""
+    scheme, sep, rest = address.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}" if sep else address
 
 
 def site_options(site, overrides: Overrides | None = None) -> TransferOptions:
