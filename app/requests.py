@@ -233,6 +233,20 @@ def warm_up(address: str, overrides: Overrides | None = None, connections: int =
                      connections)
 
 
+def ask_ahead(address: str, size: int, overrides: Overrides | None = None, *,
+              registry: Registry | None = None) -> bool:
+    """Have the backend for ``address`` ask for it (``size`` bytes) on a connection ``warm_up`` opened, while the
+    job's catalogue is still arriving (``Warmer``); False when nothing was sent."""
+    registry = registry or default_registry
+    try:
+        backend = registry.for_route(address, "", (overrides or Overrides()).backend)
+    except TransferError:
+        return False
+    if not isinstance(backend, Warmer):
+        return False
+    return backend.ask_ahead(address, _merge(overrides or Overrides(), Defaults(), None), size)
+
+
 def _origin(address: str) -> str:
     """What picks an address's backend: its scheme and authority (``scheme://host:port``; the whole of one
     without ``//``). A study's thousand files on one host are one look, not a thousand (~25 ms)."""

@@ -35,14 +35,18 @@ def parse_filters(given: list[str] | None) -> dict[str, set[str]]:
     return wanted
 
 
+def keeps(row: dict, filters: dict[str, set[str]]) -> bool:
+    """Whether a report row passes every filter (``parse_filters``' values are in lower case)."""
+    return all((row.get(field) or "").lower() in values for field, values in filters.items())
+
+
 def narrow(plan: Plan, filters: dict[str, set[str]], runs: int | None = None) -> Plan:
     """``plan`` with only the runs the filters keep (the first ``runs`` of them), and their files."""
     if not filters and runs is None:
         return plan
     if runs is not None and runs < 1:
         raise BadRequest(f"--runs {runs} keeps no run; give 1 or more.")
-    kept_rows = [row for row in plan.rows
-                 if all((row.get(field) or "").lower() in values for field, values in filters.items())]
+    kept_rows = [row for row in plan.rows if keeps(row, filters)]
     if filters and plan.rows and not kept_rows:
         raise BadRequest(no_match(plan, filters))
     if runs is not None:

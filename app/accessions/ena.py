@@ -9,12 +9,15 @@ The portal is asked with a few retries: it answers 5xx and resets now and then.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import io
 import os
 import posixpath
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .ids import Accession
@@ -32,6 +35,10 @@ FIELDS = ("run_accession", "experiment_accession", "sample_accession", "secondar
           "study_title", "fastq_ftp", "fastq_md5", "fastq_bytes", "submitted_ftp", "submitted_md5",
           "submitted_bytes", "sra_ftp", "sra_md5", "sra_bytes")
 KINDS = ("fastq", "submitted", "sra")
+#: rows of a report told as they arrive (``rows_arriving``), and the longest line looked at for them
+ROWS_AHEAD = 64
+LINE_MOST = 64 * 1024
+_ARRIVING: contextvars.ContextVar[Callable[[dict], None] | None] = contextvars.ContextVar("arriving", default=None)
 
 
 @dataclass(frozen=True)
@@ -89,23 +96,65 @@ class Plan:
                 continue
             known.add(run)
             self.rows.append(row)
-            paths = [p for p in (row.get(f"{self.kind}_ftp") or "").split(";") if p] if with_files else []
-            md5s = (row.get(f"{self.kind}_md5") or "").split(";")
-            sizes = (row.get(f"{self.kind}_bytes") or "").split(";")
-            if not paths:
+            files = kind_files(row, self.kind) if with_files else []
+            if not files:
                 self.without_files.append(run)
                 continue
-            for i, path in enumerate(paths):
+            for path, md5, size in files:
                 name = posixpath.basename(path)
                 self.files.append(RemoteFile(
-                    run=run, name=name, url=files_url(bases[0], path), md5=md5s[i] if i < len(md5s) else "",
-                    size=int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0,
-                    read=_read_number(name, run) if len(paths) > 1 else None, other_url=files_url(bases[1], path)))
+                    run=run, name=name, url=files_url(bases[0], path), md5=md5, size=size,
+                    read=_read_number(name, run) if len(files) > 1 else None, other_url=files_url(bases[1], path)))
 
     def add_url(self, url: str) -> None:
         """A plain address from a list: fetched as it is, checked by size and what the server publishes."""
         self.files.append(RemoteFile(run="", name=posixpath.basename(urllib.parse.urlsplit(url).path), url=url,
                                      md5="", size=0, read=None))
+
+
+def kind_files(row: dict, kind: str) -> list[tuple[str, str, int]]:
+    """A report row's files of ``kind``: (path as the report gives it, its MD5, its bytes; "" and 0 if not given)."""
+    paths = [p for p in (row.get(f"{kind}_ftp") or "").split(";") if p]
+    md5s = (row.get(f"{kind}_md5") or "").split(";")
+    sizes = (row.get(f"{kind}_bytes") or "").split(";")
+    return [(path, md5s[i] if i < len(md5s) else "", int(sizes[i]) if i < len(sizes) and sizes[i].isdigit() else 0)
+            for i, path in enumerate(paths)]
+
+
+@contextlib.contextmanager
+def rows_arriving(on_row: Callable[[dict], None] | None):
+    """While inside, ``on_row(row)`` is told each of the first ``ROWS_AHEAD`` rows of a report as its line
+    arrives, before the whole answer is in (a thousand runs' report takes two more round trips on a long path):
+    what the command can start meanwhile (``app/cli/accession``)."""
+    token = _ARRIVING.set(on_row)
+    try:
+        yield
+    finally:
+        _ARRIVING.reset(token)
+
+
+class _Rows:
+    """A TSV report's first rows from its bytes as they arrive (the first line names the columns); a line
+    longer than ``LINE_MOST`` ends the look, so a hostile answer costs no more than that."""
+
+    def __init__(self, on_row: Callable[[dict], None]) -> None:
+        self.on_row, self.rest, self.columns, self.told = on_row, b"", None, 0
+
+    def __call__(self, part: bytes) -> None:
+        if self.told >= ROWS_AHEAD:
+            return
+        lines = (self.rest + part).split(b"\n")
+        self.rest = lines.pop()
+        if len(self.rest) > LINE_MOST:
+            self.told = ROWS_AHEAD
+            return
+        for line in lines:
+            cells = line.rstrip(b"\r").decode("utf-8", "replace").split("\t")
+            if self.columns is None:
+                self.columns = cells
+            elif self.told < ROWS_AHEAD:
+                self.told += 1
+                self.on_row(dict(zip(self.columns, cells, strict=False)))  # a short line: its fields only
 
 
 def portal_base() -> str:
@@ -125,8 +174,9 @@ def report(accession: Accession, *, ca_file: str | None = None, sleep=time.sleep
     portal = portal_base()
     query = urllib.parse.urlencode({"accession": accession.text, "result": "read_run", "fields": ",".join(FIELDS),
                                     "format": "tsv", "limit": 0})
+    on_row = _ARRIVING.get()
     body = ask(f"{portal}/filereport?{query}", "ENA's portal", accession.text, "LABFERRY_ENA_PORTAL",
-               ca_file=ca_file, sleep=sleep)
+               ca_file=ca_file, sleep=sleep, arriving=_Rows(on_row) if on_row else None)
     return parse_tsv(body.decode("utf-8")) if body else []
 
 

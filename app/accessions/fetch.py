@@ -208,19 +208,22 @@ def check_refusals(folder: Path) -> None:
 def check_room(plan: Plan, folder: Path) -> None:
     """Refuse in a sentence when ``folder``'s disk cannot take what the plan still needs: the files not yet here
     at their size, less what earlier runs left in their ``NAME.part``."""
-    if not _holds_anything(folder):  # a new folder (the usual first fetch): two looks a file spared, ~20 ms a thousand
+    if not holds_anything(folder):  # a new folder (the usual first fetch): two looks a file spared, ~20 ms a thousand
         room_for(folder / ".space", plan.total_bytes)
         return
     missing = [f for f in plan.files if not _same_size_here(f, folder)]
     room_for(folder / ".space", sum(f.size for f in missing), already=_partial_bytes(missing, folder))
 
 
-def _holds_anything(folder: Path) -> bool:
+def holds_anything(folder: Path) -> bool:
+    """Whether ``folder`` holds any entry (one that cannot be looked at counts as holding: looked at closely)."""
     try:
         with os.scandir(folder) as entries:
             return next(entries, None) is not None
+    except FileNotFoundError:
+        return False
     except OSError:
-        return True  # looked at file by file, as before
+        return True
 
 
 def _same_size_here(f: RemoteFile, folder: Path) -> bool:

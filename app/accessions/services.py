@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import email.utils
+import logging
 import ssl
 import threading
 import time
@@ -21,6 +22,8 @@ import urllib.request
 from collections.abc import Callable
 
 from backends.core.errors import BadAnswer, NotFound, Transient, Unreachable
+
+log = logging.getLogger(__name__)
 
 TRIES = 4
 #: a read that waits longer than this is a fault (ENA's portal takes minutes for a project of thousands of runs)
@@ -32,6 +35,8 @@ TELL_EVERY = 10.0
 MAX_RETRY_AFTER = 300.0
 #: the most an answer may hold (a report of every run of a large project is tens of MiB)
 BODY_LIMIT = 512 * 1024 * 1024
+#: the most of an answer read at a time when its parts are wanted as they arrive
+ARRIVING_PART = 64 * 1024
 
 #: told, from a timer thread, what Ferry is waiting for: "asking ENA's portal about PRJEB1234 (40 s)"
 _WAITING: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("waiting", default=None)
@@ -86,22 +91,42 @@ def _retry_after(exc: urllib.error.HTTPError) -> float | None:
     return max(0.0, min(when - time.time(), MAX_RETRY_AFTER))
 
 
-def _read(url: str, context) -> bytes | None:
+def _read(url: str, context, arriving: Callable[[bytes], None] | None = None) -> bytes | None:
     with urllib.request.urlopen(url, timeout=WAIT_SECONDS, context=context) as answer:
         if answer.status == 204:
             return None
-        body = answer.read(BODY_LIMIT + 1)
+        if arriving is None:
+            body = answer.read(BODY_LIMIT + 1)
+        else:
+            body = _as_it_arrives(answer, arriving)
     if len(body) > BODY_LIMIT:
         raise BadAnswer(f"{url.split('?', 1)[0]} answered with more than {BODY_LIMIT >> 20} MiB; Ferry stopped "
                         "reading. Ask for a smaller part (a study rather than a project).")
     return body
 
 
+def _as_it_arrives(answer, arriving: Callable[[bytes], None]) -> bytes:
+    """The body, each part handed to ``arriving`` as it comes (up to ``BODY_LIMIT`` and a part more). What
+    ``arriving`` does is only a head start: its failure is its own, never the question's."""
+    parts, held = [], 0
+    while held <= BODY_LIMIT:
+        part = answer.read1(ARRIVING_PART)
+        if not part:
+            break
+        parts.append(part)
+        held += len(part)
+        try:
+            arriving(part)
+        except Exception:  # noqa: BLE001 - asking ahead must never fail the question that matters
+            log.debug("the head start on an answer still arriving failed", exc_info=True)
+    return b"".join(parts)
+
+
 def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: str | None = None,
-        sleep=time.sleep) -> bytes | None:
+        sleep=time.sleep, arriving: Callable[[bytes], None] | None = None) -> bytes | None:
     """The body ``url`` answers (None for ``204 No Content``: nothing matches). ``service`` names it in
     sentences, ``about`` is what was asked (an accession), ``mirror_variable`` the setting that points
-    Ferry elsewhere."""
+    Ferry elsewhere; ``arriving(part)`` is told the body's parts as they come (asked again, from the start)."""
     context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
     last: Exception | None = None
     for attempt in range(TRIES):
@@ -110,7 +135,7 @@ def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: st
         if meanwhile:
             meanwhile.pop()()
         try:
-            return _read(url, context)
+            return _read(url, context, arriving)
         except urllib.error.HTTPError as exc:
             if exc.code < 500 and exc.code not in (408, 429):
                 raise NotFound(f"{service} refused the query for {about} (HTTP {exc.code}). Check the "

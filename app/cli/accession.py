@@ -63,8 +63,15 @@ def run(args: argparse.Namespace, overrides) -> int:
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     filters = parse_filters(getattr(args, "filters", None))
-    preload = None if getattr(args, "dry_run", False) else lambda: _preload_fetchers(args, overrides)
-    with services.waiting(lambda text: _say(args, f"labferry: {text}"), meanwhile=preload):
+    preload, ahead = None, None
+    if not getattr(args, "dry_run", False):
+        from app.accessions.ahead import asking_ahead
+
+        preload = lambda: _preload_fetchers(args, overrides)  # noqa: E731
+        ahead = asking_ahead(folder, filters, getattr(args, "runs", None), route=args.route,
+                             source=getattr(args, "archive", "auto"), kind=args.files, overrides=overrides)
+    with services.waiting(lambda text: _say(args, f"labferry: {text}"), meanwhile=preload), \
+            ena.rows_arriving(ahead):
         plan = apply_layout(narrow(_plan(args, overrides.ca_file), filters, getattr(args, "runs", None)),
                             getattr(args, "layout", "flat"))
         if args.files == "fastq":

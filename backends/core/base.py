@@ -434,6 +434,11 @@ class Warmer(Protocol):
 
     def warm(self, address: str, options: TransferOptions, connections: int) -> None: ...
 
+    def ask_ahead(self, address: str, options: TransferOptions, size: int) -> bool:
+        """Ask for ``address`` (``size`` bytes) on a connection opened ahead, as the catalogue's answer arrives;
+        False when nothing was sent (none ready, or not worth it)."""
+        ...
+
 
 @runtime_checkable
 class ListFetcher(Protocol):

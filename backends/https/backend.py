@@ -168,6 +168,12 @@ class HttpsBackend:
         warm(address, options.ca_file, bool(options.insecure), settings.proxy, options.limit_rate is not None,
              connections, settings.stall_seconds, CONNECT_SECONDS)
 
+    def ask_ahead(self, address: str, options: TransferOptions, size: int) -> bool:
+        """A small file asked for on a connection opened ahead (``warm.py``), for the lane that will fetch it."""
+        from .warm import ask_ahead
+
+        return ask_ahead(address, options.ca_file, size)
+
     async def fetch_list(self, request: TransferRequest, sink: Sink) -> Result:
         """The files ``request.options.files`` names into the folder ``request.dest``, as one job (``listed.py``:
         small files by the lean path, aiohttp imported and its sessions opened only for a file that needs it)."""

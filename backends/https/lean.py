@@ -36,8 +36,8 @@ from ..streams.floor import RateFloor
 from ..streams.hashing import read_back
 from .address import stalled
 from .pieces import Pieces, all_pieces, spans
-from .plainhttp import Closed, Head, NotPlain, PlainConnection
-from .warm import lean_context, take_warm
+from .plainhttp import Closed, Head, NotPlain, PlainConnection, request_target
+from .warm import asked_ahead, give_back, lean_context, take_asked, take_warm
 
 __all__ = ["NotPlain", "LeanGetter", "lean_for"]
 log = logging.getLogger(__name__)
@@ -125,12 +125,9 @@ class LeanGetter:
     def takes(self, address: str, size: int | None) -> bool:
         """Whether ``address`` is for this path: http(s), a size known, a target that needs no encoding, no login
         in it or in ~/.netrc."""
-        parts = urlsplit(address)
-        if size is None or parts.scheme not in ("http", "https") or parts.username or not parts.hostname:
+        if size is None or request_target(address) is None:
             return False
-        if not address.isascii() or any(c in address for c in " \t\r\n#"):
-            return False
-        host = parts.hostname
+        host = urlsplit(address).hostname
         if host not in self._logins:
             self._logins[host] = netrc_login(host) is not None
         return not self._logins[host]
@@ -143,7 +140,7 @@ class LeanGetter:
         being written and waits for its lane, so ``out`` is never closed or removed under it."""
         loop = asyncio.get_running_loop()
         parts = urlsplit(url)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = request_target(url) or "/"  # one ``takes`` took
         size = out.limit or 0
         cut = spans(size, pieces) if pieces > 1 and size >= pieces else [None]
         together = Pieces(len(cut)) if len(cut) > 1 else None
@@ -218,6 +215,12 @@ class LeanGetter:
         once; a host that dropped a request sent behind another is asked one at a time from then on."""
         for _ in range(2):
             conn = conns.get(file.key)
+            asked = None if file.sent or file.span else take_asked((file.key, self.ca_file), file.target)
+            if asked is not None:  # asked for while the catalogue's answer arrived: its answer is on that one
+                if conn is not None:
+                    give_back((file.key, self.ca_file), conn)  # idle: nothing is asked on it behind this file
+                conns[file.key] = conn = asked
+                conn.ahead, file.sent, file.behind = None, True, False
             reused = conn is not None
             if conn is None:
                 conn = take_warm((file.key, self.ca_file), self.connect)
@@ -253,7 +256,8 @@ class LeanGetter:
         if behind is None:
             return
         following.append(behind)
-        if behind.key == file.key:
+        if behind.key == file.key and not (behind.span is None and asked_ahead((file.key, self.ca_file),
+                                                                              behind.target)):
             try:
                 conn.send_get(behind.target, behind.span)
                 behind.sent = behind.behind = True

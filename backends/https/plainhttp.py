@@ -14,6 +14,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .options import USER_AGENT
 
@@ -41,6 +42,17 @@ class Head:
     span: str = ""  # Content-Range, as sent (an answer to a request for a piece)
 
 
+def request_target(address: str) -> str | None:
+    """The request line's target for ``address`` (its path and query), or None where this client does not ask:
+    not http(s), no host, a login in it, or anything that would need encoding."""
+    parts = urlsplit(address)
+    if parts.scheme not in ("http", "https") or parts.username or not parts.hostname:
+        return None
+    if not address.isascii() or any(c in address for c in " \t\r\n#"):
+        return None
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
 class PlainConnection:
     """One kept-alive connection to (scheme, host, port); TLS verified by ``context`` (its host name checked)."""
 
@@ -64,6 +76,7 @@ class PlainConnection:
         self.host = named if port == usual else f"{named}:{port}"
         self.answered = 0  # answers read whole on this connection
         self.rate = 0.0  # bytes a second the last body came at (0: none yet)
+        self.ahead: str | None = None  # a target asked for before any lane took it (``warm.ask_ahead``)
 
     def send_get(self, target: str, span: tuple[int, int] | None = None) -> None:
         """A GET of ``target``, or of its bytes ``span`` = (first, last), both included."""

@@ -34,6 +34,10 @@ class Portal:
         self.fail_first: dict[str, int] = {}
         self.retry_after: int | None = None
         self.slow: dict[str, float] = {}
+        #: accession → (pause after the column names, rows sent then, pause before the rest): an answer that
+        #: arrives in parts, as a long path brings a large report; ``rows_sent`` is set before the last pause
+        self.trickle: dict[str, tuple[float, int, float]] = {}
+        self.rows_sent = threading.Event()
         self.queries: list[str] = []
         self.geo: dict[str, dict] = {}  # GEO accession → its esummary document
         self.sra: dict[str, dict] = {}  # run → its file entry in NCBI's SRA Data Locator
@@ -167,7 +171,23 @@ class Portal:
                     body = json.dumps([{f: r.get(f, "") for f in fields} for r in rows]).encode()
                     return self._send(200, body, "application/json")
                 lines = ["\t".join(fields)] + ["\t".join(r.get(f, "") for f in fields) for r in rows]
+                if accession in portal.trickle:
+                    return self._trickle(lines, *portal.trickle[accession])
                 return self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain")
+
+            def _trickle(self, lines: list[str], first_pause: float, rows: int, last_pause: float) -> None:
+                parts = [lines[:1], lines[1:1 + rows], lines[1 + rows:]]
+                body = [("".join(line + "\n" for line in part)).encode() for part in parts]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(sum(len(b) for b in body)))
+                self.end_headers()
+                for at, (part, pause) in enumerate(zip(body, (first_pause, last_pause, 0.0), strict=True)):
+                    self.wfile.write(part)
+                    self.wfile.flush()
+                    if at == 1:
+                        portal.rows_sent.set()
+                    time.sleep(pause)
 
             def _sdl(self, query: dict) -> None:
                 """SDL version 2: one result per accession, status 404 and no files when NCBI has no such run."""
