@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the engine (~50 ms of imports) is loaded while ENA's portal
 #: connections to the files' host that the study's files share (``--host-connections``): 32, half what
 #: ``aria2c -j4 -x16`` may open; a thousand small runs went 1.06× aria2c at 16 and 1.21× at 32 (docs/benchmarks.md)
 BUDGET = 32
+#: the most ``--host-connections`` takes: each small file's lane is a thread, and an archive is one host
+HOST_CONNECTIONS_MOST = 256
 
 
 @dataclass

@@ -149,7 +149,9 @@ def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: st
             pause = (_retry_after(last) if isinstance(last, urllib.error.HTTPError) else None) or 2 ** attempt
             if pause > FIRST_TELL and (tell := _WAITING.get()):
                 tell(f"{service} asks Ferry to wait {pause:.0f} s before asking about {about} again (HTTP "
-                     f"{getattr(last, 'code', '?')})")
+                     f"{last.code})" if isinstance(last, urllib.error.HTTPError) else
+                     f"{service} could not be reached ({getattr(last, 'reason', None) or last}); asking about "
+                     f"{about} again in {pause:.0f} s")
             sleep(pause)
     base = url.split("?", 1)[0].rsplit("/", 1)[0]
     if isinstance(last, urllib.error.HTTPError):

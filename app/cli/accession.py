@@ -13,7 +13,7 @@ from app.accessions import ena, ids, services
 from app.accessions.choose import dry_run_lines, narrow, parse_filters
 from app.accessions.complete import adopt, can_complete, completing_plan, dropped_note, reroute_completed, short_runs
 from app.accessions.convert import convert_runs
-from app.accessions.fetch import BUDGET, Outcome, Progress, fetch
+from app.accessions.fetch import BUDGET, HOST_CONNECTIONS_MOST, Outcome, Progress, fetch
 from app.accessions.ncbi import SOURCES
 from app.accessions.pipelines import PATH_STYLES, SHEETS
 from app.accessions.plans import LAYOUTS, apply_layout, build_plan, no_reads_in_geo, read_list
@@ -62,6 +62,9 @@ def run(args: argparse.Namespace, overrides) -> int:
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
+    if not 1 <= args.host_connections <= HOST_CONNECTIONS_MOST:
+        raise BadRequest(f"--host-connections {args.host_connections} is not a number of connections Ferry opens; "
+                         f"give 1 to {HOST_CONNECTIONS_MOST} (default {BUDGET}).")
     filters = parse_filters(getattr(args, "filters", None))
     preload, ahead = None, None
     if not getattr(args, "dry_run", False):
@@ -154,11 +157,11 @@ def _preload_fetchers(args: argparse.Namespace, overrides) -> None:
 
         if args.route == "https" and getattr(args, "archive", "auto") != "ncbi":
             from app.requests import warm_up
-            from backends.streams.budget import WARM_AT_ONCE
+            from backends.streams.budget import WARM_MOST
 
-            try:
+            try:  # the lanes' connections for small runs (the first ones asked for on them: ``ahead.py``)
                 warm_up(ena.route_bases("https")[0] + "/", replace(overrides, max_streams=args.host_connections),
-                        min(WARM_AT_ONCE, args.host_connections))  # the lane's connections for runs of a MiB
+                        min(WARM_MOST, args.host_connections))
             except Exception:  # noqa: BLE001 - only a head start: the job connects and says what is wrong
                 pass
         for name in ("backends.https.listed", "app.engine.runner"):

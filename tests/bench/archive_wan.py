@@ -17,7 +17,9 @@ wall-clock time of the whole command, and the share of the link; every file is c
 Each run writes into a folder of its own, and a study of many files keeps its folders until the bench ends. On
 ext4 without a journal (this machine's disk), every file created checks each inode freed in the last 5–30
 seconds before taking one (``recently_deleted`` in ext4's inode allocator). A run creating a thousand files just
-after the last run's thousand were removed spent most of a second of CPU on that, the bench's own doing.
+after the last run's thousand were removed spent most of a second of CPU on that, the bench's own doing. And
+the disk is synced after laying the studies out and after each run: what one run (or the set-up) wrote was
+otherwise written back during the next one (the first run of a round, always Ferry's, came 10–25% slower).
 
     sudo .venv/bin/python tests/bench/archive_wan.py --rtt 50 --loss 1e-3 --rate 1000 \\
         [--jitter 0] [--rounds 3] [--wget-rounds 1] [--json] [--write docs/benchmarks.md]
@@ -153,6 +155,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
     shutil.rmtree(work / "out", ignore_errors=True)
     try:
         report, expected = lay_out(work / "data", args.studies)
+        os.sync()  # the studies' files on disk before the first run, not written back during it
         (work / "report.json").write_text(json.dumps(report))
         nginx.start(argv_prefix=prefix)
         port = free_port()
@@ -179,6 +182,7 @@ def bench(args: argparse.Namespace, work: Path) -> list[dict]:
                                    out, expected[study], env, work)
                     if len(expected[study]) <= FEW_FILES:
                         shutil.rmtree(out, ignore_errors=True)
+                    os.sync()  # what this run wrote reaches the disk before the next run, not during it
                     row |= {"round": r + 1, "study": study, "rtt_ms": args.rtt, "loss": args.loss,
                             "rate_mbps": args.rate, "link_share": round(row["mbps"] / args.rate, 3)}
                     rows_out.append(row)

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -219,6 +220,11 @@ def test_a_malformed_accession_is_bad_input_and_writes_nothing(portal, nginx, tm
         proc = fetch(portal, nginx, word, f"{tmp_path}/x/", home=ferry_home)
         assert_clean_failure(proc, 2)
     assert not (tmp_path / "x").exists() and portal.queries.count("SRR12") == 0
+    asked = len(portal.queries)
+    for budget in ("0", "257", "-4"):  # a budget that opens no connection, or a thread for each of thousands
+        proc = fetch(portal, nginx, "ena:PRJEB3333", f"{tmp_path}/x/", "--host-connections", budget, home=ferry_home)
+        assert_clean_failure(proc, 2, words=("--host-connections", "give 1 to 256"))
+    assert not (tmp_path / "x").exists() and len(portal.queries) == asked
 
 
 def test_a_portal_that_fails_is_asked_again_then_named(portal, nginx, tmp_path, ferry_home):
@@ -227,10 +233,15 @@ def test_a_portal_that_fails_is_asked_again_then_named(portal, nginx, tmp_path, 
     assert proc.returncode == 0, proc.stderr
     from tests.servers.nginx import free_port
 
-    down = labferry("copy", "ena:ERR0000005", f"{tmp_path}/no/", "-q", env_home=ferry_home, timeout=120,
+    down = labferry("copy", "ena:ERR0000005", f"{tmp_path}/no/", env_home=ferry_home, timeout=120,
                     env=dict(os.environ, LABFERRY_ENA_PORTAL=f"http://127.0.0.1:{free_port()}/api",
                              LABFERRY_NCBI_SDL=portal.sdl))
-    assert_clean_failure(down, 4, words=("ENA's portal", "could not be reached"))
+    waited, failed = down.stderr.strip().splitlines()
+    assert_clean_failure(SimpleNamespace(returncode=down.returncode, stdout=down.stdout, stderr=failed), 4,
+                         words=("ENA's portal", "could not be reached"))
+    # the wait before the last try is said as what it is: no service asked for it
+    assert re.fullmatch(r"labferry: ENA's portal could not be reached \(.*refused\); asking about ERR0000005 "
+                        r"again in 4 s", waited), down.stderr
 
 
 def test_a_list_of_accessions_and_addresses(portal, nginx, tmp_path, ferry_home):
