@@ -191,12 +191,13 @@ def small_gzip(h: Handler):
 
 
 def trickle(h: Handler):
-    """A byte every 2 s: never silent for long, never useful (a stall by rate, not by silence)."""
+    """A byte a second: never silent for long, never useful (a stall by rate, not by silence). Half the tests'
+    2 s stall timeout: a byte every 2 s raced the read timeout, and a busy machine made it a silence."""
     if h.method == "HEAD":
         h.head_line(200, {"Content-Type": "application/octet-stream"}, length=MiB)
         return True
     h.head_line(200, {"Content-Type": "application/octet-stream", "Connection": "close"}, length=MiB)
-    return h.flood(b"\x01", limit=MiB, pause=2.0)
+    return h.flood(b"\x01", limit=MiB, pause=1.0)
 
 
 def header_flood(h: Handler):
