@@ -176,7 +176,7 @@ def report(accession: Accession, *, ca_file: str | None = None, sleep=time.sleep
                                     "format": "tsv", "limit": 0})
     on_row = _ARRIVING.get()
     body = ask(f"{portal}/filereport?{query}", "ENA's portal", accession.text, "LABFERRY_ENA_PORTAL",
-               ca_file=ca_file, sleep=sleep, arriving=_Rows(on_row) if on_row else None)
+               ca_file=ca_file, sleep=sleep, arriving=(lambda: _Rows(on_row)) if on_row else None)
     return parse_tsv(body.decode("utf-8")) if body else []
 
 

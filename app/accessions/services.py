@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import email.utils
+import http.client
 import logging
 import ssl
 import threading
@@ -99,6 +100,8 @@ def _read(url: str, context, arriving: Callable[[bytes], None] | None = None) ->
             body = answer.read(BODY_LIMIT + 1)
         else:
             body = _as_it_arrives(answer, arriving)
+        if answer.length and len(body) <= BODY_LIMIT:  # http.client returns a cut answer as if it were whole
+            raise ConnectionResetError(f"the answer ended {answer.length} bytes short of its Content-Length")
     if len(body) > BODY_LIMIT:
         raise BadAnswer(f"{url.split('?', 1)[0]} answered with more than {BODY_LIMIT >> 20} MiB; Ferry stopped "
                         "reading. Ask for a smaller part (a study rather than a project).")
@@ -123,10 +126,11 @@ def _as_it_arrives(answer, arriving: Callable[[bytes], None]) -> bytes:
 
 
 def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: str | None = None,
-        sleep=time.sleep, arriving: Callable[[bytes], None] | None = None) -> bytes | None:
+        sleep=time.sleep, arriving: Callable[[], Callable[[bytes], None]] | None = None) -> bytes | None:
     """The body ``url`` answers (None for ``204 No Content``: nothing matches). ``service`` names it in
     sentences, ``about`` is what was asked (an accession), ``mirror_variable`` the setting that points
-    Ferry elsewhere; ``arriving(part)`` is told the body's parts as they come (asked again, from the start)."""
+    Ferry elsewhere; ``arriving()`` makes, for each answer (a question asked again is answered from the
+    start), what is told the body's parts as they come."""
     context = ssl.create_default_context(cafile=ca_file) if url.startswith("https:") else None
     last: Exception | None = None
     for attempt in range(TRIES):
@@ -135,13 +139,13 @@ def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: st
         if meanwhile:
             meanwhile.pop()()
         try:
-            return _read(url, context, arriving)
+            return _read(url, context, arriving() if arriving else None)
         except urllib.error.HTTPError as exc:
             if exc.code < 500 and exc.code not in (408, 429):
                 raise NotFound(f"{service} refused the query for {about} (HTTP {exc.code}). Check the "
                                "accession.") from None
             last = exc
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:  # reset, cut, garbled
             last = exc
         finally:
             teller.stop()
