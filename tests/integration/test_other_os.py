@@ -109,13 +109,16 @@ def test_the_core_install_copies_and_says_what_the_extras_add(nginx, tmp_path, f
 
 def _ssh_that_logs(folder: Path, log: Path) -> Path:
     """A folder whose ``ssh`` writes its arguments to ``log`` (unit separators between them, a record separator
-    after each call: an argument may hold newlines), then runs the real client."""
+    after each call: an argument may hold newlines), then runs the real client. Each call's record goes out in
+    one write: the streams log in at once, and records written a piece at a time interleaved (an empty record,
+    and two calls' arguments in one)."""
     import shlex
     import shutil
 
     folder.mkdir()
     wrapper = folder / "ssh"
-    wrapper.write_text(f"#!/bin/sh\n{{ printf '%s\\037' \"$@\"; printf '\\036'; }} >> {shlex.quote(str(log))}\n"
+    wrapper.write_text(f"#!/bin/sh\nrecord=$(printf '%s\\037' \"$@\"; printf '\\036')\n"
+                       f"printf '%s' \"$record\" >> {shlex.quote(str(log))}\n"
                        f"exec {shlex.quote(shutil.which('ssh'))} \"$@\"\n")
     wrapper.chmod(0o755)
     return folder
