@@ -237,14 +237,14 @@ def ask_ahead(address: str, size: int, overrides: Overrides | None = None, *,
               registry: Registry | None = None) -> bool:
     """Have the backend for ``address`` ask for it (``size`` bytes) on a connection ``warm_up`` opened, while the
     job's catalogue is still arriving (``Warmer``); False when nothing was sent."""
-    registry = registry or default_registry
+    overrides, registry = overrides or Overrides(), registry or default_registry
     try:
-        backend = registry.for_route(address, "", (overrides or Overrides()).backend)
+        backend = registry.for_route(address, "", overrides.backend)
     except TransferError:
         return False
     if not isinstance(backend, Warmer):
         return False
-    return backend.ask_ahead(address, _merge(overrides or Overrides(), Defaults(), None), size)
+    return backend.ask_ahead(address, _merge(overrides, Defaults(), None), size)
 
 
 def _origin(address: str) -> str:

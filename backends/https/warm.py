@@ -67,8 +67,8 @@ def warm(address: str, ca_file: str | None, insecure: bool, proxy: str | None, l
         return
     key = ((parts.scheme, parts.hostname, parts.port), ca_file)
 
-    if parts.hostname not in _plain_hosts:
-        _plain_hosts[parts.hostname] = netrc_login(parts.hostname) is None  # the lean path's own rule (``takes``)
+    # the lean path's own rule (``LeanGetter.takes``), read again for each job's warm-up: ~/.netrc may have changed
+    _plain_hosts[parts.hostname] = netrc_login(parts.hostname) is None
 
     def one() -> None:
         conn = None

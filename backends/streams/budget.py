@@ -1,7 +1,7 @@
 """How a list job shares its budget of connections to one host between its small files and its large ones.
 
 Its own module, free of the fetching machinery: the connections opened ahead while ENA's portal is asked
-(``app/cli/accession.py``) are counted from ``WARM_AT_ONCE`` without first importing the list job, which took
+(``app/cli/accession.py``) are counted from ``WARM_MOST`` without first importing the list job, which took
 ~12 ms before the first of them could leave.
 """
 
