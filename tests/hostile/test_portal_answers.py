@@ -1,4 +1,4 @@
-"""ENA's report read as it arrives (``ena.rows_arriving``) from a real HTTP server on 127.0.0.1 that cuts its
+"""ENA's report read as it arrives (``ena.rows_arriving``) from a hostile HTTP server on 127.0.0.1 that cuts its
 answers short: a cut answer is asked again, never taken as the whole report, and the rows told as they arrive
 start again with it."""
 
