@@ -20,6 +20,8 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from backends.core.errors import BadAnswer
+
 from .ids import Accession
 from .services import ask
 
@@ -144,17 +146,19 @@ class _Rows:
         if self.told >= ROWS_AHEAD:
             return
         lines = (self.rest + part).split(b"\n")
-        self.rest = lines.pop()
-        if len(self.rest) > LINE_MOST:
-            self.told = ROWS_AHEAD
-            return
+        self.rest = lines.pop()  # not whole yet
         for line in lines:
+            if len(line) > LINE_MOST:
+                self.told = ROWS_AHEAD
+                return
             cells = line.rstrip(b"\r").decode("utf-8", "replace").split("\t")
             if self.columns is None:
                 self.columns = cells
             elif self.told < ROWS_AHEAD:
                 self.told += 1
                 self.on_row(dict(zip(self.columns, cells, strict=False)))  # a short line: its fields only
+        if len(self.rest) > LINE_MOST:
+            self.told = ROWS_AHEAD
 
 
 def portal_base() -> str:
@@ -177,7 +181,13 @@ def report(accession: Accession, *, ca_file: str | None = None, sleep=time.sleep
     on_row = _ARRIVING.get()
     body = ask(f"{portal}/filereport?{query}", "ENA's portal", accession.text, "LABFERRY_ENA_PORTAL",
                ca_file=ca_file, sleep=sleep, arriving=(lambda: _Rows(on_row)) if on_row else None)
-    return parse_tsv(body.decode("utf-8")) if body else []
+    if not body:
+        return []
+    try:
+        return parse_tsv(body.decode("utf-8"))
+    except (UnicodeDecodeError, csv.Error) as exc:  # not ENA's report: a sentence, not a traceback
+        raise BadAnswer(f"ENA's portal answered {accession.text} with a report Ferry cannot read ({exc}). Try "
+                        "again later; if it goes on, set LABFERRY_ENA_PORTAL to a mirror.") from None
 
 
 def parse_tsv(text: str) -> list[dict]:
