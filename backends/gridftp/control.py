@@ -111,7 +111,12 @@ class Control:
             raise Unreachable(f"{url.where} refused the connection. Check that the GridFTP server is running "
                               "and that the port is right.") from None
         except (OSError, EOFError, ftplib.Error) as exc:
+            # ftplib keeps the socket once the TCP connection is made; what answers, but not in FTP, stays final
+            reached = ftp.sock is not None and not isinstance(exc, ftplib.error_proto)
             ftp.close()
+            if reached:  # the server took the connection and then dropped it (restarting, or crashed mid-login)
+                raise Transient(f"The GridFTP server at {url.where} took the connection but dropped it before "
+                                f"Ferry had logged in ({exc or type(exc).__name__}); Ferry will retry.") from None
             raise Unreachable(f"Could not talk to the GridFTP server at {url.where} ({exc}). "
                               "Check the address and your network.") from None
         return cls(url, ftp)
