@@ -37,7 +37,8 @@ def complete() -> bool:
 def table() -> list[str]:
     rows = ["## Hostile servers", "",
             "Written by the same run, from `tests/hostile/`: servers the tests start on 127.0.0.1 that misbehave on",
-            "purpose (`tests/servers/hostile_http.py`, `hostile_ftp.py`), and Ferry run as a user runs it, the CLI in",
+            "purpose (`tests/servers/hostile_http.py`, `hostile_ftp.py`, a relay that drops logins in front of the",
+            "real globus-gridftp-server: `dropping_relay.py`), and Ferry run as a user runs it, the CLI in",
             "its own process. Each case asserts what reached disk (inside DEST, within what the server announced),",
             "the process's peak memory and the time it took to end; the threat model is in docs/security.md.", "",
             f"{sum(v == 'passed' for v in _outcomes.values())} of {len(_outcomes)} cases passed.", "",
