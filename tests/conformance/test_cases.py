@@ -223,7 +223,7 @@ class UnderWay:
 
 def under_way(target, name: str, seed: int, tmp_path: Path, home: Path) -> UnderWay:
     """``name`` on the server and Ferry copying it, mid-transfer: slowed to 8 MB/s by its own cap (36 MiB: about
-    12 MiB are in when the caller acts, 3 s of data left), or, from a server it cannot slow (384 MiB), with that
+    8 MiB are in when the caller acts, 3.5 s of data left), or, from a server it cannot slow (384 MiB), with that
     server frozen once 16 MiB arrived (the caller's ``target.go_on()`` thaws it)."""
     size = 36 * MiB if target.capped else 384 * MiB
     digest = write_random(target.path(name), size, seed=seed)
@@ -232,12 +232,23 @@ def under_way(target, name: str, seed: int, tmp_path: Path, home: Path) -> Under
     args = ("copy", target.url(name), str(dest), *target.args(), "--streams", "2", "--json")
     if target.capped:
         proc = popen_labferry(*args, "--limit-rate", "8M", env_home=home)
-        time.sleep(1.5)  # about 12 MiB in
+        # from the part file's first appearance, not from the start: a loaded machine may take seconds to start
+        # Ferry, and a server killed before the first byte is a refused first connection, which is final
+        _appears(dest.with_name(name + ".part"), proc)
+        time.sleep(1.0)  # about 8 MiB in
     else:
         proc = popen_labferry(*args, env_home=home)
         target.hold_when(dest.with_name(name + ".part"), 16 * MiB)
     assert proc.poll() is None, proc.communicate()
     return UnderWay(proc, dest, digest, size)
+
+
+def _appears(part: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not part.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{part.name} never appeared"
+        time.sleep(0.01)
 
 
 @over(*SERVERS)
