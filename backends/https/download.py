@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import aiohttp
@@ -15,6 +16,7 @@ from ..core.words import human_size
 from ..destination import Identity, PartFile
 from ..streams.chunks import ChunkMap, Interval, total
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
+from ..streams.parallel import Handoff
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch
@@ -28,8 +30,10 @@ START_STREAMS = 8  # speculative streams before anything is known about the path
 
 
 class Download:
-    def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink) -> None:
-        self.session, self.request, self.sink = session, request, sink
+    def __init__(self, session: aiohttp.ClientSession, request: TransferRequest, sink: Sink,
+                 handoff: Handoff | None = None) -> None:
+        """``handoff``: a list job's lane, whose connections this file shares with the next (``Handoff``)."""
+        self.session, self.request, self.sink, self.handoff = session, request, sink, handoff
         self.options = request.options
         self.source = redact(request.source)
         self.part = PartFile(request.dest)
@@ -130,7 +134,7 @@ class Download:
             on_identity=lambda validators, url: self._identified(fetch, hint, validators, url),
             limiter=self.limiter, tuner=tuner, streams=1 if tuner else int(opts.streams),
             max_streams=opts.max_streams, rtt_s=self.rtt_s, web_page_ok=self.settings.web_page,
-            stall_seconds=self.settings.stall_seconds,
+            stall_seconds=self.settings.stall_seconds, handoff=self.handoff,
         )
         try:
             await fetch.run()
@@ -177,9 +181,10 @@ class Download:
         self.whole = True
         # validators that change on every request cannot be compared; the one answer is one version anyway
         validators = Validators(info.size, None, None) if self.unstable else Validators.of(info)
-        written = await fetch_whole(self.session, info.url, validators, self.part, self.sink, self.hasher,
-                                    self.limiter, web_page_ok=self.settings.web_page,
-                                    stall_seconds=self.settings.stall_seconds)
+        async with self.handoff.slots if self.handoff else contextlib.nullcontext():  # one connection
+            written = await fetch_whole(self.session, info.url, validators, self.part, self.sink, self.hasher,
+                                        self.limiter, web_page_ok=self.settings.web_page,
+                                        stall_seconds=self.settings.stall_seconds)
         self.fetched += written
         if validators.decoded:
             self.decoded, info.size, self.announced_size = validators.decoded, written, None

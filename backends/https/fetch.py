@@ -24,7 +24,7 @@ from ..destination import PartFile
 from ..host.netprobe import answered_rtt, connect_time
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.floor import RateFloor
-from ..streams.parallel import ParallelTransfer
+from ..streams.parallel import Handoff, ParallelTransfer
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url
@@ -60,9 +60,11 @@ class RangedFetch(ParallelTransfer):
         deadline: float | None = None,
         web_page_ok: bool = False,
         stall_seconds: float = STALL_SECONDS,
+        handoff: Handoff | None = None,
     ) -> None:
         super().__init__(chunks, record=part, sink=sink, limiter=limiter, tuner=tuner, streams=streams,
-                         max_streams=max_streams, rtt_s=rtt_s, deadline=deadline, steal=part is not None)
+                         max_streams=max_streams, rtt_s=rtt_s, deadline=deadline, steal=part is not None,
+                         handoff=handoff)
         self.session, self.url, self.part = session, url, part
         self.validators, self.on_identity = validators, on_identity
         self.web_page_ok = web_page_ok

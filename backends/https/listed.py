@@ -4,9 +4,10 @@ The small files come with one GET each, many at once over kept-alive connections
 runs is not 1,000 cold starts): first by the lean path (``lean.py``: lanes of worker threads, each with a
 connection of its own that asks for the next file while one arrives, no aiohttp), and what is not its plain
 case by the full client (aiohttp, over the job's shared session). The large ones come with the parallel ranged
-download of a single file, a few at once, each resumable. The full client is imported and its sessions opened
-only when a file needs them, so a list of small files never pays for aiohttp. Every file is checked against
-the checksum and size the catalogue published; one that fails is named and the others go on
+download of a single file, a few at once, each resumable, each lane starting its next file in the tail of the
+last on the connections it gives back (``streams.parallel.Handoff``). The full client is imported and its
+sessions opened only when a file needs them, so a list of small files never pays for aiohttp. Every file is
+checked against the checksum and size the catalogue published; one that fails is named and the others go on
 (``backends/streams/lists.py``).
 """
 
@@ -54,6 +55,7 @@ class ListDownload(ListedChecks):
         self._full = None
         self._full_made = asyncio.Lock()
         self._full_gate = asyncio.Semaphore(self.options.max_streams)
+        self._large_slots: asyncio.Semaphore | None = None  # the large files' connections, made at the first
         self._stack = AsyncExitStack()
         self.lean_took, self.handed = 0, []  # files the lean path fetched; (file, why) it handed on
         self.in_pieces = 0  # ... of which in pieces
@@ -121,10 +123,15 @@ class ListDownload(ListedChecks):
         return self._full
 
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
+        from ..streams.parallel import Handoff
         from .download import Download
 
+        if self._large_slots is None:
+            self._large_slots = asyncio.Semaphore(self.large_budget)
+        # the next file starts in this one's tail; the last ones take the connections the others gave back
+        handoff = Handoff(self._large_slots, getattr(sink, "tail", None), self.large_budget)
         async with self.fresh() as session:
-            result = await Download(session, self._large_request(file, path), sink).run()
+            result = await Download(session, self._large_request(file, path), sink, handoff).run()
         return FileDone(result.sha256, result.verified, self._said(result), result.bytes_fetched, result.streams)
 
     def _large_request(self, file: RemoteFile, path: Path) -> TransferRequest:

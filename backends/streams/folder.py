@@ -62,8 +62,16 @@ class Totals:
 class FileSink:
     """A sink for one large file inside a folder job: reports into the folder's totals."""
 
-    def __init__(self, totals: Totals, key: str, outer: Sink | None, others: int = 1) -> None:
+    def __init__(self, totals: Totals, key: str, outer: Sink | None, others: int = 1,
+                 tailing: asyncio.Event | None = None) -> None:
         self.totals, self.key, self.outer, self.others = totals, key, outer, others
+        self.tailing = tailing
+
+    def tail(self) -> None:
+        """The file's last bytes are in flight on connections it is giving back: its lane may start the next
+        file (a fetch that shares its lane's connections says so: ``parallel.Handoff``)."""
+        if self.tailing is not None:
+            self.tailing.set()
 
     def progress(self, done: int, total: int | None, streams: int) -> None:
         self.totals.live[self.key] = done
@@ -261,8 +269,8 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
     busy = [0]
     said = on_state or (lambda rel, state, error: None)
 
-    async def one(file: RemoteFile, fetch: Fetch, others: int) -> None:
-        file_sink = FileSink(totals, file.rel, sink, others)
+    async def one(file: RemoteFile, fetch: Fetch, others: int, tailing: asyncio.Event | None = None) -> None:
+        file_sink = FileSink(totals, file.rel, sink, others, tailing)
         said(file.rel, FILE_MOVING, None)
         try:
             path = destination.file(file.saved or destination.claim(file.rel))
@@ -296,8 +304,31 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
     queue = iter(larges)
 
     async def large_lane() -> None:
-        for file in queue:  # the lanes share one iterator: each takes the next file when it is free
-            await one(file, large, min(at_once, len(smalls)))
+        """The lanes share one iterator: each takes the next file when it is free, or once the one it fetches
+        is in its tail (``FileSink.tail``); then two files of a lane are in flight at most."""
+        flying: list[asyncio.Future] = []
+        try:
+            for file in queue:
+                tailing = asyncio.Event()
+                current = asyncio.ensure_future(one(file, large, min(at_once, len(smalls)), tailing))
+                flying.append(current)
+                told = asyncio.ensure_future(tailing.wait())
+                try:
+                    await asyncio.wait([current, told], return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    told.cancel()
+                for earlier in flying[:-1]:  # the file before, in its tail: done before a third begins
+                    await earlier
+                if current.done():
+                    await current  # a failure that ends the job ends it here, as it did file by file
+                flying = [current]
+            for last in flying:
+                await last
+        finally:
+            for task in flying:
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(*flying, return_exceptions=True)
 
     lanes = [large_lane() for _ in range(max(1, min(large_at_once, len(larges))))]
     await asyncio.gather(*lanes, *(small_one(f) for f in smalls))

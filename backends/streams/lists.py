@@ -217,6 +217,8 @@ class ListedChecks:
     small_cap: int | None = None
     #: the streams each large file may use, set by ``fetch_listed`` from the budget
     large_streams: int = 1
+    #: the connections the large files share, all lanes together (``parallel.Handoff``), set with it
+    large_budget: int = 1
 
     @cached_property
     def listed(self) -> dict[str, ListedFile]:
@@ -245,6 +247,7 @@ class ListedChecks:
             if small_sizes and sum(small_sizes) / smalls >= WARM_FROM:
                 at_once, most = min(at_once, WARM_AT_ONCE), min(most, WARM_AT_ONCE)
             self.large_streams = max(1, each)
+            self.large_budget = max(1, large_at_once * each)
             failures: dict[str, TransferError] = {}
 
             def on_state(name: str, state: str, error: TransferError | None) -> None:

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 LOGIN_USER, LOGIN_PASSWORD = "reader", "nginx-secret"
-ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range" $connection'
+#: ... $msec (when the request ended) and $request_time (how long it took) give each request's span in time
+ACCESS_FORMAT = '$request_method $uri $status $body_bytes_sent "$http_range" $msec $request_time $connection'
 
 
 #: each pytest-xdist worker hands out ports from its own block, below the kernel's ephemeral range (32768 and up,

@@ -1,0 +1,79 @@
+"""A study of large runs: each lane starts its next file once the one it fetches is in its tail, on the
+connections that file gives back, and never more connections than the budget (``parallel.Handoff``). Seen
+from the real nginx with TLS, which logs when each request ended and how long it took."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+
+import pytest
+
+from .conftest import labferry
+
+MiB = 1024 * 1024
+PROJECT = "PRJEB8888"
+#: the first four (one per lane) of different sizes, so their tails come at different times; then two more
+SIZES_MIB = (17, 20, 24, 28, 17, 17)
+BUDGET = 8  # four lanes of two streams: --host-connections 8
+#: nginx logs in milliseconds: a request that begins in the millisecond its stream's last one ended is not two
+SLACK = 0.005
+
+
+@pytest.fixture(scope="module")
+def portal(nginx):
+    from tests.servers.ena_portal import Portal
+
+    server = Portal(nginx.data).start()
+    for i, size in enumerate(SIZES_MIB, 1):
+        run = f"ERR888800{i}"
+        server.add_run(run, experiment=run.replace("ERR", "ERX"), layout="SINGLE", sample=f"SAMEA88880{i}",
+                       study="ERP008888", project=PROJECT,
+                       fastq=[(f"{run}.fastq.gz", random.Random(880 + i).randbytes(size * MiB))])
+    yield server
+    server.stop()
+
+
+def _spans(nginx) -> list[tuple[str, float, float]]:
+    """(file, began, ended) of every GET nginx served for the study, from its access log."""
+    spans = []
+    for line in nginx.access_log.read_text().splitlines():
+        fields = line.split(" ")
+        if fields[0] == "GET" and "/ERR8888" in fields[1]:
+            ended, took = float(fields[-3]), float(fields[-2])
+            spans.append((fields[1].rsplit("/", 1)[-1], ended - took + SLACK, ended - SLACK))
+    return spans
+
+
+def _most_at_once(spans: list[tuple[str, float, float]]) -> tuple[int, int]:
+    """The most requests, and the most distinct files, in flight at one moment."""
+    most_requests = most_files = 0
+    for _, began, _ in spans:
+        flying = [(name, b, e) for name, b, e in spans if b <= began < e]
+        most_requests = max(most_requests, len(flying))
+        most_files = max(most_files, len({name for name, _, _ in flying}))
+    return most_requests, most_files
+
+
+def test_a_lane_starts_its_next_file_in_the_tail_of_the_last_within_the_budget(portal, nginx, tmp_path,
+                                                                                ferry_home):
+    nginx.access_log.write_text("")  # this case reads the whole log (nginx appends to the emptied file)
+    dest = tmp_path / "lanes"
+    env = dict(os.environ, LABFERRY_ENA_PORTAL=portal.url, LABFERRY_NCBI_SDL=portal.sdl,
+               LABFERRY_ENA_FILES=f"https://127.0.0.1:{nginx.port}/slow")  # 2 MB/s a connection
+    proc = labferry("copy", f"ena:{PROJECT}", f"{dest}/", "--host-connections", str(BUDGET), "--json",
+                    "--ca-file", nginx.ca_file, env_home=ferry_home, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {f["state"] for f in out["files"]} == {"fetched"} and len(out["files"]) == len(SIZES_MIB)
+    for row in portal.runs:
+        name = row["fastq_ftp"].rsplit("/", 1)[-1]
+        assert hashlib.md5((dest / name).read_bytes()).hexdigest() == row["fastq_md5"]
+    spans = _spans(nginx)
+    requests, files = _most_at_once(spans)
+    assert requests <= BUDGET, f"{requests} requests at once on a budget of {BUDGET}"
+    # four lanes: file by file, four files at most were ever in flight; a lane that hands its connections on
+    # has its next file moving while the last one's final ranges arrive
+    assert files > 4, f"at most {files} files in flight at once: no lane started a file in another's tail"
