@@ -66,7 +66,7 @@ class Handoff:
     Every stream holds one of ``slots`` (the large files' share of the budget) while it lives; ``on_tail`` is
     called once, when the first stream ends for want of work: the file's last bytes are in flight, and the next
     file may start on the connections this one gives back. A slot nobody waits for (the list's last files) is
-borrowed by a file still moving, up to ``most`` streams. Without it, the next file began only once the last
+    borrowed by a file still moving, up to ``most`` streams. Without it, the next file began only once the last
     stream, the final check and the rename were done: a quarter of the link idle ~0.2–0.3 s, then a slow start,
     at each of a 1 GiB study's file boundaries (traced at 50 ms / 1e-3, docs/benchmarks.md)."""
 
@@ -368,7 +368,9 @@ class ParallelTransfer:
         handoff = self.handoff
         if handoff.slots.locked() or not self.ready or not self.chunks.size_known:
             return
-        if len(self._workers) >= handoff.most or self.chunks.size - self.chunks.bytes_done < BORROW_FROM:
+        if len(self._workers) >= handoff.most or self._borrowed >= handoff.most - self.max_streams:
+            return  # a file borrows at most what the budget holds beyond its own share, once each
+        if self.chunks.size - self.chunks.bytes_done < BORROW_FROM:
             return
         self._borrowed += 1
         self.target += 1
