@@ -14,6 +14,9 @@ modules it needs from ``/usr/lib/apache2/modules``. Locations:
 * ``/gzip/``    the same files gzip-compressed on the fly whatever the client asked (mod_deflate, force-gzip)
 * ``/gzfile/``  ``.gz`` files sent with ``Content-Encoding: gzip`` (``AddEncoding``, as many servers are set up)
 * ``/stream/NAME`` the file through a CGI script: chunked, no Content-Length, no ranges
+
+All of it also over TLS (mod_ssl) on ``tls_port`` (``https_url``), with a certificate from a CA of its own
+(``ca_file``).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from .nginx import free_port, start_foreground, stop_process
+from .nginx import free_port, make_certificates, start_foreground, stop_process
 
 MODULES = ("mpm_event", "authz_core", "authz_host", "alias", "dir", "autoindex", "mime", "headers", "auth_basic",
-           "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env", "deflate")
+           "auth_digest", "authn_core", "authn_file", "authz_user", "rewrite", "cgid", "env", "deflate", "ssl",
+           "socache_shmcb")
 USER, PASSWORD, REALM = "reader", "s3cret pass", "Sequencing core"
 
 
@@ -45,10 +49,19 @@ class Apache:
         self.root.mkdir(parents=True, exist_ok=True)
         self.data.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
+        self.tls_port = free_port()  # the same site over TLS (mod_ssl), its certificate from its own CA
+        self.certs = make_certificates(root / "tls")
         self.proc: subprocess.Popen | None = None
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}"
+
+    def https_url(self, path: str) -> str:
+        return f"https://127.0.0.1:{self.tls_port}/{path.lstrip('/')}"
+
+    @property
+    def ca_file(self) -> str:
+        return str(self.certs["ca"])
 
     def _logins(self) -> None:
         """The password files of the two login areas (Apache's own formats, written without htpasswd)."""
@@ -77,6 +90,13 @@ class Apache:
 ServerRoot {r}
 ServerName 127.0.0.1
 Listen 127.0.0.1:{self.port}
+Listen 127.0.0.1:{self.tls_port} https
+SSLSessionCache "shmcb:{r}/ssl_scache(512000)"
+<VirtualHost 127.0.0.1:{self.tls_port}>
+    SSLEngine on
+    SSLCertificateFile {self.certs["server"]}
+    SSLCertificateKeyFile {self.certs["server_key"]}
+</VirtualHost>
 PidFile {r}/httpd.pid
 ErrorLog {r}/error.log
 LogLevel warn
