@@ -15,8 +15,8 @@ from ..core.urls import host_of, redact
 from ..core.words import human_size
 from ..destination import Identity, PartFile
 from ..streams.chunks import ChunkMap, Interval, total
+from ..streams.handoff import Handoff
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
-from ..streams.parallel import Handoff
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
 from .fetch import RangedFetch

@@ -24,7 +24,8 @@ from ..destination import PartFile
 from ..host.netprobe import answered_rtt, connect_time
 from ..streams.chunks import ChunkMap, Lease
 from ..streams.floor import RateFloor
-from ..streams.parallel import Handoff, ParallelTransfer
+from ..streams.handoff import Handoff
+from ..streams.parallel import ParallelTransfer
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url

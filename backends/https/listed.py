@@ -5,7 +5,7 @@ runs is not 1,000 cold starts): first by the lean path (``lean.py``: lanes of wo
 connection of its own that asks for the next file while one arrives, no aiohttp), and what is not its plain
 case by the full client (aiohttp, over the job's shared session). The large ones come with the parallel ranged
 download of a single file, a few at once, each resumable, each lane starting its next file in the tail of the
-last on the connections it gives back (``streams.parallel.Handoff``). The full client is imported and its
+last on the connections it gives back (``streams.handoff.Handoff``). The full client is imported and its
 sessions opened only when a file needs them, so a list of small files never pays for aiohttp. Every file is
 checked against the checksum and size the catalogue published; one that fails is named and the others go on
 (``backends/streams/lists.py``).
@@ -123,7 +123,7 @@ class ListDownload(ListedChecks):
         return self._full
 
     async def _large(self, file: RemoteFile, path: Path, sink: Sink) -> FileDone:
-        from ..streams.parallel import Handoff
+        from ..streams.handoff import Handoff
         from .download import Download
 
         if self._large_slots is None:

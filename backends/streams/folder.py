@@ -69,7 +69,7 @@ class FileSink:
 
     def tail(self) -> None:
         """The file's last bytes are in flight on connections it is giving back: its lane may start the next
-        file (a fetch that shares its lane's connections says so: ``parallel.Handoff``)."""
+        file (a fetch that shares its lane's connections says so: ``handoff.Handoff``)."""
         if self.tailing is not None:
             self.tailing.set()
 

@@ -217,7 +217,7 @@ class ListedChecks:
     small_cap: int | None = None
     #: the streams each large file may use, set by ``fetch_listed`` from the budget
     large_streams: int = 1
-    #: the connections the large files share, all lanes together (``parallel.Handoff``), set with it
+    #: the connections the large files share, all lanes together (``handoff.Handoff``), set with it
     large_budget: int = 1
 
     @cached_property

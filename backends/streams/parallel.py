@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core.base import Sink, StreamRatesSink
 from ..core.errors import RemoteChanged, TransferError
 from .chunks import ChunkMap, Interval, Lease
 from .floor import MIN_RATE, RateFloor
+from .handoff import BORROW_FROM, Handoff
 from .hashing import FollowingHasher
 from .ratelimit import RateLimit
 from .tuner import StreamTuner
@@ -40,8 +39,6 @@ STREAM_RETRIES = 4  # a stream's own quick retries before the job-level retry ta
 TICK = 0.1
 STEAL_RTTS = 4  # a steal costs the thief a round trip (a new channel on SSH): only steal what outlasts it
 MIN_STEAL_SECONDS = 0.005
-#: a file borrows a free slot of its lane's budget only while this much of it is left (``Handoff``)
-BORROW_FROM = 16 * MiB
 
 
 class Record(Protocol):
@@ -57,23 +54,6 @@ _GAVE_UP = object()
 
 class Fatal(Exception):
     """Raised by ``move`` for faults that end the whole run at once (the source changed…)."""
-
-
-@dataclass
-class Handoff:
-    """Connections one file hands to the next in a list job's lane, so the link stays full across files.
-
-    Every stream holds one of ``slots`` (the large files' share of the budget) while it lives; ``on_tail`` is
-    called once, when the first stream ends for want of work: the file's last bytes are in flight, and the next
-    file may start on the connections this one gives back. A slot nobody waits for (the list's last files) is
-    borrowed by a file still moving, up to ``most`` streams. Without it, the next file began only once the last
-    stream, the final check and the rename were done: a quarter of the link idle ~0.2–0.3 s, then a slow start,
-    at each of a 1 GiB study's file boundaries (traced at 50 ms / 1e-3, docs/benchmarks.md)."""
-
-    slots: asyncio.Semaphore
-    on_tail: Callable[[], None] | None = None
-    #: the most streams one file may run, borrowing slots no other file waits for (the list's last files)
-    most: int = 1
 
 
 class ParallelTransfer:
@@ -235,7 +215,9 @@ class ParallelTransfer:
             last_streams = dict(self._stream_moved)
             last_t, last_b = now, self.moved
             if self.sink and self.chunks.size_known:
-                self.sink.progress(self.chunks.bytes_done, self.chunks.size, len(self._workers))
+                # streams that hold a connection: a handoff's others wait for a slot the file before still holds
+                in_use = self._connected if self.handoff is not None else len(self._workers)
+                self.sink.progress(self.chunks.bytes_done, self.chunks.size, in_use)
                 if isinstance(self.sink, StreamRatesSink):
                     self.sink.stream_rates([self._stream_rates[n] for n in sorted(self._stream_rates)])
             if self.hasher:

@@ -1,5 +1,5 @@
 """A study of large runs: each lane starts its next file once the one it fetches is in its tail, on the
-connections that file gives back, and never more connections than the budget (``parallel.Handoff``). Seen
+connections that file gives back, and never more connections than the budget (``handoff.Handoff``). Seen
 from the real nginx with TLS, which logs when each request ended and how long it took."""
 
 from __future__ import annotations
@@ -46,24 +46,29 @@ def portal(nginx):
     server.stop()
 
 
-def _spans(nginx) -> list[tuple[str, float, float]]:
-    """(file, began, ended) of every GET nginx served for the study, from its access log."""
+def _spans(nginx) -> list[tuple[str, float, float, bool]]:
+    """(file, began, ended, whole) of every GET nginx served for the study, from its access log. ``whole`` is
+    False for a range Ferry cut short (its piece stolen by another stream, it closes the connection): nginx logs
+    that one only when it next writes to it, after Ferry's stream has gone on, so its end is late."""
     spans = []
     for line in nginx.access_log.read_text().splitlines():
         fields = line.split(" ")
-        if fields[0] == "GET" and "/ERR8888" in fields[1]:
-            ended, took = float(fields[-3]), float(fields[-2])
-            spans.append((fields[1].rsplit("/", 1)[-1], ended - took + SLACK, ended - SLACK))
+        if fields[0] != "GET" or "/ERR8888" not in fields[1]:
+            continue
+        first, _, last = fields[4].strip('"').removeprefix("bytes=").partition("-")
+        ended, took = float(fields[-3]), float(fields[-2])
+        whole = int(fields[3]) >= int(last) - int(first) + 1
+        spans.append((fields[1].rsplit("/", 1)[-1], ended - took + SLACK, ended - SLACK, whole))
     return spans
 
 
-def _most_at_once(spans: list[tuple[str, float, float]]) -> tuple[int, int]:
-    """The most requests, and the most distinct files, in flight at one moment."""
+def _most_at_once(spans: list[tuple[str, float, float, bool]]) -> tuple[int, int]:
+    """The most requests served whole, and the most distinct files (any request), in flight at one moment."""
     most_requests = most_files = 0
-    for _, began, _ in spans:
-        flying = [(name, b, e) for name, b, e in spans if b <= began < e]
-        most_requests = max(most_requests, len(flying))
-        most_files = max(most_files, len({name for name, _, _ in flying}))
+    for _, began, _, _ in spans:
+        flying = [(name, whole) for name, b, e, whole in spans if b <= began < e]
+        most_requests = max(most_requests, sum(whole for _, whole in flying))
+        most_files = max(most_files, len({name for name, _ in flying}))
     return most_requests, most_files
 
 
