@@ -221,14 +221,9 @@ def warm_up(address: str, overrides: Overrides | None = None, connections: int =
             registry: Registry | None = None) -> None:
     """Have the backend for ``address`` open ``connections`` to its host ahead of a list job that will fetch from
     it, while the job's catalogue is still being asked (``Warmer``); nothing where the backend cannot."""
-    overrides = overrides or Overrides()
-    registry = registry or default_registry
-    try:
-        backend = registry.for_route(address, "", overrides.backend)
-    except TransferError:
-        return
-    if isinstance(backend, Warmer):
-        options = _merge(overrides, Defaults(), None)
+    found = _warmer(address, overrides or Overrides(), registry or default_registry)
+    if found is not None:
+        backend, options = found
         backend.warm(address, replace(options, backend_options=check_backend_options(backend, options.backend_options)),
                      connections)
 
@@ -237,14 +232,17 @@ def ask_ahead(address: str, size: int, overrides: Overrides | None = None, *,
               registry: Registry | None = None) -> bool:
     """Have the backend for ``address`` ask for it (``size`` bytes) on a connection ``warm_up`` opened, while the
     job's catalogue is still arriving (``Warmer``); False when nothing was sent."""
-    overrides, registry = overrides or Overrides(), registry or default_registry
+    found = _warmer(address, overrides or Overrides(), registry or default_registry)
+    return found is not None and found[0].ask_ahead(address, found[1], size)
+
+
+def _warmer(address: str, overrides: Overrides, registry: Registry) -> tuple[Warmer, TransferOptions] | None:
+    """The backend for ``address`` and its options, where it can open connections ahead (``Warmer``)."""
     try:
         backend = registry.for_route(address, "", overrides.backend)
     except TransferError:
-        return False
-    if not isinstance(backend, Warmer):
-        return False
-    return backend.ask_ahead(address, _merge(overrides, Defaults(), None), size)
+        return None
+    return (backend, _merge(overrides, Defaults(), None)) if isinstance(backend, Warmer) else None
 
 
 def _origin(address: str) -> str:
