@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from app.paths import data_dir
+from app.paths import data_dir, private_file
 
 from .protocol import socket_path, unsafe_socket
 
@@ -47,7 +47,7 @@ def start_agent(folder: Path) -> None:
     log_folder = folder / "agent"
     log_folder.mkdir(parents=True, exist_ok=True)
     os.chmod(log_folder, 0o700)
-    with open(log_folder / "agent.log", "ab") as log:
+    with open(private_file(log_folder / "agent.log"), "ab") as log:
         subprocess.Popen(agent_argv("--serve"), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True, close_fds=True)
 

@@ -11,12 +11,13 @@ import logging
 import logging.handlers
 import os
 import sys
+from pathlib import Path
 
 from app import __version__
 from app import stops as stopping
 from backends.core import errors
 
-from . import agent, copy, listing, preflight, report, sites, torrent
+from . import agent, copy, doctor, listing, preflight, report, sites, torrent
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "if there is one)")
     gui.set_defaults(handler=lambda args: _gui(args.quit_after, args.items))
     listing.add_parsers(sub)
+    doctor.add_parser(sub)
     sites.add_parser(sub)
     report.add_parser(sub)
     preflight.add_parsers(sub)
@@ -98,13 +100,23 @@ def setup_logging(verbose: int = 0) -> None:
         logging.getLogger().setLevel(said.level)
 
     try:
-        handler = logging.handlers.RotatingFileHandler(data_dir() / "ferry.log", maxBytes=2_000_000, backupCount=3)
+        handler = PrivateLog(data_dir() / "ferry.log", maxBytes=2_000_000, backupCount=3)
     except OSError:
         return  # a log file that cannot be opened must not stop a transfer; a data folder that cannot is said
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.INFO, logging.INFO))
+
+
+class PrivateLog(logging.handlers.RotatingFileHandler):
+    """The log, each new file of it 0600: it names every job's addresses (``app.paths``)."""
+
+    def _open(self):
+        from app.paths import private_file
+
+        private_file(Path(self.baseFilename))
+        return super()._open()
 
 
 def quiet_threads() -> None:
@@ -164,6 +176,13 @@ def main(argv: list[str] | None = None, namespace: argparse.Namespace | None = N
     except BrokenPipeError:  # `labferry history | head`: the reader left; not an error worth a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:
+        sqlite = sys.modules.get("sqlite3")
+        if sqlite is None or not isinstance(exc, sqlite.DatabaseError):
+            raise
+        print(f"labferry: Ferry's database could not be read ({exc}); run `labferry doctor`, which moves a damaged "
+              "one aside and starts a new one.", file=sys.stderr)
+        return errors.LocalError.exit_status
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from backends.core.errors import LocalError
 
 from .benchmarks import BenchmarkLog
 from .db import connect
+from .health import check_once
 from .history import HistoryFilter, HistoryTable
 from .jobs import JobsTable
 from .preflights import PreflightLog
@@ -24,7 +25,8 @@ class Store:
 
     def __init__(self, path: Path | str | None = None, *, readonly: bool = False) -> None:
         self.path = Path(path) if path else database_path()
-        if readonly and not self.path.exists():
+        check_once(self.path)  # before a read-only open: a damaged file is replaced by a new, empty one
+        if readonly and (not self.path.exists() or not self.path.stat().st_size):
             connect(self.path).close()  # create and migrate once, then reopen read-only
         try:
             self.conn = connect(self.path, readonly=readonly)

@@ -8,8 +8,9 @@ transaction, when a database is opened. Never edit a shipped migration: add one.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
+
+from . import health
 
 MIGRATIONS: list[str] = [
     # 1: queue, history, benchmark log
@@ -132,32 +133,21 @@ class SchemaTooNew(RuntimeError):
 
 
 def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection with Ferry's settings; migrates the schema unless read-only."""
+    """A connection with Ferry's settings; migrates the schema unless read-only. A damaged file is moved aside
+    first and a held one waited for (``health``)."""
+    health.check_once(Path(path))
     if readonly:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-    else:
-        conn = sqlite3.connect(path, timeout=10, isolation_level=None)  # explicit transactions only
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1, factory=health.Patient)
+    else:  # explicit transactions only
+        conn = sqlite3.connect(path, timeout=1, isolation_level=None, factory=health.Patient)
+    conn.where = str(path)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute("PRAGMA busy_timeout = 1000")
     if not readonly:
-        _while_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        _while_locked(lambda: migrate(conn))
+        migrate(conn)
     return conn
-
-
-def _while_locked(step, seconds: float = 10.0):
-    """``step`` again while another process holds the database: switching a new file to WAL takes an exclusive
-    lock, and SQLite answers "database is locked" at once there instead of waiting out busy_timeout (two
-    ``labferry`` commands started together on a new data folder: one failed)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return step()
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
 from app.paths import data_dir, database_path
+from backends.core.errors import LocalError
 
 HOST_KEY_WAIT = 300.0  # seconds a transfer waits for the user to answer a host-key question
 SHARED_ANSWER = 5.0  # seconds an answer also serves the connections that were meeting the key as it was given
@@ -102,6 +103,10 @@ def build(argv: list[str] | None = None):
     from .instance import FileOpenEvents
 
     app.installEventFilter(FileOpenEvents(window.open_items, window))  # macOS: .torrent and magnet: from Finder
+    from app.store import health
+
+    if health.notes:  # a damaged database was moved aside: said where the user looks, not only on stderr
+        window.statusBar().showMessage(" ".join(health.notes))
     hints = app.styleHints()
     if hasattr(hints, "colorSchemeChanged"):  # Qt 6.5+: the desktop's light/dark switch, followed live
         hints.colorSchemeChanged.connect(window.follow_system_theme)
@@ -119,7 +124,11 @@ def main(argv: list[str] | None = None, quit_after: float | None = None, items: 
     QApplication.instance() or QApplication(argv or ["labferry-gui"])
     if hand_over(items):
         return 0
-    app, engine, window = build(argv)
+    try:
+        app, engine, window = build(argv)
+    except LocalError as exc:  # a data folder or database Ferry cannot use (held by another program): said
+        QMessageBox.critical(None, "Ferry cannot start", str(exc))
+        return exc.exit_status
     InstanceServer(window.open_items, window)
     window.show()
     if items:

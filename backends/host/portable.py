@@ -289,6 +289,40 @@ def set_mode(path, mode: int) -> bool:
         raise
 
 
+#: the most entries below a data folder that ``keep_private`` looks at (a relay's spool may hold many files)
+PRIVATE_WALK_LIMIT = 10_000
+
+
+def keep_private(folder: Path) -> int:
+    """Make ``folder`` and what lies below it this user's alone (folders 0700, files 0600) where others could read
+    them; the number of entries tightened. Links are never followed. On Windows the user's profile keeps the data
+    private by its ACLs and POSIX bits mean little: nothing is done there (0)."""
+    if os.name == "nt":
+        return 0
+    changed, seen, todo = 0, 0, [folder]
+    while todo and seen < PRIVATE_WALK_LIMIT:
+        path = todo.pop()
+        seen += 1
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            with os.scandir(path) as entries:
+                todo.extend(Path(entry.path) for entry in entries)
+        if info.st_mode & 0o077 and set_mode(path, 0o700 if stat.S_ISDIR(info.st_mode) else 0o600):
+            changed += 1
+    return changed
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` empty and this user's alone (0600, whatever the umask) unless it exists; never through a
+    link. A program that opens it afterwards (SQLite, a log handler) keeps its mode."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600))
+
+
 #: the prefix of Windows' extended-length paths, which its file calls take at up to ~32,767 characters
 EXTENDED = "\\\\?\\"
 

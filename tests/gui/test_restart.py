@@ -84,3 +84,16 @@ def test_a_restart_keeps_finished_rows_in_their_places(qtbot, ferry_home, nginx,
         assert [n for n, _ in _names(window)] == ["missing.bin"]  # cleared rows stay cleared
     finally:
         _close(engine, window)
+
+
+def test_the_window_opens_over_a_damaged_database_and_says_so(qtbot, ferry_home, tmp_path):
+    (ferry_home / "ferry.sqlite3").write_bytes(b"this is not SQLite\n" * 500)
+    engine, window = _open(tmp_path)
+    try:
+        qtbot.waitUntil(window.isVisible, timeout=10_000)
+        said = window.statusBar().currentMessage()
+        assert "was damaged" in said and "ferry.sqlite3.damaged-" in said, said
+        assert [p for p in ferry_home.iterdir() if ".damaged-" in p.name]
+        assert window.queue_model.views() == []
+    finally:
+        _close(engine, window)
