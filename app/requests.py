@@ -28,7 +28,7 @@ from backends.core.errors import BadRequest, TransferError
 from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
 from backends.core.registry import registry as default_registry
-from backends.core.urls import host_of, local_path_of
+from backends.core.urls import check_authority, host_of, local_path_of
 from backends.host import portable
 
 from .routes import resolve_destination
@@ -112,9 +112,11 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     defaults = defaults or Defaults()
     registry = registry or default_registry
     source, dest = local_path_of(source), local_path_of(os.fspath(dest))  # file:///C:/x is a local path
+    _check_authorities(source, dest)
     if overrides.via:
         return _resolve_relay(source, dest, overrides, defaults, registry, store, sites)
     source, dest, site = _expand_sites(source, dest, store, sites)
+    _check_authorities(source, dest)
     options = _merge(overrides, defaults, site)
     source = _absolute_local(source)
     backend = registry.for_route(source, dest, overrides.backend)
@@ -131,6 +133,13 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     if "://" not in dest and Path(dest) != Path(given):
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
+
+
+def _check_authorities(*locations: str) -> None:
+    """Hosts and users checked before any backend builds a command from them (``ssh -oX`` taken as a host)."""
+    for location in locations:
+        if "://" in location:
+            check_authority(location)
 
 
 #: the most streams each hop of a relay opens (unless the user says otherwise). Each hop is a shorter path than

@@ -44,8 +44,12 @@ class Site:
                              "or ':'.")
         if self.protocol not in PROTOCOLS:
             raise BadRequest(f"Sites can use {', '.join(PROTOCOLS)}; '{self.protocol}' is not one of them.")
-        if not self.host or any(c in self.host for c in "/@ :"):
+        if (not self.host or any(c in self.host for c in "/@ :") or self.host.startswith("-")
+                or any(c.isspace() or ord(c) < 32 for c in self.host)):
             raise BadRequest(f"'{self.host}' is not a host name. Give just the host, such as dtn.example.org.")
+        if self.user and (self.user.startswith("-") or any(c.isspace() or ord(c) < 32 for c in self.user)):
+            raise BadRequest(f"'{self.user}' is not a user name: it begins with '-' or holds a space or a control "
+                             "character.")
         if self.streams != "auto" and not (self.streams.isdigit() and 1 <= int(self.streams) <= 64):
             raise BadRequest("A site's streams must be auto or a number from 1 to 64.")
         return self

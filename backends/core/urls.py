@@ -27,6 +27,24 @@ def host_of(url: str) -> str | None:
         return None
 
 
+def check_authority(url: str) -> None:
+    """Refuse (``BadRequest``, exit 2) an address whose host or user begins with ``-`` or holds a space or a
+    control character, before any command is built from it: ``ssh -oProxyCommand=…`` is an option, not a host,
+    and a line break in a user name ends an FTP command. Real host and user names never hold these."""
+    from .errors import BadRequest
+
+    try:
+        parts = urlsplit(url)
+        host, user = parts.hostname, parts.username
+    except ValueError:
+        return  # each backend says in its own words why the address is not one
+    for what, value in (("host name", host), ("user name", user)):
+        value = unquote(value) if value else value
+        if value and (value.startswith("-") or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value)):
+            raise BadRequest(f"{value!r} in {redact(url)} is not a {what}: it begins with '-' or holds a space or "
+                             "a control character. Check the address.")
+
+
 def remote_name(url: str) -> str:
     """The file name a URL points at (percent-decoded), or "" when it names a folder."""
     path = unquote(urlsplit(url).path)

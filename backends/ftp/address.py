@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from ..core.errors import BadAnswer, BadRequest
 from ..core.netrc import netrc_login
-from ..core.urls import redact
+from ..core.urls import check_authority, redact
 
 SCHEMES = ("ftp", "ftps")
 ANONYMOUS = "anonymous"
@@ -41,6 +41,7 @@ class FtpAddress:
             raise BadRequest(f"'{redact(url)}' has a port that is not a number from 1 to 65535.") from None
         if not parts.hostname:
             raise BadRequest(f"'{redact(url)}' names no server. Give it as ftp://host/path.")
+        check_authority(url)
         raw = parts.path[1:] if parts.path.startswith("/") else parts.path
         path = unquote(raw)
         if any(c in path for c in "\r\n\0"):

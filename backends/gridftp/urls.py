@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from ..core.errors import BadRequest
+from ..core.urls import check_authority
 
 SCHEMES = ("gsiftp", "ftp", "sshftp")
 DEFAULT_PORTS = {"gsiftp": 2811, "ftp": 21, "sshftp": 22}
@@ -37,6 +38,7 @@ class GridUrl:
             raise BadRequest(f"'{url}' is not a GridFTP address; use gsiftp://, ftp:// or sshftp://.")
         if not parts.hostname:
             raise BadRequest(f"'{url}' names no server. Write it as {parts.scheme}://host[:port]/path.")
+        check_authority(url)
         if parts.password is not None:
             raise BadRequest(
                 "Passwords inside GridFTP addresses are not accepted (they would be visible to other users "

@@ -90,7 +90,7 @@ async def resolve_dial(argv: list[str], alias: str, timeout: float) -> Dial:
     if not dialer_available():
         return Dial()
     try:
-        proc = await asyncio.create_subprocess_exec(*argv, "-G", alias, stdin=subprocess.DEVNULL,
+        proc = await asyncio.create_subprocess_exec(*argv, "-G", "--", alias, stdin=subprocess.DEVNULL,
                                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
         return Dial()

@@ -53,7 +53,7 @@ class DirectLogin(Master):
         if subsystem or stdout is not subprocess.PIPE:
             raise ValueError("a direct login carries commands whose output is its own pipe")
         dial = await asyncio.shield(self.ssh.dial())
-        argv = [*self.ssh.base_argv(), *dial.argv, self.ssh.target.alias, f"echo FERRY-UP; {command}"]
+        argv = [*self.ssh.base_argv(), *dial.argv, "--", self.ssh.target.alias, f"echo FERRY-UP; {command}"]
         async with self.ssh.login_slots():
             proc = await asyncio.create_subprocess_exec(
                 *child_argv(argv), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -198,7 +198,8 @@ class OpenSsh:
         """A channel on the master at ``socket_path`` running ``command`` (with ``subsystem``: the server's
         subsystem of that name, ``sftp``); with no master (``direct.py``), a login of its own."""
         master = ["-S", str(socket_path), "-o", "ControlMaster=no"] if socket_path is not None else []
-        return [*self.base_argv(), *master, *(["-s"] if subsystem else []), self.target.alias, command]
+        return [*self.base_argv(), *master, *(["-s"] if subsystem else []), "--", self.target.alias,
+                command]
 
     @contextlib.asynccontextmanager
     async def login_slots(self) -> AsyncIterator[None]:
@@ -294,7 +295,7 @@ class Master:
     async def start(self) -> None:
         dial: Dial = await asyncio.shield(self.ssh.dial())
         argv = [*self.ssh.base_argv(), *dial.argv, "-M", "-S", str(self.socket), "-N", "-o", "ControlPersist=no",
-                self.ssh.target.alias]
+                "--", self.ssh.target.alias]
         self.proc = await asyncio.create_subprocess_exec(
             *child_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             env={**os.environ, **dial.env} if dial.env else None, **child_kwargs()

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..core.errors import BadRequest
 from ..core.options import option
+from ..core.urls import check_authority
 
 if TYPE_CHECKING:
     import paramiko
@@ -86,6 +87,7 @@ def parse_target(url: str, options: SshOptions | None = None) -> Target:
         raise BadRequest(f"'{url}' is not an sftp:// or scp:// URL.")
     if not parts.hostname:
         raise BadRequest(f"'{url}' has no host name. Write it as {scheme}://user@host/path.")
+    check_authority(url)
     path = unquote(parts.path)
     if path.startswith("/~/") or path == "/~":
         path = path[3:]  # relative to the login folder
