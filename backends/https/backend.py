@@ -61,14 +61,16 @@ async def _session(url: str, options: TransferOptions):
     proxy = settings.proxy
     if login or not settings.share_connections:  # a login stays in its job's own session
         async with open_session(options.ca_file, options.insecure, timeouts,
-                                login=Login(url, *login) if login else None, proxy=proxy) as session:
+                                login=Login(url, *login) if login else None, proxy=proxy,
+                                allow_downgrade=settings.allow_downgrade) as session:
             yield url, session
         return
     from .pool import pool_here
 
-    key = (options.ca_file, bool(options.insecure), settings.stall_seconds, proxy)
+    key = (options.ca_file, bool(options.insecure), settings.stall_seconds, proxy, settings.allow_downgrade)
     async with pool_here().borrow(key, lambda: open_session(options.ca_file, options.insecure, timeouts,
-                                                            proxy=proxy)) as session:
+                                                            proxy=proxy, allow_downgrade=settings.allow_downgrade)
+                                  ) as session:
         yield url, session
 
 
@@ -199,7 +201,7 @@ class HttpsBackend:
             from .session import HttpTimeouts, open_session
 
             return open_session(options.ca_file, options.insecure, HttpTimeouts(stall=settings.stall_seconds),
-                                proxy=settings.proxy)
+                                proxy=settings.proxy, allow_downgrade=settings.allow_downgrade)
 
         return await ListDownload(request, sink, shared, fresh).run()
 

@@ -27,6 +27,9 @@ class HttpsOptions:
     proxy: str | None = option(None, "send HTTP(S) through this proxy (http://[USER:PASSWORD@]HOST:PORT); without it "
                                      "Ferry follows HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as curl does",
                                flag="--proxy", metavar="URL")
+    allow_downgrade: bool = option(False, "follow a redirect from https to plain http (refused by default: the file "
+                                          "would travel unencrypted; a password is never sent over http)",
+                                   flag="--allow-downgrade")
     share_connections: bool = option(False, "reuse warm connections with the other jobs of this process: for many "
                                             "small files from one server (an accession's small runs); large files "
                                             "do better on fresh ones")

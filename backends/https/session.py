@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import hdrs
+from yarl import URL
 
 from ..core.errors import (
     AuthError,
@@ -58,12 +59,32 @@ class HttpTimeouts:
     stall: float = STALL_SECONDS
 
 
+REDIRECTS = (301, 302, 303, 307, 308)
+
+
+async def no_downgrade(request: aiohttp.ClientRequest, handler) -> aiohttp.ClientResponse:
+    """A client middleware (run for every hop of a redirect chain): an https address that redirects to plain
+    http is refused, as curl's ``--proto-redir =https`` and a browser's HSTS would. The file would travel
+    readable and changeable by anyone on the path while the user believes it came over TLS."""
+    response = await handler(request)
+    if response.status in REDIRECTS and request.url.scheme == "https":
+        location = response.headers.get(hdrs.LOCATION, "")
+        to = request.url.join(URL(location)) if location else None
+        if to is not None and to.scheme == "http":
+            response.release()
+            raise BadAnswer(f"{redact(str(request.url))} redirects to the plain http address {redact(str(to))[:200]}"
+                            ", where the file would travel unencrypted; Ferry stopped. Ask the server's owner for an "
+                            "https address, or give --allow-downgrade to accept it (no password is sent over http).")
+    return response
+
+
 def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | None = None,
-                 login=None, proxy: str | None = None) -> aiohttp.ClientSession:
+                 login=None, proxy: str | None = None, allow_downgrade: bool = False) -> aiohttp.ClientSession:
     """One client session for a job; ``login`` (``login.Login``) adds the user's credentials to every request
     to the URL's own host. ``proxy``: the one the user named; without it an institution's proxy settings in
     the environment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) are followed (``trust_env``), as curl and wget do,
-    when there are any (``environment_names_a_proxy``)."""
+    when there are any (``environment_names_a_proxy``). ``allow_downgrade``: follow an https → http redirect
+    (``no_downgrade``); a login is never sent over plain http all the same (``login.Login``: one origin)."""
     timeouts = timeouts or HttpTimeouts()
     connector = aiohttp.TCPConnector(
         limit=0,  # our streams are the limit; aiohttp's default of 100 would queue them
@@ -77,7 +98,7 @@ def open_session(ca_file: str | None, insecure: bool, timeouts: HttpTimeouts | N
         read_bufsize=1 << 20,
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeouts.connect, sock_read=timeouts.stall),
         headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
-        middlewares=(login,) if login else (),
+        middlewares=(*(() if allow_downgrade else (no_downgrade,)), *((login,) if login else ())),
         trust_env=not proxy and environment_names_a_proxy(),
         proxy=proxy or None,
     )

@@ -183,7 +183,7 @@ http {{
     client_body_temp_path {p}/tmp_body; proxy_temp_path {p}/tmp_proxy; fastcgi_temp_path {p}/tmp_fcgi;
     uwsgi_temp_path {p}/tmp_uwsgi; scgi_temp_path {p}/tmp_scgi;
     sendfile on; tcp_nopush on; keepalive_requests 100000; keepalive_timeout 120s;
-    server {{ listen {self.listen}:{self.port} ssl; {tls} {locations} }}
+    server {{ listen {self.listen}:{self.port} ssl; {tls} {locations} {self.downgrades()} }}
     server {{ listen {self.listen}:{self.http_port}; {locations} }}
     server {{ listen {self.listen}:{self.wrong_port} ssl;
              ssl_certificate {self.certs['wrong']}; ssl_certificate_key {self.certs['wrong_key']};
@@ -193,6 +193,13 @@ http {{
              root {d}; }}
 }}
 """
+
+    def downgrades(self) -> str:
+        """On the TLS server only: /downgrade/X redirects to X on the plain http port, /downgrade-login/X to the
+        plain port's /login/X (a downgrade: docs/security.md)."""
+        plain = f"http://{self.listen}:{self.http_port}"
+        return (f"location /downgrade/ {{ rewrite ^/downgrade/(.*)$ {plain}/$1 redirect; }} "
+                f"location /downgrade-login/ {{ rewrite ^/downgrade-login/(.*)$ {plain}/login/$1 redirect; }}")
 
     def start(self, argv_prefix: tuple[str, ...] = ()) -> Nginx:
         conf = self.prefix / "nginx.conf"
