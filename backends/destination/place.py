@@ -98,30 +98,68 @@ class Destination:
         self.named_here = named_here
         self.renamed: list[Renamed] = []
         self._claims: dict[str, str] = {}  # given → saved
+        self._saved: dict[str, tuple[str, bool]] = {}  # saved → (the given name, a folder): one file a path
         self._folded: dict[str, str] = {}  # fold(saved) → saved, on a disk that folds case
         self._safe_folders: set[Path] = set()
         self._folds: bool | None = None
 
-    def claim(self, given: str) -> str:
-        """The path below DEST that the server's ``given`` path is saved as (the same answer every time)."""
+    def claim(self, given: str, *, folder: bool = False) -> str:
+        """The path below DEST that the server's ``given`` path is saved as (the same answer every time). Two
+        given files never share a saved path: a name the safe-name rules (``what?.txt`` → ``what%3F.txt``) or a
+        disk that folds case would put on another's place is numbered (``what%3F~2.txt``) and said. Folders
+        (``folder``) may share one, as on a disk that folds case: only a file is ever overwritten."""
         if given in self._claims:
             return self._claims[given]
         try:
             saved, why = portable_path(given)
         except ValueError as exc:
             raise LocalError(f"The server named a file Ferry cannot save: {exc}.") from None
-        key = fold(saved)
-        if key in self._folded and self._folded[key] != saved and self.folds_case():
+        if self._taken(saved, folder):
+            first = self._owner(saved)
+            clash = (f"would be saved on the place of {shown(first)!r}" if saved in self._saved else
+                     f"differs only by case or accents from {shown(first)!r} on this disk")
             n = 2
-            while fold(numbered(saved, n)) in self._folded:
+            while self._taken(numbered(saved, n), folder):
                 n += 1
-            saved, why = numbered(saved, n), "; ".join(filter(None, [why, "differs only by case or accents from "
-                                                                       f"{self._folded[key]!r} on this disk"]))
+            saved = numbered(saved, n)
+            why = "; ".join(filter(None, [why, clash]))
         self._folded.setdefault(fold(saved), saved)
+        self._saved.setdefault(saved, (given, folder))
         self._claims[given] = saved
         if why:
             self.renamed.append(Renamed(shown(given), saved, why))
         return saved
+
+    def claim_all(self, files, folders=()) -> None:
+        """Claim a whole listing at once, so the numbering does not depend on the order a server lists in:
+        folders first, then the files kept as given (the literal ``what%3F.txt`` keeps its name), then those
+        the rules change, each sorted."""
+        for given in sorted(set(folders)):
+            self.claim(given, folder=True)
+        kept, changed = [], []
+        for given in sorted(set(files)):
+            try:
+                (kept if portable_path(given)[0] == given else changed).append(given)
+            except ValueError:
+                changed.append(given)  # its claim says why it cannot be saved
+        for given in kept + changed:
+            self.claim(given)
+
+    def _taken(self, saved: str, folder: bool) -> bool:
+        """Whether ``saved`` is another's already: any claim bars a file, a file's claim bars a folder."""
+        owner = self._owner_of(saved)
+        return owner is not None and (not folder or not owner[1])
+
+    def _owner_of(self, saved: str) -> tuple[str, bool] | None:
+        """Who claimed ``saved``, or its twin on a disk that folds case or accents."""
+        if saved in self._saved:
+            return self._saved[saved]
+        twin = self._folded.get(fold(saved))
+        return self._saved.get(twin) if twin is not None and self.folds_case() else None
+
+    def _owner(self, saved: str) -> str:
+        owner = self._owner_of(saved)
+        return owner[0] if owner else saved
 
     def note_renamed(self, renamed: list[Renamed]) -> None:
         """Names a listing already had to change to keep them one part (``names.one_part``)."""

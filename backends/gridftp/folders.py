@@ -29,7 +29,7 @@ from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
 from ..core.words import agrees, counted
-from ..destination import Destination, move_into_place, os_error
+from ..destination import Destination, check_folder, move_into_place, os_error
 from ..destination.names import portable_path
 from ..destination.place import link_refused
 from ..host import portable
@@ -91,15 +91,17 @@ def _move_into(staging: Path, dest: Path, listing: list[Entry]) -> Destination:
     Returns the destination (its renames)."""
     destination = Destination(dest)
     listing = [e for e in listing if e.rel]  # not the folder itself
+    destination.claim_all([e.rel for e in listing if not e.is_dir], [e.rel for e in listing if e.is_dir])
     for entry in sorted(listing, key=lambda e: e.rel):
-        saved = destination.claim(entry.rel)
+        saved = destination.claim(entry.rel, folder=entry.is_dir)
         if entry.is_dir:
             destination.folder(saved)
         else:
             mode = entry.mode | 0o600 if entry.mode is not None else None
             move_into_place(staging / entry.rel, destination.file(saved), entry.mtime or None, mode)
-    _apply_times(dest, [replace(e, rel=destination.claim(e.rel)) for e in listing if e.is_dir])
+    _apply_times(dest, [replace(e, rel=destination.claim(e.rel, folder=True)) for e in listing if e.is_dir])
     shutil.rmtree(staging, ignore_errors=True)
+    check_folder(destination, [(e.rel, e.size) for e in listing if not e.is_dir])
     return destination
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
 from ..core.errors import Corrupt
 from ..core.words import agrees, counted
-from ..destination import Destination, WholeFile, os_error
+from ..destination import Destination, WholeFile, check_folder, os_error
 from ..host import portable
 from ..streams.folder import FileOutcome, FileSink, Totals, choose, wire_of
 from ..streams.hashing import manifest_digest
@@ -44,8 +44,10 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     """The folder ``root`` into ``dest``: the listing is the server's word, so every name goes through the
     destination's claims (made safe, nothing outside DEST, no link entered) before anything is written."""
     destination = Destination(dest, named_here=options.name_from_source)
-    entries = [replace(e, saved=destination.claim(e.rel)) for e in sorted(await session.walk(root),
-                                                                            key=lambda e: e.rel)]
+    walked = await session.walk(root)
+    destination.claim_all([e.rel for e in walked if not e.is_dir], [e.rel for e in walked if e.is_dir])
+    entries = [replace(e, saved=destination.claim(e.rel, folder=e.is_dir)) for e in sorted(walked,
+                                                                                            key=lambda e: e.rel)]
     files = [e for e in entries if statmod.S_ISREG(e.mode)]
     files = choose(files, destination, options, sink)
     folders = [e for e in entries if e.is_dir]
@@ -96,6 +98,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
             os.utime(folder, (entry.mtime, entry.mtime))
         except OSError as exc:
             raise os_error(exc, folder, "write") from None
+    check_folder(destination, [(e.rel, e.size) for e in files])
     verified, method = check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
         else (False, NOT_COMPARED)
     methods.add(method)

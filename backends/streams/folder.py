@@ -26,6 +26,7 @@ from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.words import counted
 from ..destination import Destination, room_for
+from ..destination.tally import missing_error, unaccounted
 from .hashing import manifest_digest
 
 
@@ -154,8 +155,7 @@ def _same_size(path: Path, size: int | None) -> bool:
 def claim_all(files: list, folders: list[str], destination: Destination) -> None:
     """Give every file (anything with ``rel`` and ``saved``) and folder its safe path below DEST, in sorted
     order, so a name a case-insensitive disk would clash on is numbered the same way on every run."""
-    for rel in sorted(set(folders) | {f.rel for f in files}):
-        destination.claim(rel)
+    destination.claim_all([f.rel for f in files], folders)
     for f in files:
         f.saved = destination.claim(f.rel)
 
@@ -192,7 +192,7 @@ def plan(files: list[RemoteFile], folders: list[str], destination: Destination, 
     (no link entered), and check the space."""
     claim_all(files, folders, destination)
     files = choose(files, destination, options, sink)
-    for saved in [""] + sorted({destination.claim(rel) for rel in folders} | {f.saved.rpartition("/")[0]
+    for saved in [""] + sorted({destination.claim(rel, folder=True) for rel in folders} | {f.saved.rpartition("/")[0]
                                                                               for f in files}):
         destination.folder(saved)
     room_for(destination.root / "x", sum(f.size or 0 for f in files))
@@ -244,6 +244,20 @@ def set_mtime(path: Path, mtime: float | None) -> None:
             os.utime(path, (mtime, mtime))
         except OSError:
             pass
+
+
+def _account(files: list, done: dict, destination: Destination, failures: dict | None, said) -> None:
+    """Every file counted done is on disk at its own saved name with its listed size (``destination.tally``);
+    one that is not fails the job (exit 6), or, in a list job, fails alone and is no longer counted done."""
+    wrong = unaccounted(destination, [(f.rel, f.size) for f in files if f.rel in done])
+    if not wrong:
+        return
+    if failures is None:
+        raise missing_error(wrong, destination.root)
+    for rel in wrong:
+        done.pop(rel)
+        failures[rel] = missing_error({rel: wrong[rel]}, destination.root)
+        said(rel, FILE_FAILED, failures[rel])
 
 
 Fetch = Callable[[RemoteFile, Path, Sink], Awaitable[FileDone]]
@@ -332,6 +346,7 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
 
     lanes = [large_lane() for _ in range(max(1, min(large_at_once, len(larges))))]
     await asyncio.gather(*lanes, *(small_one(f) for f in smalls))
+    _account(files, done, destination, failures, said)
     streams = max([totals.streams, totals.peak] + [d.streams + (1 if smalls else 0) for d in done.values()])
     methods = Counter(d.method for d in done.values())
     shape = f"{counted(len(files), 'file')} ({len(smalls)} one request each, {len(larges)} in parallel streams)"

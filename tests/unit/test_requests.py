@@ -87,8 +87,8 @@ def test_backend_options_explicit_over_site_and_checked_against_the_backends_dec
         go(store, "site:core/run1/", book=book, chosen=Overrides(backend_options={"max_handshakes": "many"}))
     assert go(store, "site:core/run1/", book=book, chosen=Overrides(backend_options={"max_handshakes": "6"})) \
         .options.backend_options["max_handshakes"] == 6  # a hand-edited profile's digits
-    with pytest.raises(BadRequest, match="https transfers have no option 'identity'. They take: --proxy, "
-                                         "--stall-timeout, --web-page"):
+    with pytest.raises(BadRequest, match="https transfers have no option 'identity'. They take: "
+                                         "--allow-downgrade, --proxy, --stall-timeout, --web-page"):
         go(store, "https://h/x.bin", chosen=Overrides(backend_options={"identity": "/k"}))
     assert go(store, "https://h/x.bin", chosen=Overrides(backend_options={"identity": "/k"}), strict=False) \
         .options.backend_options == {}
