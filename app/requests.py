@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from backends.core.base import Checksum, ListedFile, TransferOptions, Warmer
+from backends.core.depth import MAX_DEPTH
 from backends.core.errors import BadRequest, TransferError
 from backends.core.options import check_backend_options
 from backends.core.registry import Registry, scheme_of
@@ -54,6 +55,7 @@ class Overrides:
     via: str | None = None
     keep: bool | None = None  # a relay keeps its spool copy (``--keep``)
     agent_command: str | None = None  # how Ferry starts on the relay's host (``--agent-command``)
+    max_depth: int | None = None  # folder levels below the source (``--max-depth``)
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,7 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
         sync=overrides.sync,
         verify=defaults.verify if overrides.verify is None else overrides.verify,
         backend_options=site_options | explicit,
+        max_depth=overrides.max_depth or MAX_DEPTH,
     )
 
 

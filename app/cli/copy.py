@@ -68,6 +68,9 @@ def add_parser(sub) -> None:
     from .accession import add_arguments as add_accession_arguments
 
     add_accession_arguments(p)
+    p.add_argument("--max-depth", type=_max_depth, default=None, metavar="N",
+                   help="for folders: go at most N folder levels below the source (default 32, at most 64); a deeper "
+                        "tree is refused before anything is copied")
     p.add_argument("--retries", type=_retries, default=None, metavar="N",
                    help="tries after a network fault before giving up (default 5; 0: fail at the first fault)")
     p.add_argument("--wait-network", type=_duration, default=None, metavar="DURATION",
@@ -108,6 +111,7 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         backend_options=backend_options(args),
         backend=args.backend,
         via=getattr(args, "via", None),
+        max_depth=getattr(args, "max_depth", None),
         keep=getattr(args, "keep", False) or None,
         agent_command=getattr(args, "agent_command", None) if getattr(args, "via", None) else None,
     )
@@ -218,6 +222,14 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _max_depth(text: str) -> int:
+    from backends.core.depth import MAX_DEPTH_LIMIT
+
+    if not text.isdigit() or not 1 <= int(text) <= MAX_DEPTH_LIMIT:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a depth; give a number from 1 to {MAX_DEPTH_LIMIT}")
+    return int(text)
 
 
 def _retries(text: str) -> int:

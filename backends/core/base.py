@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from .depth import MAX_DEPTH
+
 Streams = int | Literal["auto"]
 
 
@@ -103,6 +105,8 @@ class TransferOptions:
     name_from_source: bool = False
     #: backend-specific settings (SSH: identity, known_hosts, accept_new_host_key, …); no secrets
     backend_options: dict = field(default_factory=dict)
+    #: the most folder levels a folder job goes below the source (``--max-depth``): past it, one sentence
+    max_depth: int = MAX_DEPTH
     #: a list job: these files into the folder DEST, as one job (a backend that is a ``ListFetcher``)
     files: tuple[ListedFile, ...] = ()
     #: the source is a relay's spool, still arriving: the file that says what of it is ready (``Arriving``)
@@ -131,6 +135,8 @@ class TransferOptions:
             "name_from_source": self.name_from_source,
             "backend_options": dict(self.backend_options),
         }
+        if self.max_depth != MAX_DEPTH:
+            d["max_depth"] = self.max_depth
         if self.path_rate:
             d["path_rate"] = self.path_rate
         if self.transport_advice:
@@ -166,6 +172,7 @@ class TransferOptions:
             arriving=d.get("arriving"),
             path_rate=d.get("path_rate"),
             transport_advice=d.get("transport_advice"),
+            max_depth=int(d.get("max_depth") or MAX_DEPTH),
         )
 
 

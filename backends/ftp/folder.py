@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
+from ..core.depth import MAX_DEPTH, too_deep
 from ..core.errors import BadRequest, TransferError
 from ..core.words import counted
 from ..destination import Destination, WholeFile
@@ -40,7 +41,6 @@ from .faults import ServerFull, ftp_error
 
 SMALL_AT_ONCE = 4  # FTP servers often allow few connections per client (vsftpd's max_per_ip)
 LARGE_FROM = 16 * 1024 * 1024
-MAX_DEPTH = 32
 MAX_LISTINGS = 100_000  # folders listed in one walk
 MAX_FILES = 1_000_000
 
@@ -123,10 +123,13 @@ class Walked:
 
 
 def _signature(entries: list[Entry]) -> tuple:
-    return tuple(sorted((e.name, e.kind) for e in entries if e.name not in (".", "..")))
+    """What a listing holds: names, kinds, sizes and times. Only a listing identical to an ancestor's in all of
+    them is a link back; a real ``run/run/`` beside its parent's ``reads.txt`` differs at least in times."""
+    return tuple(sorted((e.name, e.kind, e.size or -1, e.modified or "") for e in entries
+                        if e.name not in (".", "..")))
 
 
-async def walk(lead: FtpControl, top: FtpAddress) -> Walked:
+async def walk(lead: FtpControl, top: FtpAddress, max_depth: int = MAX_DEPTH) -> Walked:
     """Every file below ``top``, listed over the lead connection. Every walk ends: links are not followed, a
     folder is listed once by its path, a listing that repeats one of its ancestors' is an alias leading back
     (a server's own loop), and the depth, the folders listed and the files found are bounded."""
@@ -136,9 +139,8 @@ async def walk(lead: FtpControl, top: FtpAddress) -> Walked:
     listings = 0
     while pending:
         rel, depth, above = pending.pop()
-        if depth > MAX_DEPTH:
-            raise BadRequest(f"{top.shown} has folders more than {MAX_DEPTH} levels deep; Ferry stopped. Copy a "
-                             "sub-folder instead.")
+        if depth > max_depth:
+            raise too_deep(top.shown, max_depth)
         listings += 1
         if listings > MAX_LISTINGS or len(walked.files) > MAX_FILES:
             raise BadRequest(f"{top.shown} holds more than {MAX_LISTINGS:,} folders or {MAX_FILES:,} files; Ferry "
@@ -186,7 +188,7 @@ class FtpFolder:
         if self.options.checksum:
             raise BadRequest("--checksum names one file's checksum, but the address is a folder. Copy the file on "
                              "its own to check it against a checksum.")
-        walked = await walk(self.lead, self.top)
+        walked = await walk(self.lead, self.top, self.options.max_depth)
         folders = walked.folders
         exact_dates = "MLST" in self.lead.features
         files = []

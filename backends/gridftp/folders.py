@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
+from ..core.depth import deepest, too_deep
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
 from ..core.words import agrees, counted
@@ -122,6 +123,8 @@ def _links_below(dest: Path, limit: int = 100_000) -> Path | None:
 async def download(remote: GridUrl, listing: list[Entry], dest: Path, plan: Plan, options: TransferOptions,
                    sink: Sink) -> Result:
     began = time.monotonic()
+    if deepest([e.rel for e in listing if e.is_dir]) > options.max_depth:
+        raise too_deep(remote.text(folder=True), options.max_depth)
     files = [e for e in listing if not e.is_dir]
     total = sum(e.size for e in files)
     sync = _sync_level(options)
@@ -260,6 +263,8 @@ async def _check_remote_sizes(control: Control, target: GridUrl, files: list[Ent
 async def third_party(source: GridUrl, listing: list[Entry], dest: GridUrl, plan: Plan, options: TransferOptions,
                       sink: Sink, control: Control | None, exists: bool) -> Result:
     began = time.monotonic()
+    if deepest([e.rel for e in listing if e.is_dir]) > options.max_depth:
+        raise too_deep(source.text(folder=True), options.max_depth)
     files = [e for e in listing if not e.is_dir]
     total = sum(e.size for e in files)
     direct = control is None or exists

@@ -80,7 +80,7 @@ class FolderDownload:
             raise BadRequest("--checksum names one file's checksum, but the address is a web folder. Copy the file "
                              "on its own to check it against a checksum; a folder's files are checked against the "
                              "NAME.sha256 or NAME.md5 published beside them.")
-        walked = await walk(self.session, self.listing)
+        walked = await walk(self.session, self.listing, self.options.max_depth)
         found, folders = walked.files, walked.folders
         files = await _described(self.session, found)
         self.sidecars = published_sidecars(f.rel for f in files) if self.options.verify else {}

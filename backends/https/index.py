@@ -17,6 +17,7 @@ from urllib.parse import quote, unquote, unquote_to_bytes, urljoin, urlsplit
 
 import aiohttp
 
+from ..core.depth import MAX_DEPTH, too_deep
 from ..core.errors import BadRequest, TransferError
 from ..core.urls import redact
 from ..core.words import counted
@@ -25,7 +26,6 @@ from .session import answer_error, map_error, read_up_to
 from .whole import inflater_for
 
 PAGE_LIMIT = 32 * 1024 * 1024  # a listing of ~200,000 names
-MAX_DEPTH = 32  # deeper than any real tree: a server whose folder links lead back into themselves
 MAX_FILES = 1_000_000
 MAX_LISTINGS = 100_000  # folders read in one walk
 PAGES_AT_ONCE = 8
@@ -75,8 +75,11 @@ class Listing:
     renamed: list[Renamed] = field(default_factory=list)
 
     def signature(self) -> tuple:
-        """What the listing holds, by name and kind: a folder listing the same as one above it is an alias."""
-        return tuple(name for name, _ in self.files), tuple(name for name, _ in self.folders)
+        """What the listing holds: names, kinds and the size and date the page shows after each. Only a listing
+        the same as one above it in all of them is an alias; a real ``run/run/`` beside its parent's
+        ``reads.txt`` differs at least in a date or a size."""
+        return (tuple((name, " ".join(self.tails.get(name, "").split())) for name, _ in self.files),
+                tuple((name, " ".join(self.tails.get(name, "").split())) for name, _ in self.folders))
 
 
 def read_listing(html: str, url: str) -> Listing | None:
@@ -179,7 +182,7 @@ def normalized(url: str) -> str:
     return f"{parts.scheme.lower()}://{netloc}{path}"
 
 
-async def walk(session: aiohttp.ClientSession, top: Listing) -> Walked:
+async def walk(session: aiohttp.ClientSession, top: Listing, max_depth: int = MAX_DEPTH) -> Walked:
     """Every file below ``top`` (its sub-folders' listings read ``PAGES_AT_ONCE`` at a time). Every walk ends: a
     folder is visited once by its normalized address, a listing that repeats one of its ancestors' is a link back
     (servers alias folders, so addresses differ), and the depth, the listings read and the files found are
@@ -195,9 +198,8 @@ async def walk(session: aiohttp.ClientSession, top: Listing) -> Walked:
         if walked.listings > MAX_LISTINGS:
             raise BadRequest(f"{redact(top.url)} has more than {MAX_LISTINGS:,} folders; Ferry stopped. Copy its "
                              "sub-folders one by one.")
-        if depth >= MAX_DEPTH:
-            raise BadRequest(f"{redact(top.url)} has folders more than {MAX_DEPTH} levels deep (links that lead "
-                             "back into themselves?); Ferry stopped. Copy a sub-folder instead.")
+        if depth >= max_depth:
+            raise too_deep(redact(top.url), max_depth)
 
     async def visit(listing: Listing, prefix: str, depth: int, above: tuple) -> None:
         walked.files.extend(Found(prefix + name, url) for name, url in listing.files)

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Sink, TransferOptions
+from ..core.depth import deepest, too_deep
 from ..core.errors import Corrupt
 from ..core.words import agrees, counted
 from ..destination import Destination, WholeFile, check_folder, os_error
@@ -45,6 +46,8 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     destination's claims (made safe, nothing outside DEST, no link entered) before anything is written."""
     destination = Destination(dest, named_here=options.name_from_source)
     walked = await session.walk(root)
+    if deepest([e.rel for e in walked if e.is_dir]) > options.max_depth:
+        raise too_deep(session.target.display, options.max_depth)
     destination.claim_all([e.rel for e in walked if not e.is_dir], [e.rel for e in walked if e.is_dir])
     entries = [replace(e, saved=destination.claim(e.rel, folder=e.is_dir)) for e in sorted(walked,
                                                                                             key=lambda e: e.rel)]

@@ -62,3 +62,56 @@ def test_listed_names_are_each_found_once(tmp_path):
     wrong = unaccounted(dest, [("a.fq", 5), ("b.fq", 6), ("c.fq", 5), ("d.fq", None)])
     assert wrong == {"b.fq": "5 bytes there, 6 listed", "c.fq": "the same file there as 'a.fq'",
                      "d.fq": "not in the destination"}
+
+
+CASES.update({
+    "repeated_names": "a folder that repeats its parent's name (run/run/run/, same names and sizes, other dates): "
+                      "copied whole, not taken for a loop",
+})
+
+
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
+def test_repeated_names(target, tmp_path, ferry_home):
+    top = target.path("run")
+    expected = {}
+    for depth, when in enumerate((1_704_067_200, 1_717_200_000, 1_730_000_000)):  # 2024-01, 2024-06, 2024-10
+        folder = top.joinpath(*["run"] * depth)
+        folder.mkdir(parents=True, exist_ok=True)
+        rel = "/".join(["run"] * depth + ["reads.txt"])
+        expected[rel] = write_random(folder / "reads.txt", 4096, seed=700 + depth)
+        os.utime(folder / "reads.txt", (when, when))
+    for depth in (2, 1, 0):
+        os.utime(top.joinpath(*["run"] * depth), (1_700_000_000 + depth * 86400 * 40,) * 2)
+    target.hand_over(target.root)
+    proc = copy(target, target.url("run", folder=True), tmp_path, home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    got = {str(p.relative_to(tmp_path / "run")): sha256_of(p) for p in (tmp_path / "run").rglob("*") if p.is_file()}
+    assert got == expected, proc.stderr
+    assert "loop" not in proc.stderr.lower(), proc.stderr
+
+
+CASES.update({
+    "max_depth": "a tree 40 folders deep: refused in one sentence before anything is copied (exit 2), copied whole "
+                 "with --max-depth 64",
+})
+
+
+@over("https", "sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
+def test_max_depth(target, tmp_path, ferry_home):
+    levels = ["d"] * 40
+    deepest = target.path("deep").joinpath(*levels)
+    deepest.mkdir(parents=True)
+    expected = {"top.txt": write_random(target.path("deep/top.txt"), 300, seed=801),
+                "/".join([*levels, "bottom.txt"]): write_random(deepest / "bottom.txt", 300, seed=802)}
+    for level in range(len(levels), -1, -1):  # each listing its own dates: none is the same as one above it
+        os.utime(target.path("deep").joinpath(*levels[:level]), (1_700_000_000 + level * 86400,) * 2)
+    target.hand_over(target.root)
+    refused = copy(target, target.url("deep", folder=True), tmp_path / "a", home=ferry_home)
+    assert refused.returncode == 2, refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert "more than 32 levels deep (--max-depth 32)" in last and "--max-depth N" in last, last
+    assert not (tmp_path / "a").exists() or not [p for p in (tmp_path / "a").rglob("*") if p.is_file()]
+    whole = copy(target, target.url("deep", folder=True), tmp_path / "b", "--max-depth", "64", home=ferry_home)
+    assert whole.returncode == 0, whole.stderr
+    got = {str(p.relative_to(tmp_path / "b")): sha256_of(p) for p in (tmp_path / "b").rglob("*") if p.is_file()}
+    assert got == expected
