@@ -329,7 +329,8 @@ def _report(view, as_json: bool, exit_statuses: dict[str, int]) -> int:
         how = (f"{format_bytes(result['bytes'])} in {format_duration(result['seconds'])} "
                f"({format_rate(result['throughput_mbps'] * 1e6 / 8)}, {counted(result['streams'], 'stream')})"
                if moved else f"{format_bytes(result['bytes'])}, nothing needed sending")
-        print(f"labferry: {view.dest}: {how}; sha256 {result['sha256']}; verified: {result['verify_method']}.",
+        said = "verified" if result.get("verified") else "not verified"  # the word only where a check says it
+        print(f"labferry: {view.dest}: {how}; sha256 {result['sha256']}; {said}: {result['verify_method']}.",
               file=sys.stderr)
         for note in result.get("notes", []) if result.get("hops") else ():
             print(f"labferry: note: {note}", file=sys.stderr)

@@ -125,6 +125,12 @@ class LocalError(TransferError):
     exit_status = 5
 
 
+class PartTaken(LocalError):
+    """Another upload holds the part file of this name on the server (``ssh.claim``, ``ftp.claim``)."""
+
+    kind = "part-taken"
+
+
 class NoSpace(LocalError):
     kind = "no-space"
 

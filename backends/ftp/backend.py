@@ -74,6 +74,7 @@ class FtpBackend(BrowsesFolders):
             return
         import asyncio
 
+        from .claim import release
         from .upload import UploadRecord, part_of, target_path
 
         address = FtpAddress.parse(request.dest)
@@ -81,7 +82,10 @@ class FtpBackend(BrowsesFolders):
         async def remove() -> None:
             async with _opened(self._connector(address, request.options)) as lead:
                 remote, _ = await target_path(lead, address, Path(request.source))
-                await lead.client.remove_file(part_of(remote))
+                try:
+                    await lead.client.remove_file(part_of(remote))
+                finally:
+                    await release(lead, remote)
                 if request.state_dir:
                     UploadRecord(request.state_folder("ftp-uploads"), f"{address.where}|{address.user}|{remote}").drop()
         try:

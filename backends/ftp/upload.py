@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,12 +22,15 @@ from pathlib import Path
 import aioftp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
+from ..core.claims import new_token
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.words import counted, human_size
 from ..streams.folder import FileSink, Totals
 from ..streams.hashing import hash_file, manifest_digest
+from ..streams.holds import hold
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
+from .claim import claim, release
 from .control import Entry, FtpControl
 from .download import server_checksum
 from .faults import ftp_error
@@ -36,25 +40,43 @@ BLOCK = 1 << 20
 
 
 class UploadRecord:
-    """Which local file a ``NAME.part`` on the server came from (resume is trusted only while it matches)."""
+    """Which local file a ``NAME.part`` on the server came from (resume is trusted only while it matches), and this
+    installation's owner token for the upload (``claim``), kept while the upload lives."""
 
     def __init__(self, folder: Path, key: str) -> None:
         self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+        self._held: int | None = None
+        try:
+            saved = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        self.saved = saved if isinstance(saved, dict) else {}
+        self.token = self.saved.get("token") or new_token()
 
     def matches(self, local: Path) -> bool:
         try:
-            saved = json.loads(self.path.read_text())
             st = local.stat()
-        except (OSError, ValueError):
+        except OSError:
             return False
-        return saved == {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        return self.saved.get("local") == {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
     def save(self, local: Path) -> None:
         st = local.stat()
-        self.path.write_text(json.dumps({"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+        self.saved = {"local": {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
+                      "token": self.token}
+        self.path.write_text(json.dumps(self.saved))
+
+    def hold(self, remote: str, where: str) -> None:
+        self._held = hold(self.path, remote, where)
+
+    def let_go(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     def drop(self) -> None:
         self.path.unlink(missing_ok=True)
+        self.let_go()
 
 
 def part_of(path: str) -> str:
@@ -85,15 +107,30 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
                     sink: Sink, limiter, *, note=None) -> tuple[str, bool, str, int, int]:
     """``local`` → ``remote`` via ``remote.part``; (sha256, verified, how, bytes sent, resumed from)."""
     size = local.stat().st_size
+    record.hold(remote, address.where)
+    try:
+        await claim(control, remote, record.token)
+        resumable = record.matches(local)
+        record.save(local)  # the token kept before the first byte: a crash resumes as the owner
+        result = await _send(control, address, local, remote, record, sink, limiter, note, size, resumable)
+    except BaseException:
+        record.let_go()
+        raise
+    await release(control, remote)
+    record.drop()
+    return result
+
+
+async def _send(control: FtpControl, address: FtpAddress, local: Path, remote: str, record: UploadRecord, sink: Sink,
+                limiter, note, size: int, resumable: bool) -> tuple[str, bool, str, int, int]:
     part = part_of(remote)
     offset = 0
-    if record.matches(local):
+    if resumable:
         there = await _size(control, part)
         if there and there <= size:
             offset = there
             if note:
                 note(f"Resuming the upload: {human_size(offset)} of {human_size(size)} was already on the server.")
-    record.save(local)
     digest = hashlib.sha256()
     sent = 0
     try:
@@ -125,24 +162,34 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
     if there is not None and there != size:
         record.drop()
         raise Corrupt(f"The server holds {there} bytes of {remote} but {local} has {size}. Run the upload again.")
-    sha256 = digest.hexdigest()
-    verified, how = False, ("size checked on the server; it offers no checksum command" if there is not None
-                            else "the server tells neither sizes nor checksums; the upload ended without an error")
-    theirs = await server_checksum(control, part)
-    if theirs is not None:
-        ours = sha256 if theirs.algorithm == "sha256" else \
-            (await asyncio.to_thread(hash_file, local, ("md5",)))["md5"]
-        if ours != theirs.hexdigest:
-            record.drop()
-            raise Corrupt(f"The server's {theirs.algorithm} of {remote} does not match {local}. Run the upload "
-                          "again.")
-        verified, how = True, f"{theirs.algorithm} from {theirs.source} matched"
     try:
         await control.client.rename(part, remote)
     except Exception as exc:
         raise ftp_error(exc, address, step="write", path=remote) from exc
-    record.drop()
-    return sha256, verified, how, sent, offset
+    verified, how = await final_check(control, address, local, remote, digest.hexdigest(), size)
+    return digest.hexdigest(), verified, how, sent, offset
+
+
+async def final_check(control: FtpControl, address: FtpAddress, local: Path, remote: str, sha256: str,
+                      size: int) -> tuple[bool, str]:
+    """The word "verified": the whole file at its final name, after the rename, by the server's own checksum
+    command; without one, its size there, and the word is not said. What is there and is not what this upload
+    wrote is ``Corrupt`` (exit 6): a second writer, or a program that replaced it after the rename."""
+    there = await _size(control, remote)
+    replaced = (f"{remote} on {address.where} is not the file this upload wrote ({{}}): another program or a second "
+                "upload replaced it after Ferry's rename. Check who else writes there, then run the same command "
+                "again.")
+    if there is not None and there != size:
+        raise Corrupt(replaced.format(f"{there} bytes there, {size} sent"))
+    theirs = await server_checksum(control, remote)
+    if theirs is None:
+        return False, ("size at its final name checked on the server; it offers no checksum command"
+                       if there is not None else "the server tells neither sizes nor checksums; the upload ended "
+                       "without an error")
+    ours = sha256 if theirs.algorithm == "sha256" else (await asyncio.to_thread(hash_file, local, ("md5",)))["md5"]
+    if ours != theirs.hexdigest:
+        raise Corrupt(replaced.format(f"its {theirs.algorithm} from {theirs.source} differs"))
+    return True, f"{theirs.algorithm} of the whole file at its final name, from {theirs.source}, matched"
 
 
 async def _size(control: FtpControl, path: str) -> int | None:

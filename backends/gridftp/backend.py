@@ -37,6 +37,7 @@ from ..destination import STATE_SUFFIX, check_destination
 from ..host.netprobe import connect_time
 from ..streams.hashing import hash_file, manifest_digest
 from . import fetch, files, folders, guc, probing, transport
+from .claim import token_for
 from .control import Control, Entry, open_control
 from .copy import INSTALL_HINT, Copy, tool
 from .options import GridftpOptions
@@ -313,7 +314,8 @@ class GridftpBackend(BrowsesFolders):
             if is_dir:
                 result = await folders.upload(source, remote, plan, request.options, sink, control, exists)
             else:
-                result = await files.upload(source, remote, plan, request.options, sink, control)
+                result = await files.upload(source, remote, plan, request.options, sink, control,
+                                            token_for(request.state_dir, remote.text()))
         finally:
             if control is not None:
                 await asyncio.to_thread(control.close)

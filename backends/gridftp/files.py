@@ -22,6 +22,7 @@ from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
 from ..streams.hashing import hash_file
 from . import guc
+from .claim import claim, release
 from .control import Control, Entry, open_control
 from .copy import Copy
 from .options import GridftpOptions
@@ -84,13 +85,24 @@ class IsFolder(Exception):
 
 
 async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
-                 control: Control | None) -> Result:
-    """A local file to ``remote`` (a file path on the server)."""
+                 control: Control | None, token: str = "") -> Result:
+    """A local file to ``remote`` (a file path on the server), its part claimed for this upload (``claim``)."""
     began = time.monotonic()
     try:
         size = source.stat().st_size
     except OSError as exc:
         raise LocalError(f"Cannot read {source}: {exc.strerror}. Check the file.") from None
+    if control is not None:
+        await asyncio.to_thread(claim, control, remote.path, token)
+    try:
+        return await _upload(source, remote, plan, options, sink, control, size, began)
+    finally:
+        if control is not None:
+            await asyncio.to_thread(release, control, remote.path)
+
+
+async def _upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
+                  control: Control | None, size: int, began: float) -> Result:
     staged = remote.sibling(remote.name + ".part") if control else remote
     local_sum = asyncio.ensure_future(asyncio.to_thread(hash_file, source))
     verify = None if control else "SHA256"
@@ -160,6 +172,14 @@ async def _finish_remote(control: Control | None, staged: GridUrl, final: GridUr
     _check_given(digest, options)
     if staged.path != final.path:
         await asyncio.to_thread(control.rename, staged.path, final.path)
+        if verified:  # the word rests on the file at its final name: a second writer may have replaced it
+            there = await asyncio.to_thread(control.checksum, final.path, "SHA256")
+            if there != digest:
+                raise Corrupt(f"{final.path} on {final.where} is not the file this transfer wrote (sha256 "
+                              f"{(there or 'none')[:16]}… there): another program or a second upload replaced it "
+                              "after Ferry's rename. Check who else writes there, then run the same command again.")
+            method = f"sha256 of the whole file at its final name, computed by the destination server, matched " \
+                     f"the {what} one"
     if mtime:
         await asyncio.to_thread(control.set_mtime, final.path, mtime)
     return verified, method

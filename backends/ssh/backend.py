@@ -116,6 +116,9 @@ class SshBackend(BrowsesFolders):
                 if request.dest.endswith("/") or (there is not None and there.is_dir):
                     remote = remote_join(remote, local.name)
                 control.remove(remote + ".part")
+                from .claim import release
+
+                release(control, remote)
         except TransferError:
             return  # the server cannot be reached now: nothing to remove from here; a later upload replaces it
         if request.state_dir:

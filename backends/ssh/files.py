@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
+from ..core.claims import new_token
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..core.words import human_size
 from ..destination import Identity, PartFile
@@ -16,7 +17,9 @@ from ..host import portable
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.holds import hold
 from ..streams.ratelimit import limiter_for
+from .claim import claim, release
 from .compression import compress_file, deciding
 from .ranged import SshDownload, SshUpload
 from .session import SshSession
@@ -111,7 +114,10 @@ def _compare(local: str, server: str | None, remote: str, part: PartFile | None)
 # -- uploads -----------------------------------------------------------------------------------
 
 class UploadRecord:
-    """Progress of an upload, kept here (LABFERRY_HOME/uploads) since the server only has bytes."""
+    """Progress of an upload, kept here (LABFERRY_HOME/uploads) since the server only has bytes, with this
+    installation's token for it (the owner its server-side lock names, ``claim``). While an upload runs, its record
+    is locked here too: a second Ferry on this computer with the same command is refused, not let in as the
+    owner."""
 
     def __init__(self, folder: Path, key: str, told=None) -> None:
         import hashlib
@@ -120,22 +126,35 @@ class UploadRecord:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
         self.identity: dict = {}
+        self.token = ""
+        self._held: int | None = None
 
     def load(self, identity: dict) -> list[tuple[int, int]]:
         self.identity = identity
         try:
             record = json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return []
+            record = {}
+        self.token = record.get("token") or new_token()
         if record.get("identity") != identity:
             return []
         return [(int(s), int(e)) for s, e in record.get("done", [])]
 
-    def save_state(self, done) -> None:
+    def hold(self, remote: str, where: str) -> None:
+        """This computer's lock on the upload (``streams.holds``)."""
+        self._held = hold(self.path, remote, where)
+
+    def let_go(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
+
+    def save_state(self, done, *, tell: bool = True) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"identity": self.identity, "done": [[s, e] for s, e in done], "saved": time.time()}))
+        tmp.write_text(json.dumps({"identity": self.identity, "token": self.token, "done": [[s, e] for s, e in done],
+                                   "saved": time.time()}))
         os.replace(tmp, self.path)
-        if self.told is not None:
+        if tell and self.told is not None:
             self.told([(s, e) for s, e in done])
 
     def sync(self) -> None:
@@ -143,6 +162,7 @@ class UploadRecord:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        self.let_go()
 
 
 async def upload_file(session: SshSession, local: Path, remote: str, options: TransferOptions, sink: Sink | None,
@@ -165,6 +185,9 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
     identity = {"local": str(local), "size": size, "mtime": int(mtime), "remote": remote}
     try:
         done = record.load(identity)
+        record.hold(remote, session.target.host)
+        await asyncio.to_thread(claim, control, remote, record.token, session.target.host)
+        record.save_state(done, tell=False)  # the token kept before the first byte: a crash resumes as the owner
         existing = await asyncio.to_thread(control.stat, part)
         if not done or existing is None or existing.size != size:
             done = []
@@ -211,24 +234,45 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
             sink.stage("verifying")
         # a relay's spool: the original's digest, as its first hop computed it from the original file
         digest = (await local_sum)["sha256"] if local_sum is not None else await arriving.whole()
-        if not options.verify:
-            verified, method = False, NOT_COMPARED
-        elif verified_ranges and resumed == 0 and size > 0:
-            verified, method = True, "sha256 of every range, read back and computed by the server, matched"
-            if arriving is not None:
-                method = ("sha256 of every range matched on each hop (the relay's copy against the original, the "
-                          "destination against the relay's copy)")
-        else:
-            server = await asyncio.to_thread(control.sha256, part)
-            verified, method = _compare(digest, server, remote, None)
+        if options.verify and not (verified_ranges and resumed == 0 and size > 0):
+            # ranges written before a resume (or by SFTP alone) were not each checked: the part is, before the
+            # rename, so damaged bytes never reach the final name
+            _compare(digest, await asyncio.to_thread(control.sha256, part), remote, None)
         await asyncio.to_thread(control.rename, part, remote)
+        verified, method = (await asyncio.to_thread(final_check, control, remote, digest, size, session.target.host)
+                            if options.verify else (False, NOT_COMPARED))
+        if verified and verified_ranges and arriving is not None:
+            method += "; every range matched on each hop as it went"
         await asyncio.to_thread(control.finish_file, remote, mode, int(mtime))
         record.remove()
+        await asyncio.to_thread(release, control, remote)
         return FileOutcome(size, moved, peak, digest, verified, method, resumed, on_wire)
     except BaseException:
+        record.let_go()
         if local_sum is not None:
             local_sum.cancel()
         raise
+
+
+def final_check(control, remote: str, digest: str, size: int, where: str) -> tuple[bool, str]:
+    """The word "verified" for an upload: the whole file at its final name, after the rename, against this
+    side's SHA-256, computed by the server; where it has no shell (an SFTP-only account), its size there, and the
+    word is not said. What is there and is not what this upload wrote is ``Corrupt`` (exit 6): a second writer,
+    or a program that replaced it after the rename."""
+    server = control.sha256(remote)
+    if server is None:
+        there = control.stat(remote)
+        if there is None or there.size != size:
+            raise Corrupt(f"{remote} on {where} is not the file this upload wrote ({there.size if there else 'no'} "
+                          f"bytes there, {size} sent): another program wrote or removed it after Ferry's rename. "
+                          "Check who else writes there, then run the same command again.")
+        return False, ("the server computes no sha256 (no shell access): each range was checked as it was written, "
+                       "and the size at the final name")
+    if server != digest:
+        raise Corrupt(f"{remote} on {where} is not the file this upload wrote (sha256 {server[:16]}… there, "
+                      f"{digest[:16]}… sent): another program or a second upload replaced it after Ferry's rename. "
+                      "Check who else writes there, then run the same command again.")
+    return True, "sha256 of the whole file at its final name, computed by the server, matched"
 
 
 def _prepare_part(control, part: str, size: int) -> None:
