@@ -39,6 +39,7 @@ OWN_STATE = {
     "backends/ssh/untar.py": "the private folder below DEST that tar unpacks into (mkdtemp: new, the user's own); "
                              "files leave it through destination.move_into_place",
     "backends/streams/arriving.py": "a relay's record of what has arrived, in the spool",
+    "backends/streams/holds.py": "an upload's lock file beside its resume record, in the state folder",
     "backends/streams/lists.py": "the record of verified files, in the state folder",
     "backends/torrent/fetch.py": "libtorrent's resume data folder, in the state folder",
     "backends/torrent/swarm.py": "libtorrent's resume data, in the state folder",
