@@ -43,14 +43,17 @@ def data_dir() -> Path:
 
 def _tighten(path: Path) -> None:
     """Others' access to the data folder taken away, said once: a shared workstation's other users could read
-    every job's addresses in a 0755 folder of 0644 files (Debian's default home and umask)."""
+    every job's addresses in a 0755 folder of 0644 files (Debian's default home and umask). Said only when the
+    folder itself was open: a wider file inside a 0700 folder (a state folder made under the umask) is out of
+    reach, and is tightened without a word."""
     try:
+        exposed = os.stat(path).st_mode & 0o077  # what is inside a 0700 folder is out of others' reach already
         changed = portable.keep_private(path)
     except OSError as exc:
         print(f"labferry: note: Ferry could not make its data folder {path} private ({exc.strerror}); other users "
               "of this computer may read it. Check its owner and permissions.", file=sys.stderr)
         return
-    if changed:
+    if changed and exposed:
         print(f"labferry: note: Ferry's data folder {path} was open to other users of this computer; it and what it "
               f"holds are now yours alone ({changed} {'entry' if changed == 1 else 'entries'} made 0700/0600).",
               file=sys.stderr)

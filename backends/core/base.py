@@ -253,7 +253,7 @@ class TransferRequest:
         if not self.state_dir:
             raise RuntimeError("this request has no state folder: the engine sets TransferRequest.state_dir")
         folder = Path(self.state_dir) / name
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # Ferry's own state: the user's alone
         return folder
 
 

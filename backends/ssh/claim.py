@@ -19,17 +19,15 @@ def claim(control, remote: str, token: str, where: str) -> None:
     """Make ``remote``'s lock ours, or raise ``PartTaken`` naming its owner. ``where``: the server, for words."""
     lock = remote + LOCK_SUFFIX
     try:
-        with control.sftp.open(lock, "wx") as fh:
-            fh.write(owner_record(token))
+        control.write_new(lock, owner_record(token))
         return
     except OSError as exc:
-        try:
-            with control.sftp.open(lock, "r") as fh:
-                owner = read_owner(fh.read(OWNER_BYTES))
-        except OSError:  # not there: the create failed for another reason (permission, a missing folder)
+        held = control.read_head(lock, OWNER_BYTES)
+        if held is None:  # not there: the create failed for another reason (permission, a missing folder)
             from .control import sftp_error
 
             raise sftp_error(exc, "create the upload's lock", lock) from None
+        owner = read_owner(held)
     if owner.get("job") != token:
         raise taken(remote, where, owner, lock)
 

@@ -249,6 +249,21 @@ class Control:
             raise sftp_error(exc, "remove", path) from None
 
     @_serialized
+    def write_new(self, path: str, data: bytes) -> None:
+        """``path`` created with ``data``, or ``OSError`` when it exists: SFTP's exclusive create (``O_EXCL``)."""
+        with self.sftp.open(path, "wx") as fh:
+            fh.write(data)
+
+    @_serialized
+    def read_head(self, path: str, limit: int) -> bytes | None:
+        """The first ``limit`` bytes of ``path``, or None when it cannot be read."""
+        try:
+            with self.sftp.open(path, "r") as fh:
+                return fh.read(limit)
+        except OSError:
+            return None
+
+    @_serialized
     def finish_file(self, path: str, mode: int | None, mtime: int | None) -> None:
         try:
             if mode is not None:
