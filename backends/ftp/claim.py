@@ -5,6 +5,8 @@ and is another's. The lock goes once the upload ends or is cancelled."""
 
 from __future__ import annotations
 
+import logging
+
 import aioftp
 
 from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, owner_record, read_owner, taken
@@ -12,6 +14,7 @@ from .control import FtpControl
 from .faults import ftp_error
 
 OWNER = "owner"
+log = logging.getLogger(__name__)
 
 
 async def claim(control: FtpControl, remote: str, token: str) -> None:
@@ -20,6 +23,10 @@ async def claim(control: FtpControl, remote: str, token: str) -> None:
     try:
         await control.client.command(f"MKD {lock}", "257")  # raw: aioftp's make_directory first asks if it exists
     except aioftp.StatusCodeError as exc:
+        if exc.received_codes and exc.received_codes[-1].matches("50x"):  # not implemented, not "exists"
+            log.info("%s makes no folders (MKD: %s): %s goes without a lock", control.address.where,
+                     exc.received_codes, remote)
+            return  # a server without MKD: the check at the final name still catches a second writer
         owner = await _owner(control, lock)
         if owner is None:
             raise ftp_error(exc, control.address, step="write", path=lock) from exc

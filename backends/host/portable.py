@@ -307,8 +307,8 @@ def keep_private(folder: Path) -> int:
             info = os.lstat(path)
         except OSError:
             continue
-        if stat.S_ISLNK(info.st_mode):
-            continue
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            continue  # a link is not followed; a socket (the agent's) is judged, and refused, by its owner
         if stat.S_ISDIR(info.st_mode):
             with os.scandir(path) as entries:
                 todo.extend(Path(entry.path) for entry in entries)

@@ -241,8 +241,9 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         await asyncio.to_thread(control.rename, part, remote)
         verified, method = (await asyncio.to_thread(final_check, control, remote, digest, size, session.target.host)
                             if options.verify else (False, NOT_COMPARED))
-        if verified and verified_ranges and arriving is not None:
-            method += "; every range matched on each hop as it went"
+        if verified and verified_ranges:
+            method += ("; every range matched on each hop as it went" if arriving is not None else
+                       "; and every range as it was written")
         await asyncio.to_thread(control.finish_file, remote, mode, int(mtime))
         record.remove()
         await asyncio.to_thread(release, control, remote)
