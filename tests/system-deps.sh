@@ -22,6 +22,9 @@ command -v xdotool >/dev/null 2>&1 || need="$need xdotool"  # real mouse drags u
 # labferry completion: the fish and zsh scripts are run by the shells themselves (tests/unit/test_cli_shell.py)
 command -v fish >/dev/null 2>&1 || need="$need fish"
 command -v zsh >/dev/null 2>&1 || need="$need zsh"
+# a csh login shell on the test sshd, as HPC accounts have (tests/hostile/test_login_shells.py)
+command -v tcsh >/dev/null 2>&1 || need="$need tcsh"
+[ -x /usr/lib/openssh/sftp-server ] || need="$need openssh-sftp-server"
 # bsdtar: the tar of macOS and Windows, which unpacks folder downloads there (tests/unit/test_untar.py)
 command -v bsdtar >/dev/null 2>&1 || need="$need libarchive-tools"
 # sra-tools: real .sra files made (latf-load, kar) and converted (fasterq-dump) (tests/integration/test_ncbi_source.py)

@@ -63,6 +63,14 @@ class BadAddress(BadRequest):
     kind = "bad-address"
 
 
+class LoginPrints(TransferError):
+    """An SSH login whose shell start-up files print text before every command, where Ferry cannot work around it
+    (the server's SFTP subsystem starts through that shell): the account's to fix, never retried."""
+
+    kind = "login-prints"
+    exit_status = 3
+
+
 class NotFound(TransferError):
     kind = "not-found"
     exit_status = 3

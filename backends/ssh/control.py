@@ -32,7 +32,7 @@ from ..core.errors import (
     NoSpace as NoSpaceError,
 )
 from . import scripts
-from .faults import dropped_is_transient
+from .faults import dropped_is_transient, login_prints
 from .target import Entry, SshOptions, Target, known_hosts_path, remote_join
 from .trust import AskTrust, KnownHostsPolicy, changed_key_error
 
@@ -75,6 +75,8 @@ class Control:
         self.lock = threading.RLock()
         self.accepted_key: str | None = None
         self._exec_ok: bool | None = None
+        #: what the login prints before every command (a chatty shell start-up file), once the probe saw it
+        self.noise: bytes | None = None
 
     # -- connecting --------------------------------------------------------------
     def connect(self) -> Control:
@@ -128,20 +130,25 @@ class Control:
     @property
     def sftp(self) -> paramiko.SFTPClient:
         if self._sftp is None:
-            try:
-                self._sftp = self.client.open_sftp()
-            except (paramiko.SSHException, OSError) as exc:
-                raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
+            self._sftp = self._open_sftp()
         return self._sftp
+
+    def _open_sftp(self) -> paramiko.SFTPClient:
+        """A new SFTP session; garbage where its version should be is a login that prints (``login_prints``)."""
+        try:
+            return self.client.open_sftp()
+        except (paramiko.SSHException, paramiko.SFTPError, OSError) as exc:
+            if "garbage" in str(exc).lower():
+                if self.noise is None:
+                    self.can_exec()  # what the login prints, for the sentence
+                raise login_prints(self.target.host, self.noise) from None
+            raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
 
     def own_sftp(self) -> paramiko.SFTPClient:
         """An SFTP channel of its own on the same login, for data moved in a thread while other threads use
         ``sftp``: one paramiko SFTPClient used from two threads at once deadlocks (one thread's prefetch reads
         the answers the other waits for), which hung every SFTP-only folder holding small and large files."""
-        try:
-            return self.client.open_sftp()
-        except (paramiko.SSHException, OSError) as exc:
-            raise TransferError(f"{self.target.host} does not offer SFTP ({exc}).") from None
+        return self._open_sftp()
 
     def close(self) -> None:
         if self.client:
@@ -294,7 +301,10 @@ class Control:
         if self._exec_ok is None:
             try:
                 status, out, _ = self.run(scripts.PROBE, timeout=30)
-                self._exec_ok = status == 0 and out.strip() == b"ferry-exec-ok"
+                said = out.strip()
+                self._exec_ok = status == 0 and said == b"ferry-exec-ok"
+                if status == 0 and said.endswith(b"ferry-exec-ok") and not self._exec_ok:
+                    self.noise = said[:-len(b"ferry-exec-ok")].strip()  # the login prints: commands garbled
             except (paramiko.SSHException, OSError):
                 self._exec_ok = False
         return self._exec_ok

@@ -55,10 +55,17 @@ class Metadata:
             await proc.stdin.drain()
         except ConnectionError:
             pass  # the channel ended: its status and stderr below say why
+        junk: list[bytes] = []
         for _ in range(JUNK_LINES):
             line = await proc.stdout.readline()
             if not line:
                 break
+            if junk and line.startswith((b"FERRY-NONE", b"FERRY-ERR ", b"FERRY-STAT ")):
+                # the login printed before the answer: every data channel would begin with that text too
+                raise NoExec(f"the login prints {b''.join(junk)[:120]!r} before every command")
+            if not line.startswith(b"FERRY-"):
+                junk.append(line)
+                continue
             if line.startswith(b"FERRY-NONE"):
                 return None
             if line.startswith(b"FERRY-ERR "):

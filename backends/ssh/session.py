@@ -216,6 +216,10 @@ class SshSession:
             raise
         try:
             sftp_ssh = None
+            if not control.can_exec() and control.noise is not None:
+                # a login that prints before every command: SFTP is left, unless sshd starts it through the same
+                # shell (not internal-sftp), which garbles it too: then one sentence (``faults.login_prints``)
+                await asyncio.to_thread(getattr, control, "sftp")
             if openssh is not None and not control.can_exec():  # answered in the login thread
                 openssh.early_channel = None
                 if openssh.multiplexed:  # its connections, logged in already, carry SFTP sessions instead

@@ -55,7 +55,8 @@ def ensure_test_user(home: Path) -> str:
         subprocess.run(["chpasswd"], input=f"{user}:{TEST_PASSWORD}", text=True, check=True)
         subprocess.run(["pkill", "-u", user], capture_output=True)  # sessions left by an earlier run
         time.sleep(0.2)
-        subprocess.run(["usermod", "--home", str(home), user], check=True, capture_output=True)
+        # its home, and /bin/sh again: an earlier run's login-shell case may have left it bash or tcsh
+        subprocess.run(["usermod", "--home", str(home), "--shell", "/bin/sh", user], check=True, capture_output=True)
     home.mkdir(parents=True, exist_ok=True)
     shutil.chown(home, user, user)
     return user
@@ -71,8 +72,10 @@ def keygen(path: Path) -> Path:
 class Sshd:
     def __init__(self, root: Path, *, listen: str = "127.0.0.1", sftp_only: bool = False, user: str | None = None,
                  host_key: Path | None = None, client_key: Path | None = None, max_startups: str | None = None,
-                 env_path: str | None = None) -> None:
+                 env_path: str | None = None, subsystem: str = "internal-sftp") -> None:
         self.root, self.listen, self.sftp_only, self.max_startups = root, listen, sftp_only, max_startups
+        #: how sshd serves SFTP: in-process (internal-sftp), or Debian's sftp-server, which the login's shell starts
+        self.subsystem = subsystem
         self.env_path = env_path  # the PATH its sessions get (sshd's SetEnv): a server without a tool, or a faulty one
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o755)
@@ -98,7 +101,7 @@ class Sshd:
             f"Port {self.port}", f"ListenAddress {self.listen}", f"HostKey {self.host_key}",
             f"PidFile {self.root}/sshd.pid", f"AuthorizedKeysFile {self.root}/authorized_keys/%u",
             "StrictModes no", "UsePAM no", "PasswordAuthentication yes", "KbdInteractiveAuthentication no",
-            "PermitRootLogin yes", "Subsystem sftp internal-sftp", "LogLevel ERROR", "PrintMotd no",
+            "PermitRootLogin yes", f"Subsystem sftp {self.subsystem}", "LogLevel ERROR", "PrintMotd no",
         ]
         if self.max_startups:  # else sshd's default, 10:30:100, as on most servers
             lines.append(f"MaxStartups {self.max_startups}")
@@ -140,6 +143,15 @@ class Sshd:
 
     def args(self) -> list[str]:
         return ["--identity", str(self.key), "--known-hosts", str(self.known_hosts)]
+
+    def login_shell(self, shell: str, startup: dict[str, str]) -> None:
+        """The test user's login shell (as root) and its start-up files in its home (name → text), as an HPC
+        account has them: a ``.bashrc`` that prints, a csh ``.cshrc``."""
+        subprocess.run(["usermod", "--shell", shutil.which(shell) or shell, self.user], check=True,
+                       capture_output=True)
+        for name, text in startup.items():
+            (self.home / name).write_text(text)
+        self.give(self.home)
 
     def give(self, path: Path) -> None:
         """Hand a file or folder to the test user (as root), so the server may read or write it."""
