@@ -29,7 +29,7 @@ from ..core.errors import AuthError, LocalError, Transient, Unreachable
 from ..destination import Destination, move_into_place, os_error, room_for
 from ..streams.hashing import manifest_digest
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, data_files, info_hash, write_atomically
+from .swarm import Peer, Swarm, data_files, info_hash, links, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -76,11 +76,26 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     if params.ti is None:  # a magnet: the names are known only now
         _refuse_existing(info, destination, replace_existing)
     _move_into_place(info, work, destination)
+    note = _links_note(links(info))
+    if note:
+        result.notes.append(note)
+        sink.note(note)
     renamed = destination.renamed_note()
     if renamed:
         result.notes.append(renamed)
         sink.note(renamed)
     return result
+
+
+def _links_note(named: list[tuple[str, str]]) -> str | None:
+    """The links the torrent named and Ferry did not make (libtorrent made them in the part folder, gone now)."""
+    if not named:
+        return None
+    shown = "; ".join(f"{path} → {to}" for path, to in named[:5])
+    more = f"; and {len(named) - 5} more" if len(named) > 5 else ""
+    one = len(named) == 1
+    return (f"{len(named)} {'link' if one else 'links'} in the torrent {'was' if one else 'were'} not created (Ferry "
+            f"makes no links below the destination): {shown}{more}.")
 
 
 def _finals(info, destination: Destination) -> list[tuple[str, Path]]:

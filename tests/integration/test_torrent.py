@@ -349,3 +349,34 @@ def test_names_in_a_torrent_that_windows_refuses_are_saved_safely_and_said(tmp_p
     assert {p.name: p.read_bytes() for p in (dest / "odd").iterdir()} == {s: bodies[g] for s, g in saved.items()}
     assert "saved under a safe name" in proc.stderr and "'odd/what?.txt' → 'odd/what%3F.txt'" in proc.stderr
     assert not list(dest.glob(".ferry-torrent-*"))
+
+
+def test_a_torrent_holding_links_creates_none_and_says_so(tmp_path):
+    """A torrent made with libtorrent's ``symlinks`` flag (as a careless or hostile creator may) names a link:
+    ``run/latest -> run/sub``. libtorrent would make it inside the part folder; Ferry creates no link below DEST
+    and follows none: the files arrive, the link is named in a note, and no part folder is left."""
+    import libtorrent as lt
+
+    home, data = tmp_path / "home", tmp_path / "seed"
+    home.mkdir()
+    (data / "run" / "sub").mkdir(parents=True)
+    (data / "run" / "reads.fq").write_bytes(b"r" * 300000)
+    (data / "run" / "sub" / "qc.txt").write_bytes(b"q" * 70000)
+    (data / "run" / "latest").symlink_to("sub")
+    fs = lt.file_storage()
+    lt.add_files(fs, str(data / "run"), flags=lt.create_torrent.symlinks)
+    ct = lt.create_torrent(fs, 0, lt.create_torrent.v2_only | lt.create_torrent.symlinks)
+    ct.set_priv(True)
+    lt.set_piece_hashes(ct, str(data))
+    torrent = tmp_path / "links.torrent"
+    torrent.write_bytes(lt.bencode(ct.generate()))
+    dest = tmp_path / "got"
+    dest.mkdir()
+    with seeding(torrent, data / "run", home) as seed:
+        proc = fetch(torrent, dest, tmp_path / "fetcher", "--peer", f"127.0.0.1:{seed.port}")
+    assert proc.returncode == 0, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    got = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if p.is_file() or p.is_symlink()}
+    assert got == {"run/reads.fq": b"r" * 300000, "run/sub/qc.txt": b"q" * 70000}, sorted(got)
+    assert "1 link in the torrent was not created" in proc.stderr and "run/latest" in proc.stderr, proc.stderr
+    assert not list(dest.glob(".ferry-torrent-*"))
