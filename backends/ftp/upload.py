@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.words import counted, human_size
 from ..streams.folder import FileSink, Totals
 from ..streams.hashing import hash_file, manifest_digest
-from ..streams.holds import hold
+from ..streams.holds import Held
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
 from .claim import claim, release
@@ -39,13 +38,12 @@ from .folder import SMALL_AT_ONCE, Pool
 BLOCK = 1 << 20
 
 
-class UploadRecord:
+class UploadRecord(Held):
     """Which local file a ``NAME.part`` on the server came from (resume is trusted only while it matches), and this
     installation's owner token for the upload (``claim``), kept while the upload lives."""
 
     def __init__(self, folder: Path, key: str) -> None:
         self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
-        self._held: int | None = None
         try:
             saved = json.loads(self.path.read_text())
         except (OSError, ValueError):
@@ -65,14 +63,6 @@ class UploadRecord:
         self.saved = {"local": {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
                       "token": self.token}
         self.path.write_text(json.dumps(self.saved))
-
-    def hold(self, remote: str, where: str) -> None:
-        self._held = hold(self.path, remote, where)
-
-    def let_go(self) -> None:
-        if self._held is not None:
-            os.close(self._held)
-            self._held = None
 
     def drop(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from ..host import portable
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
 from ..streams.hashing import FollowingHasher, hash_file
-from ..streams.holds import hold
+from ..streams.holds import Held
 from ..streams.ratelimit import limiter_for
 from .claim import claim, release
 from .compression import compress_file, deciding
@@ -113,7 +113,7 @@ def _compare(local: str, server: str | None, remote: str, part: PartFile | None)
 
 # -- uploads -----------------------------------------------------------------------------------
 
-class UploadRecord:
+class UploadRecord(Held):
     """Progress of an upload, kept here (LABFERRY_HOME/uploads) since the server only has bytes, with this
     installation's token for it (the owner its server-side lock names, ``claim``). While an upload runs, its record
     is locked here too: a second Ferry on this computer with the same command is refused, not let in as the
@@ -127,7 +127,6 @@ class UploadRecord:
         self.path = folder / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
         self.identity: dict = {}
         self.token = ""
-        self._held: int | None = None
 
     def load(self, identity: dict) -> list[tuple[int, int]]:
         self.identity = identity
@@ -139,15 +138,6 @@ class UploadRecord:
         if record.get("identity") != identity:
             return []
         return [(int(s), int(e)) for s, e in record.get("done", [])]
-
-    def hold(self, remote: str, where: str) -> None:
-        """This computer's lock on the upload (``streams.holds``)."""
-        self._held = hold(self.path, remote, where)
-
-    def let_go(self) -> None:
-        if self._held is not None:
-            os.close(self._held)
-            self._held = None
 
     def save_state(self, done, *, tell: bool = True) -> None:
         tmp = self.path.with_suffix(".tmp")

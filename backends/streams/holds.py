@@ -10,13 +10,24 @@ from ..core.errors import PartTaken
 from ..host import portable
 
 
-def hold(record: Path, remote: str, where: str) -> int:
-    """A descriptor holding ``record``'s lock (closed to let go), or ``PartTaken`` when another Ferry here has it."""
-    fd = os.open(record.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | portable.O_CLOEXEC, 0o600)
-    try:
-        portable.lock_exclusive(fd)
-    except portable.Busy:
-        os.close(fd)
-        raise PartTaken(f"Another Ferry on this computer is uploading to {remote} on {where}. Wait for it to end, or "
-                        "cancel it (labferry queue shows it).") from None
-    return fd
+class Held:
+    """The lock beside an upload's resume record, held while the upload runs (an upload record mixes it in)."""
+
+    path: Path  # the resume record
+    _held: int | None = None
+
+    def hold(self, remote: str, where: str) -> None:
+        """Take the lock, or ``PartTaken`` when another Ferry on this computer has it."""
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | portable.O_CLOEXEC, 0o600)
+        try:
+            portable.lock_exclusive(fd)
+        except portable.Busy:
+            os.close(fd)
+            raise PartTaken(f"Another Ferry on this computer is uploading to {remote} on {where}. Wait for it to "
+                            "end, or cancel it (labferry queue shows it).") from None
+        self._held = fd
+
+    def let_go(self) -> None:
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
