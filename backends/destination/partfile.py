@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import BadAnswer, LocalError
+from ..core.errors import BadAnswer, Corrupt, LocalError
 from ..core.words import human_size
 from ..host import portable
 from .place import no_space, os_error, refuse_link
@@ -80,6 +80,11 @@ def open_new(path: Path, flags: int = os.O_RDWR) -> int:
         return os.open(path, flags | os.O_CREAT | portable.O_NOFOLLOW | portable.O_CLOEXEC | portable.O_BINARY, 0o644)
     except OSError as exc:
         raise os_error(exc, path, "create") from exc
+
+
+def _identity(info: os.stat_result) -> tuple:
+    """What makes a file the same one: its device and inode, its size and last change of content."""
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -268,12 +273,17 @@ class PartFile:
             os.ftruncate(self.fd, size)
         self.sync()
         refuse_link(self.dest)  # a link put there meanwhile is not replaced in silence
+        checked = os.fstat(self.fd)  # the very file whose bytes were hashed
         if not portable.RENAMES_OPEN_FILES:
             self.close()  # Windows renames no file that is open; elsewhere the lock is held through the rename
         try:
             os.replace(self.part, self.dest)
+            there = os.lstat(self.dest)
         except OSError as exc:
             raise os_error(exc, self.dest, "rename the finished file to") from exc
+        if _identity(there) != _identity(checked):  # "verified" is said of the file at its final name
+            raise Corrupt(f"{self.dest} is not the file Ferry wrote and checked: another program replaced or changed "
+                          "it as Ferry renamed it. Check who else writes there, then run the same command again.")
         self.state.unlink(missing_ok=True)
         self.close()
         portable.sync_folder(self.dest.parent)  # the rename is done; a folder fsync is a best effort

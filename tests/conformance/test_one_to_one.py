@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from tests.conformance.conftest import CASES, over
+from tests.conformance.conftest import CASES, NOT_APPLICABLE, over
 from tests.integration.conftest import sha256_of, write_random
 
 from .test_cases import copy
@@ -18,6 +18,12 @@ from .test_cases import copy
 CASES.update({
     "colliding_names": "names that become one once made safe (what?.txt beside what%3F.txt, CON beside CON_, x. "
                        "beside x%2E, in a folder and its twin): every file kept at a name of its own, and said",
+})
+
+NOT_APPLICABLE.update({
+    ("colliding_names", "torrent"): "tested apart: names from a .torrent, test_torrent.py (what?.txt, CON, x:y.txt)",
+    ("repeated_names", "torrent"): "n/a: a .torrent lists its files; no folder is listed",
+    ("max_depth", "torrent"): "n/a: a .torrent lists its files; no folder is walked",
 })
 
 #: source name → the name it is saved as: literal names keep theirs, the ones the rules change are numbered

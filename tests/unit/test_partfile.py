@@ -138,3 +138,33 @@ def test_a_part_file_unlinked_between_open_and_lock_is_opened_again(tmp_path, mo
     assert len(calls) == 2 and part.part.exists()
     assert os.stat(part.part).st_ino == os.fstat(part.fd).st_ino
     part.close()
+
+
+def test_a_file_replaced_as_it_is_renamed_is_not_called_done(tmp_path, monkeypatch):
+    """"Verified" is said of the file at its final name: a second writer that puts another file there in the
+    moment of the rename (here, right after the real rename, by a real write and rename of its own) is found,
+    and the job fails (exit 6) instead of saying its check holds for bytes it never read."""
+    from backends.core.errors import Corrupt
+    from backends.destination import partfile
+
+    part = PartFile(tmp_path / "x")
+    part.open(ID)
+    part.write(b"a" * 1000, 0)
+    real_replace = os.replace
+
+    def then_another_writer(src, dst):
+        real_replace(src, dst)
+        if str(dst) == str(tmp_path / "x"):
+            other = tmp_path / "other.tmp"
+            other.write_bytes(b"b" * 1000)
+            real_replace(other, dst)
+
+    monkeypatch.setattr(partfile.os, "replace", then_another_writer)
+    with pytest.raises(Corrupt, match="is not the file Ferry wrote and checked"):
+        part.finish(1000)
+    part.close()
+    monkeypatch.setattr(partfile.os, "replace", real_replace)
+    honest = PartFile(tmp_path / "y")
+    honest.open(ID)
+    honest.write(b"c" * 1000, 0)
+    assert honest.finish(1000) == tmp_path / "y"
