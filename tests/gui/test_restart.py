@@ -97,3 +97,51 @@ def test_the_window_opens_over_a_damaged_database_and_says_so(qtbot, ferry_home,
         assert window.queue_model.views() == []
     finally:
         _close(engine, window)
+
+
+HOLD = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+conn.execute("INSERT INTO settings VALUES ('held', 'yes')")
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_window_says_why_it_cannot_start_over_a_held_database(qtbot, ferry_home, monkeypatch):
+    """Another program holds the database for good: the window waits (LABFERRY_DB_WAIT), then says so in one
+    sentence and ends with exit 5, instead of a traceback or a window that cannot save anything."""
+    import subprocess
+    import sys
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.store import Store
+    from app.ui.app import main
+
+    Store().close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ferry_home / "ferry.sqlite3")],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    monkeypatch.setenv("LABFERRY_DB_WAIT", "1")
+    seen: dict[str, str] = {}
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if box is None:
+            QTimer.singleShot(50, answer)
+            return
+        seen["text"] = box.text()
+        box.close()
+
+    QTimer.singleShot(50, answer)
+    try:
+        code = main(["labferry-gui"])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 5
+    assert "held by another program" in seen.get("text", "") and "LABFERRY_HOME" in seen["text"], seen
