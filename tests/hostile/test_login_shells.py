@@ -1,5 +1,6 @@
-"""Logins whose shell start-up files print, and csh logins, as HPC accounts have them: a real sshd, its user's
-login shell bash or tcsh, a ``.bashrc``/``.cshrc`` that echoes a line even for non-interactive logins.
+"""Logins whose shell start-up files print, and csh and fish logins, as HPC accounts have them: a real sshd, its
+user's login shell bash, tcsh or fish, a ``.bashrc``/``.cshrc``/``config.fish`` that echoes a line even for
+non-interactive logins.
 
 Before, a file download failed after retries blaming "the server and the network", a folder with tar's "does not
 look like a tar archive", and an upload with "internal error (SFTPError: Garbage packet received)". Now Ferry
@@ -24,15 +25,23 @@ BASHRC = 'echo "Welcome to the cluster, $USER!"\n'
 CSHRC = 'echo "Welcome (csh) to the cluster"\n'
 
 
+FISH = 'echo "Welcome (fish) to the cluster"\n'
+#: where each shell reads its start-up file for a non-interactive login
+STARTUP = {"bash": ".bashrc", "tcsh": ".cshrc", "fish": ".config/fish/config.fish"}
+
+
 @pytest.fixture(scope="module", params=[("bash", BASHRC, SFTP_SERVER), ("bash", BASHRC, "internal-sftp"),
-                                        ("tcsh", CSHRC, SFTP_SERVER), ("tcsh", "set quiet = 1\n", SFTP_SERVER)],
-                ids=["bash-prints", "bash-prints-internal-sftp", "tcsh-prints", "tcsh-quiet"])
+                                        ("tcsh", CSHRC, SFTP_SERVER), ("tcsh", "set quiet = 1\n", SFTP_SERVER),
+                                        ("fish", FISH, SFTP_SERVER), ("fish", "set -g quiet 1\n", SFTP_SERVER)],
+                ids=["bash-prints", "bash-prints-internal-sftp", "tcsh-prints", "tcsh-quiet", "fish-prints",
+                     "fish-quiet"])
 def login(request, tmp_path_factory):
     shell, startup, subsystem = request.param
     root = tmp_path_factory.mktemp(f"sshd-{shell}")
     os.chmod(root, 0o755)
     server = Sshd(root, subsystem=subsystem).start()
-    server.login_shell(shell, {".bashrc" if shell == "bash" else ".cshrc": startup})
+    (server.home / ".config" / "fish").mkdir(parents=True, exist_ok=True)
+    server.login_shell(shell, {STARTUP[shell]: startup})
     server.prints = "echo" in startup
     server.shell_sftp = subsystem != "internal-sftp"
     yield server
