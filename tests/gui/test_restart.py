@@ -11,6 +11,7 @@ from pytestqt.exceptions import TimeoutError as QtBotTimeout
 
 from app.engine import JobState
 from tests.integration.conftest import MiB, write_random
+from tests.servers.holder import hold_database
 
 from .test_window import drop_urls, job, select
 
@@ -99,23 +100,9 @@ def test_the_window_opens_over_a_damaged_database_and_says_so(qtbot, ferry_home,
         _close(engine, window)
 
 
-HOLD = """
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-conn.execute("BEGIN EXCLUSIVE")
-conn.execute("INSERT INTO settings VALUES ('held', 'yes')")
-print("held", flush=True)
-time.sleep(60)
-"""
-
-
 def test_the_window_says_why_it_cannot_start_over_a_held_database(qtbot, ferry_home, monkeypatch):
     """Another program holds the database for good: the window waits (LABFERRY_DB_WAIT), then says so in one
     sentence and ends with exit 5, instead of a traceback or a window that cannot save anything."""
-    import subprocess
-    import sys
-
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -123,9 +110,7 @@ def test_the_window_says_why_it_cannot_start_over_a_held_database(qtbot, ferry_h
     from app.ui.app import main
 
     Store().close()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(ferry_home / "ferry.sqlite3")],
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
+    holder = hold_database(ferry_home / "ferry.sqlite3", 60)
     monkeypatch.setenv("LABFERRY_DB_WAIT", "1")
     seen: dict[str, str] = {}
 

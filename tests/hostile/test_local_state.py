@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.servers.holder import hold_database
 
 from . import conftest
 from .conftest import ferry
@@ -106,27 +106,10 @@ def test_a_damaged_database_is_moved_aside_and_a_new_one_made(tmp_path, damage):
     assert stat.S_IMODE(aside[0].stat().st_mode) == 0o600
 
 
-HOLD = """
-import sqlite3, sys, time
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("PRAGMA locking_mode = EXCLUSIVE")
-conn.execute("BEGIN EXCLUSIVE")
-conn.execute("INSERT INTO settings VALUES ('held', 'yes')")
-print("held", flush=True)
-time.sleep(float(sys.argv[2]))
-"""
-
-
-def _hold(db: Path, seconds: float) -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db), str(seconds)], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
-    return holder
-
-
 def test_a_database_held_by_another_process_is_waited_for_then_given_up_in_a_sentence(tmp_path):
     home = tmp_path / "ferry-home"
     assert ferry("history", home=home).returncode == 0
-    holder = _hold(home / "ferry.sqlite3", 60)
+    holder = hold_database(home / "ferry.sqlite3", 60)
     try:
         began = time.monotonic()
         ran = ferry("history", home=home, env=dict(os.environ, LABFERRY_DB_WAIT="3"))
@@ -145,7 +128,7 @@ def test_a_database_held_by_another_process_is_waited_for_then_given_up_in_a_sen
 def test_a_database_held_for_a_moment_is_waited_for(tmp_path):
     home = tmp_path / "ferry-home"
     assert ferry("history", home=home).returncode == 0
-    holder = _hold(home / "ferry.sqlite3", 2)
+    holder = hold_database(home / "ferry.sqlite3", 2)
     try:
         ran = ferry("history", home=home, env=dict(os.environ, LABFERRY_DB_WAIT="30"))
     finally:
