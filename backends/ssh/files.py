@@ -257,8 +257,7 @@ def final_check(control, remote: str, digest: str, size: int, where: str) -> tup
             raise Corrupt(f"{remote} on {where} is not the file this upload wrote ({there.size if there else 'no'} "
                           f"bytes there, {size} sent): another program wrote or removed it after Ferry's rename. "
                           "Check who else writes there, then run the same command again.")
-        return False, ("the server computes no sha256 (no shell access): each range was checked as it was written, "
-                       "and the size at the final name")
+        return False, "the server computes no sha256 (no shell access); the size at the final name checked"
     if server != digest:
         raise Corrupt(f"{remote} on {where} is not the file this upload wrote (sha256 {server[:16]}… there, "
                       f"{digest[:16]}… sent): another program or a second upload replaced it after Ferry's rename. "
