@@ -11,9 +11,11 @@ import secrets
 import socket
 import time
 
-from .errors import PartTaken
+from .errors import Corrupt, PartTaken
 
 LOCK_SUFFIX = ".ferry-lock"
+#: the owner record's name inside a lock that is a folder (FTP and GridFTP, whose atomic claim is ``MKD``)
+OWNER_FILE = "owner"
 #: the most of an owner record read: it is a line of JSON
 OWNER_BYTES = 4096
 
@@ -49,3 +51,11 @@ def taken(remote: str, where: str, owner: dict, lock: str) -> PartTaken:
            f"{when})")
     return PartTaken(f"Another upload is writing {remote} on {where}: {who} holds {lock}. Wait for it to end; if "
                      f"that upload is gone for good, remove {lock} on the server and run this again.")
+
+
+def replaced(remote: str, where: str, found: str) -> Corrupt:
+    """The sentence for an upload whose final name, checked after the rename, holds another file (exit 6); ``found``
+    says what was found there instead, in a few words."""
+    return Corrupt(f"{remote} on {where} is not the file this upload wrote ({found}): another program or a second "
+                   "upload replaced it after Ferry's rename. Check who else writes there, then run the same command "
+                   "again.")

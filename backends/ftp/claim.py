@@ -1,6 +1,6 @@
 """One writer per remote part file over FTP (``core.claims``): an upload makes the folder ``NAME.ferry-lock``
 before it writes ``NAME.part``. FTP has no exclusive create, but ``MKD`` is one: the server's ``mkdir`` fails for
-all but the first. The owner record goes inside it (``owner``); a lock found without one is a claim being made,
+all but the first. The owner record goes inside it (``OWNER_FILE``); a lock found without one is a claim being made,
 and is another's. The lock goes once the upload ends or is cancelled."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ import logging
 
 import aioftp
 
-from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, owner_record, read_owner, taken
+from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, OWNER_FILE, owner_record, read_owner, taken
 from .control import FtpControl
 from .faults import ftp_error
 
-OWNER = "owner"
 log = logging.getLogger(__name__)
 
 
@@ -34,16 +33,16 @@ async def claim(control: FtpControl, remote: str, token: str) -> None:
             raise taken(remote, control.address.where, owner, lock) from None
         return
     try:
-        async with control.client.upload_stream(f"{lock}/{OWNER}") as stream:
+        async with control.client.upload_stream(f"{lock}/{OWNER_FILE}") as stream:
             await stream.write(owner_record(token))
     except Exception as exc:
-        raise ftp_error(exc, control.address, step="write", path=f"{lock}/{OWNER}") from exc
+        raise ftp_error(exc, control.address, step="write", path=f"{lock}/{OWNER_FILE}") from exc
 
 
 async def _owner(control: FtpControl, lock: str) -> dict | None:
     """The owner record in ``lock``; ``{"job": None}`` for a lock without one yet, None when no lock is there."""
     try:
-        stream = await control.read_from(f"{lock}/{OWNER}", 0)
+        stream = await control.read_from(f"{lock}/{OWNER_FILE}", 0)
     except Exception:
         return {"job": None} if await _is_there(control, lock) else None
     data = b""
@@ -64,7 +63,7 @@ async def _is_there(control: FtpControl, path: str) -> bool:
 async def release(control: FtpControl, remote: str) -> None:
     """The lock gone (its owner record, then the folder); a lock that cannot be removed now is left."""
     lock = remote + LOCK_SUFFIX
-    for command in (f"DELE {lock}/{OWNER}", f"RMD {lock}"):
+    for command in (f"DELE {lock}/{OWNER_FILE}", f"RMD {lock}"):
         try:
             await control.client.command(command, ("2xx", "5xx"))
         except Exception:

@@ -21,7 +21,7 @@ from pathlib import Path
 import aioftp
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
-from ..core.claims import new_token
+from ..core.claims import new_token, replaced
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.words import counted, human_size
 from ..streams.folder import FileSink, Totals
@@ -166,11 +166,8 @@ async def final_check(control: FtpControl, address: FtpAddress, local: Path, rem
     command; without one, its size there, and the word is not said. What is there and is not what this upload
     wrote is ``Corrupt`` (exit 6): a second writer, or a program that replaced it after the rename."""
     there = await _size(control, remote)
-    replaced = (f"{remote} on {address.where} is not the file this upload wrote ({{}}): another program or a second "
-                "upload replaced it after Ferry's rename. Check who else writes there, then run the same command "
-                "again.")
     if there is not None and there != size:
-        raise Corrupt(replaced.format(f"{there} bytes there, {size} sent"))
+        raise replaced(remote, address.where, f"{there} bytes there, {size} sent")
     theirs = await server_checksum(control, remote)
     if theirs is None:
         return False, ("size at its final name checked on the server; it offers no checksum command"
@@ -178,7 +175,7 @@ async def final_check(control: FtpControl, address: FtpAddress, local: Path, rem
                        "without an error")
     ours = sha256 if theirs.algorithm == "sha256" else (await asyncio.to_thread(hash_file, local, ("md5",)))["md5"]
     if ours != theirs.hexdigest:
-        raise Corrupt(replaced.format(f"its {theirs.algorithm} from {theirs.source} differs"))
+        raise replaced(remote, address.where, f"its {theirs.algorithm} from {theirs.source} differs")
     return True, f"{theirs.algorithm} of the whole file at its final name, from {theirs.source}, matched"
 
 

@@ -11,10 +11,8 @@ import hashlib
 import io
 import socket
 
-from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, owner_record, read_owner, taken
+from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, OWNER_FILE, owner_record, read_owner, taken
 from .control import Control, explain_reply
-
-OWNER = "owner"
 
 
 def token_for(state_dir: str | None, remote: str) -> str:
@@ -34,7 +32,7 @@ def claim(control: Control, remote: str, token: str) -> None:
             raise taken(remote, control.url.where, owner, lock) from None
         return
     try:
-        control.ftp.storbinary(f"STOR {lock}/{OWNER}", io.BytesIO(owner_record(token)))
+        control.ftp.storbinary(f"STOR {lock}/{OWNER_FILE}", io.BytesIO(owner_record(token)))
     except ftplib.Error as exc:
         raise explain_reply(str(exc), control.url, lock, "write the upload's lock") from None
 
@@ -47,7 +45,7 @@ def _owner(control: Control, lock: str) -> dict | None:
             data.extend(block)
 
     try:
-        control.ftp.retrbinary(f"RETR {lock}/{OWNER}", keep)
+        control.ftp.retrbinary(f"RETR {lock}/{OWNER_FILE}", keep)
     except ftplib.Error:
         return {"job": None} if control.stat(lock) is not None else None
     return read_owner(bytes(data))
@@ -57,7 +55,7 @@ def release(control: Control, remote: str) -> None:
     """The lock gone; one that cannot be removed now is left."""
     lock = remote + LOCK_SUFFIX
     try:
-        control.ftp.delete(f"{lock}/{OWNER}")
+        control.ftp.delete(f"{lock}/{OWNER_FILE}")
         control.ftp.rmd(lock)
     except (OSError, EOFError, ftplib.Error):
         pass

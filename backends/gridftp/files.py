@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
+from ..core.claims import replaced
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.options import read_options
 from ..streams.hashing import hash_file
@@ -175,9 +176,7 @@ async def _finish_remote(control: Control | None, staged: GridUrl, final: GridUr
         if verified:  # the word rests on the file at its final name: a second writer may have replaced it
             there = await asyncio.to_thread(control.checksum, final.path, "SHA256")
             if there != digest:
-                raise Corrupt(f"{final.path} on {final.where} is not the file this transfer wrote (sha256 "
-                              f"{(there or 'none')[:16]}… there): another program or a second upload replaced it "
-                              "after Ferry's rename. Check who else writes there, then run the same command again.")
+                raise replaced(final.path, final.where, f"sha256 {(there or 'none')[:16]}… there")
             method = f"sha256 of the whole file at its final name, computed by the destination server, matched " \
                      f"the {what} one"
     if mtime:

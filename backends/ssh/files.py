@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
-from ..core.claims import new_token
+from ..core.claims import new_token, replaced
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
 from ..core.words import human_size
 from ..destination import Identity, PartFile
@@ -254,14 +254,10 @@ def final_check(control, remote: str, digest: str, size: int, where: str) -> tup
     if server is None:
         there = control.stat(remote)
         if there is None or there.size != size:
-            raise Corrupt(f"{remote} on {where} is not the file this upload wrote ({there.size if there else 'no'} "
-                          f"bytes there, {size} sent): another program wrote or removed it after Ferry's rename. "
-                          "Check who else writes there, then run the same command again.")
+            raise replaced(remote, where, f"{there.size if there else 'no'} bytes there, {size} sent")
         return False, "the server computes no sha256 (no shell access); the size at the final name checked"
     if server != digest:
-        raise Corrupt(f"{remote} on {where} is not the file this upload wrote (sha256 {server[:16]}… there, "
-                      f"{digest[:16]}… sent): another program or a second upload replaced it after Ferry's rename. "
-                      "Check who else writes there, then run the same command again.")
+        raise replaced(remote, where, f"sha256 {server[:16]}… there, {digest[:16]}… sent")
     return True, "sha256 of the whole file at its final name, computed by the server, matched"
 
 
