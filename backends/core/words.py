@@ -22,6 +22,12 @@ def first_named(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + (" and more" if len(names) > shown else "")
 
 
+def some_of(texts: list[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``texts`` joined by "; ", then how many more: ``a; b; and 3 more``."""
+    more = f"; and {len(texts) - shown} more" if len(texts) > shown else ""
+    return "; ".join(texts[:shown]) + more
+
+
 def agrees(n: int, one: str, many: str) -> str:
     """The verb that agrees with a count: ``agrees(1, "is", "are")``."""
     return one if n == 1 else many

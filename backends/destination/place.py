@@ -15,7 +15,7 @@ import secrets
 from pathlib import Path
 
 from ..core.errors import LinkInDest, LocalError, NoSpace
-from ..core.words import human_size
+from ..core.words import agrees, counted, human_size, some_of
 from ..host import portable
 from .names import Renamed, fold, numbered, portable_path, shown
 
@@ -216,11 +216,9 @@ class Destination:
         """One sentence naming what was saved under another name, or None."""
         if not self.renamed:
             return None
-        first = "; ".join(str(r) for r in self.renamed[:limit])
-        more = f"; and {len(self.renamed) - limit} more" if len(self.renamed) > limit else ""
-        count = len(self.renamed)
-        return (f"{count} {'name' if count == 1 else 'names'} from the server could not be kept as given and "
-                f"{'was' if count == 1 else 'were'} saved under a safe name: {first}{more}.")
+        count, named = len(self.renamed), some_of([str(r) for r in self.renamed], limit)
+        return (f"{counted(count, 'name')} from the server could not be kept as given and "
+                f"{agrees(count, 'was', 'were')} saved under a safe name: {named}.")
 
 
 def _folds_case(folder: Path) -> bool:

@@ -12,6 +12,7 @@ import stat
 from collections.abc import Iterable
 
 from ..core.errors import Corrupt
+from ..core.words import agrees, counted, some_of
 from .names import shown
 from .place import Destination
 
@@ -44,12 +45,10 @@ def unaccounted(destination: Destination, listed: Iterable[tuple[str, int | None
 
 def missing_error(wrong: dict[str, str], root) -> Corrupt:
     """The sentence for files of a folder not found as listed (exit 6): none of them is counted as done."""
-    named = "; ".join(f"{shown(given)!r} ({why})" for given, why in list(wrong.items())[:SHOWN])
-    more = f"; and {len(wrong) - SHOWN} more" if len(wrong) > SHOWN else ""
-    count = len(wrong)
-    return Corrupt(f"{count} {'file' if count == 1 else 'files'} of the folder {'is' if count == 1 else 'are'} not in "
-                   f"{root} as the source listed: {named}{more}; Ferry counts none of them as done. Check whether "
-                   "another program writes there, then run the same command again with --sync.")
+    named = some_of([f"{shown(given)!r} ({why})" for given, why in wrong.items()], SHOWN)
+    return Corrupt(f"{counted(len(wrong), 'file')} of the folder {agrees(len(wrong), 'is', 'are')} not in {root} as "
+                   f"the source listed: {named}; Ferry counts none of them as done. Check whether another program "
+                   "writes there, then run the same command again with --sync.")
 
 
 def check_folder(destination: Destination, listed: Iterable[tuple[str, int | None]]) -> None:

@@ -36,7 +36,7 @@ from ..core.base import (
 )
 from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
-from ..core.words import counted
+from ..core.words import counted, some_of
 from ..destination import Destination
 from .budget import WARM_AT_ONCE, WARM_FROM, budget_split
 from .folder import RemoteFile, Totals, fetch_folder, hashers_for, plan
@@ -167,14 +167,11 @@ def failure(failed: dict[str, TransferError], files: dict[str, ListedFile], fetc
     """One error for the job: a sentence naming the files that failed (and what they belong to) and how the
     others fared, of the worst kind among them (a wrong checksum is not retried; a server that went away is)."""
     total = len(failed) + fetched + kept
-    named = []
-    for name, exc in list(failed.items())[:NAMED]:
-        label = files[name].label
-        named.append(f"{label + ': ' if label else ''}{name}: {str(exc).rstrip('.')}")
-    more = f"; and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+    named = some_of([f"{files[name].label + ': ' if files[name].label else ''}{name}: {str(exc).rstrip('.')}"
+                     for name, exc in failed.items()], NAMED)
     others = f"{fetched} fetched and checked" + (f", {kept} already here and verified" if kept else "")
-    text = (f"{len(failed)} of {total} files did not arrive ({others}): " + "; ".join(named) + more + ". Run the "
-            "same command again to fetch what failed; verified files are kept.")
+    text = (f"{len(failed)} of {total} files did not arrive ({others}): {named}. Run the same command again to fetch "
+            "what failed; verified files are kept.")
     errors = list(failed.values())
     final = [e for e in errors if not e.retryable and not isinstance(e, Unreachable)]
     if final:

@@ -26,6 +26,7 @@ import libtorrent as lt
 
 from ..core.base import Result, Sink
 from ..core.errors import AuthError, LocalError, Transient, Unreachable
+from ..core.words import agrees, counted, some_of
 from ..destination import Destination, move_into_place, os_error, room_for
 from ..streams.hashing import manifest_digest
 from .digest import TorrentDigest
@@ -91,11 +92,8 @@ def _links_note(named: list[tuple[str, str]]) -> str | None:
     """The links the torrent named and Ferry did not make (libtorrent made them in the part folder, gone now)."""
     if not named:
         return None
-    shown = "; ".join(f"{path} → {to}" for path, to in named[:5])
-    more = f"; and {len(named) - 5} more" if len(named) > 5 else ""
-    one = len(named) == 1
-    return (f"{len(named)} {'link' if one else 'links'} in the torrent {'was' if one else 'were'} not created (Ferry "
-            f"makes no links below the destination): {shown}{more}.")
+    return (f"{counted(len(named), 'link')} in the torrent {agrees(len(named), 'was', 'were')} not created (Ferry "
+            f"makes no links below the destination): {some_of([f'{path} → {to}' for path, to in named])}.")
 
 
 def _finals(info, destination: Destination) -> list[tuple[str, Path]]:
