@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from backends.core.errors import AuthError, BadRequest, NotFound
+from backends.core.urls import reads_as_option
 
 SERVICE = "labferry"
 PROTOCOLS = ("sftp", "scp", "https", "http", "ftp", "ftps", "gsiftp", "sshftp")
@@ -44,10 +45,9 @@ class Site:
                              "or ':'.")
         if self.protocol not in PROTOCOLS:
             raise BadRequest(f"Sites can use {', '.join(PROTOCOLS)}; '{self.protocol}' is not one of them.")
-        if (not self.host or any(c in self.host for c in "/@ :") or self.host.startswith("-")
-                or any(c.isspace() or ord(c) < 32 for c in self.host)):
+        if not self.host or any(c in self.host for c in "/@:") or reads_as_option(self.host):
             raise BadRequest(f"'{self.host}' is not a host name. Give just the host, such as dtn.example.org.")
-        if self.user and (self.user.startswith("-") or any(c.isspace() or ord(c) < 32 for c in self.user)):
+        if self.user and reads_as_option(self.user):
             raise BadRequest(f"'{self.user}' is not a user name: it begins with '-' or holds a space or a control "
                              "character.")
         if self.streams != "auto" and not (self.streams.isdigit() and 1 <= int(self.streams) <= 64):

@@ -27,6 +27,12 @@ def host_of(url: str) -> str | None:
         return None
 
 
+def reads_as_option(value: str) -> bool:
+    """Whether a host or user name begins with ``-`` or holds a space or a control character: no real one does,
+    and a command built from it would take it for an option or end a line early (``check_authority``)."""
+    return value.startswith("-") or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value)
+
+
 def check_authority(url: str) -> None:
     """Refuse (``BadRequest``, exit 2) an address whose host or user begins with ``-`` or holds a space or a
     control character, before any command is built from it: ``ssh -oProxyCommand=…`` is an option, not a host,
@@ -40,7 +46,7 @@ def check_authority(url: str) -> None:
         return  # each backend says in its own words why the address is not one
     for what, value in (("host name", host), ("user name", user)):
         value = unquote(value) if value else value
-        if value and (value.startswith("-") or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value)):
+        if value and reads_as_option(value):
             raise BadRequest(f"{value!r} in {redact(url)} is not a {what}: it begins with '-' or holds a space or "
                              "a control character. Check the address.")
 
