@@ -133,9 +133,8 @@ class SchemaTooNew(RuntimeError):
 
 
 def connect(path: Path | str, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection with Ferry's settings; migrates the schema unless read-only. A damaged file is moved aside
-    first and a held one waited for (``health``)."""
-    health.check_once(Path(path))
+    """A connection with Ferry's settings; migrates the schema unless read-only. A held database is waited for
+    (``health.Patient``); a damaged one was moved aside by ``Store`` before it got here (``health.check_once``)."""
     if readonly:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1, factory=health.Patient)
     else:  # explicit transactions only

@@ -30,7 +30,7 @@ from ..core.words import agrees, counted, some_of
 from ..destination import Destination, move_into_place, os_error, room_for
 from ..streams.hashing import manifest_digest
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, data_files, info_hash, links, write_atomically
+from .swarm import Peer, Swarm, data_files, info_hash, layout_of, links, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -124,7 +124,7 @@ def _move_into_place(info, work: Path, destination: Destination) -> None:
 def _room_for_torrent(info, dest: Path) -> None:
     """libtorrent writes pieces into the final files as they come: a disk that cannot hold them all is said
     before the first piece, not found out with a half-written file under its final name."""
-    layout = info.layout() if hasattr(info, "layout") else info.files()
+    layout = layout_of(info)
     have = 0
     for index in range(layout.num_files()):
         try:

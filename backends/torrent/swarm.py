@@ -69,10 +69,14 @@ class DataFile(NamedTuple):
     size: int
 
 
+def layout_of(info: lt.torrent_info):
+    return info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in libtorrent 2.1
+
+
 def data_files(info: lt.torrent_info) -> list[DataFile]:
     """A torrent's files without v2's pad files (they only align each file to a piece) and without its links
     (``links``: Ferry makes none below DEST)."""
-    files = info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in libtorrent 2.1
+    files = layout_of(info)
     skip = lt.file_storage.flag_pad_file | lt.file_storage.flag_symlink
     return [DataFile(files.file_path(i), files.file_offset(i), files.file_size(i)) for i in range(files.num_files())
             if not files.file_flags(i) & skip]
@@ -81,7 +85,7 @@ def data_files(info: lt.torrent_info) -> list[DataFile]:
 def links(info: lt.torrent_info) -> list[tuple[str, str]]:
     """The links a torrent names (``symlink`` attribute): (its path, where it points), for the note that says
     they were not made. libtorrent makes them in the part folder; they go with it."""
-    files = info.layout() if hasattr(info, "layout") else info.files()
+    files = layout_of(info)
     return [(files.file_path(i), files.symlink(i)) for i in range(files.num_files())
             if files.file_flags(i) & lt.file_storage.flag_symlink]
 
