@@ -19,16 +19,13 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.paths import data_dir, database_path
     from app.store import Store
-    from app.store.health import kept_aside, move_aside, what_is_wrong
+    from app.store.health import kept_aside
 
     folder = data_dir()
     mode = stat.S_IMODE(os.stat(folder).st_mode)
     print(f"data folder  {folder} ({oct(mode)[2:]}{', yours alone' if not mode & 0o077 else ', OPEN TO OTHERS'})")
     path = database_path()
-    problem = what_is_wrong(path)  # the whole check again: a fault found mid-command sends the user here
-    if problem:
-        print(f"database     {path} was damaged ({problem}); moved to {move_aside(path)}, a new one made")
-    with Store(path) as store:
+    with Store(path) as store:  # checked whole on opening: a damaged one is moved aside, said, and listed below
         jobs = store.conn.execute("SELECT count(*) FROM jobs").fetchone()[0]
         history = store.conn.execute("SELECT count(*) FROM history").fetchone()[0]
     print(f"database     {path} ({format_bytes(path.stat().st_size)}): ok; {jobs} queued or kept jobs, "
