@@ -30,7 +30,7 @@ from ..core.words import agrees, counted, some_of
 from ..destination import Destination, move_into_place, os_error, room_for
 from ..streams.hashing import manifest_digest
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, data_files, info_hash, layout_of, links, write_atomically
+from .swarm import Peer, Swarm, data_files, info_hash, layout_of, links, marked_executable, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -77,14 +77,10 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     if params.ti is None:  # a magnet: the names are known only now
         _refuse_existing(info, destination, replace_existing)
     _move_into_place(info, work, destination)
-    note = _links_note(links(info))
-    if note:
-        result.notes.append(note)
-        sink.note(note)
-    renamed = destination.renamed_note()
-    if renamed:
-        result.notes.append(renamed)
-        sink.note(renamed)
+    for note in (_links_note(links(info)), _marks_note(marked_executable(info)), destination.renamed_note()):
+        if note:
+            result.notes.append(note)
+            sink.note(note)
     return result
 
 
@@ -94,6 +90,15 @@ def _links_note(named: list[tuple[str, str]]) -> str | None:
         return None
     return (f"{counted(len(named), 'link')} in the torrent {agrees(len(named), 'was', 'were')} not created (Ferry "
             f"makes no links below the destination): {some_of([f'{path} → {to}' for path, to in named])}.")
+
+
+def _marks_note(marked: set[str]) -> str | None:
+    """The executable marks the torrent set and Ferry did not keep (its files are saved as data)."""
+    if not marked:
+        return None
+    return (f"{counted(len(marked), 'file')} marked executable in the torrent {agrees(len(marked), 'was', 'were')} "
+            f"saved as plain data, not runnable: {some_of(sorted(marked))}. Mark one runnable yourself if you "
+            "trust its source.")
 
 
 def _finals(info, destination: Destination) -> list[tuple[str, Path]]:
@@ -115,7 +120,9 @@ def _move_into_place(info, work: Path, destination: Destination) -> None:
     for inside, _ in _finals(info, destination):
         saved = destination.claim(inside.replace("\\", "/"))
         try:
-            move_into_place(work / inside, destination.file(saved))
+            made = work / inside
+            data_mode = os.lstat(made).st_mode & 0o666  # a stranger's executable mark is not kept
+            move_into_place(made, destination.file(saved), mode=data_mode)
         except OSError as exc:
             raise os_error(exc, destination.path(saved), "move the finished file to") from None
     shutil.rmtree(work, ignore_errors=True)

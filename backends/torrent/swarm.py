@@ -90,6 +90,15 @@ def links(info: lt.torrent_info) -> list[tuple[str, str]]:
             if files.file_flags(i) & lt.file_storage.flag_symlink]
 
 
+def marked_executable(info: lt.torrent_info) -> set[str]:
+    """The files a torrent marks executable (``x`` attribute). libtorrent makes them runnable; Ferry saves a
+    stranger's files as data, as browsers and curl do, and says which marks it did not keep."""
+    files = layout_of(info)
+    return {files.file_path(i) for i in range(files.num_files())
+            if files.file_flags(i) & lt.file_storage.flag_executable
+            and not files.file_flags(i) & lt.file_storage.flag_symlink}
+
+
 class Swarm:
     """One session (or several: a seed's extra listening ports) holding one torrent."""
 

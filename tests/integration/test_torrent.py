@@ -380,3 +380,41 @@ def test_a_torrent_holding_links_creates_none_and_says_so(tmp_path):
     assert got == {"run/reads.fq": b"r" * 300000, "run/sub/qc.txt": b"q" * 70000}, sorted(got)
     assert "1 link in the torrent was not created" in proc.stderr and "run/latest" in proc.stderr, proc.stderr
     assert not list(dest.glob(".ferry-torrent-*"))
+
+
+def test_a_torrent_with_pad_files_and_odd_attributes_saves_plain_data_files(tmp_path):
+    """A hybrid torrent (v1 and v2, so pad files align each file to a piece) whose creator marked one file
+    executable and one hidden (libtorrent's ``x`` and ``h`` attributes): the files arrive byte-exact as plain
+    data, nothing runnable is made from a stranger's mark (as browsers and curl do), no pad file or ``.pad``
+    folder appears below DEST, and a note says which marks were not applied."""
+    import libtorrent as lt
+
+    home, data = tmp_path / "home", tmp_path / "seed"
+    home.mkdir()
+    (data / "run").mkdir(parents=True)
+    bodies = {"run/reads.fq": b"r" * 300000, "run/fix.sh": b"#!/bin/sh\necho owned\n" * 500,
+              "run/.hidden.txt": b"h" * 70000}
+    for name, body in bodies.items():
+        (data / name).write_bytes(body)
+    fs = lt.file_storage()
+    marks = {"run/fix.sh": lt.file_storage.flag_executable, "run/.hidden.txt": lt.file_storage.flag_hidden}
+    for name, body in bodies.items():
+        fs.add_file(name, len(body), marks.get(name, 0))
+    ct = lt.create_torrent(fs, 16384, 0)  # hybrid: v1 and v2 metadata, with pad files between files
+    ct.set_priv(True)
+    lt.set_piece_hashes(ct, str(data))
+    torrent = tmp_path / "odd.torrent"
+    torrent.write_bytes(lt.bencode(ct.generate()))
+    info = lt.torrent_info(str(torrent))
+    assert any(info.files().file_flags(i) & lt.file_storage.flag_pad_file for i in range(info.files().num_files()))
+    dest = tmp_path / "got"
+    dest.mkdir()
+    with seeding(torrent, data / "run", home) as seed:
+        proc = fetch(torrent, dest, tmp_path / "fetcher", "--peer", f"127.0.0.1:{seed.port}")
+    assert proc.returncode == 0, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    got = {str(p.relative_to(dest)): p.read_bytes() for p in dest.rglob("*") if not p.is_dir()}
+    assert got == bodies, sorted(got)
+    assert not [p for p in dest.rglob("*") if p.is_dir() and p.name != "run"], sorted(dest.rglob("*"))
+    assert not (dest / "run" / "fix.sh").stat().st_mode & 0o111
+    assert "marked executable" in proc.stderr and "run/fix.sh" in proc.stderr, proc.stderr
