@@ -7,6 +7,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import secrets
 import socket
 import time
@@ -34,6 +35,30 @@ def owner_record(token: str) -> bytes:
                        "started": int(time.time())}).encode()
 
 
+#: the start of an owner record written as a folder's name inside an FTP lock (``owner_name``)
+OWNER_PREFIX = "owner~"
+
+
+def owner_name(token: str) -> str:
+    """The owner record as a name (``owner~TOKEN~USER~HOST~PID~STARTED``): an FTP lock holds it as a sub-folder,
+    made with one ``MKD`` where a file would cost a data connection (three round trips more per uploaded file)."""
+    owner = json.loads(owner_record(token))
+    fields = [str(owner[key]) for key in ("job", "user", "host", "pid", "started")]
+    return OWNER_PREFIX + "~".join(re.sub(r"[^A-Za-z0-9._-]", "_", field)[:64] for field in fields)
+
+
+def read_owner_name(name: str) -> dict | None:
+    """An owner record read from a name ``owner_name`` made; None for a name that is not one."""
+    if not name.startswith(OWNER_PREFIX):
+        return None
+    fields = name[len(OWNER_PREFIX):].split("~")
+    if len(fields) != 5:
+        return {"job": None}
+    job, user, host, pid, started = fields
+    return {"job": job, "user": user, "host": host, "pid": pid,
+            "started": int(started) if started.isdigit() else None}
+
+
 def read_owner(data: bytes) -> dict:
     """An owner record as read from the server; one that is not Ferry's JSON names nobody (``job`` None)."""
     try:
@@ -41,6 +66,12 @@ def read_owner(data: bytes) -> dict:
     except ValueError:
         return {"job": None}
     return owner if isinstance(owner, dict) else {"job": None}
+
+
+def ours_to_remove(owner: dict | None, token: str | None) -> bool:
+    """Whether a cancelled upload may remove ``NAME.part`` and its lock: no lock there (``owner`` None), or one
+    this installation's upload holds. A part another upload holds is never removed by someone else's cancel."""
+    return owner is None or (bool(token) and owner.get("job") == token)
 
 
 def taken(remote: str, where: str, owner: dict, lock: str) -> PartTaken:

@@ -74,7 +74,8 @@ class FtpBackend(BrowsesFolders):
             return
         import asyncio
 
-        from .claim import release
+        from ..core.claims import LOCK_SUFFIX, ours_to_remove
+        from .claim import owner_of, release
         from .upload import UploadRecord, part_of, target_path
 
         address = FtpAddress.parse(request.dest)
@@ -82,12 +83,17 @@ class FtpBackend(BrowsesFolders):
         async def remove() -> None:
             async with _opened(self._connector(address, request.options)) as lead:
                 remote, _ = await target_path(lead, address, Path(request.source))
+                record = UploadRecord(request.state_folder("ftp-uploads"), f"{address.where}|{address.user}|{remote}") \
+                    if request.state_dir else None
+                found = await owner_of(lead, remote + LOCK_SUFFIX)
+                if not ours_to_remove(found and found[0], record.token if record else None):
+                    return  # another upload's part and lock: not this job's to remove
                 try:
                     await lead.client.remove_file(part_of(remote))
                 finally:
-                    await release(lead, remote)
-                if request.state_dir:
-                    UploadRecord(request.state_folder("ftp-uploads"), f"{address.where}|{address.user}|{remote}").drop()
+                    await release(lead, remote, found[1] if found else None)
+                if record is not None:
+                    record.drop()
         try:
             asyncio.run(remove())
         except Exception:

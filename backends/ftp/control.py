@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import aioftp
+from aioftp.common import wrap_into_codes
 
 from ..core.errors import BadRequest, TransferError
 from ..streams.slots import server_slots
@@ -153,6 +154,40 @@ class FtpControl:
             return Entry(PurePosixPath(path).name, "file", size, modified)
         except Exception as exc:
             raise ftp_error(exc, self.address, step="stat", path=path) from exc
+
+    async def size_of(self, path: str) -> int | None:
+        """A file's size in one round trip (``MLST``, else ``SIZE``); None when no file is there. An upload asks
+        this three times a file: ``entry``'s ``CWD`` and ``MDTM`` would cost a server without ``MLST`` two more."""
+        try:
+            if "MLST" in self.features:
+                code, lines = await self.client.command(f"MLST {path}", ("2xx", "5xx"))
+                if not str(code).startswith("2"):
+                    return None
+                fact_line = next((ln for ln in lines[1:] if ";" in ln), lines[-1])
+                found = _entry(PurePosixPath(path).name, self.client.parse_mlsx_line(fact_line.lstrip())[1])
+                return found.size if found.kind == "file" else None
+            if "SIZE" in self.features:
+                return await self._number("SIZE", path)
+        except Exception as exc:
+            raise ftp_error(exc, self.address, step="stat", path=path) from exc
+        try:
+            return (await self.entry(path)).size
+        except TransferError as exc:
+            if exc.kind == "not-found":
+                return None
+            raise
+
+    async def in_one_trip(self, commands: list[str], expected: list[str]) -> list[tuple]:
+        """Commands sent together and their replies read in order ((code, lines) each): one round trip where one
+        after the other costs one each. Only for commands whose failure makes the next one fail harmlessly
+        (``RNFR``/``RNTO``: a refused ``RNFR`` gets ``RNTO`` a 503). The first reply that is not ``expected``
+        raises ``StatusCodeError`` once every reply is read, so the connection stays in step."""
+        for command in commands:
+            await self.client.command(command)  # sent, its reply read below
+        replies = [await self.client.parse_response() for _ in commands]
+        for (code, lines), codes in zip(replies, expected, strict=True):
+            self.client.check_codes(wrap_into_codes((codes,)), code, lines)
+        return replies
 
     async def _number(self, command: str, path: str) -> int | None:
         text = await self._text(command, path)

@@ -116,7 +116,8 @@ class GridftpBackend(BrowsesFolders):
             self._discard_remote(request)
 
     def _discard_remote(self, request: TransferRequest) -> None:
-        """A cancelled upload or server-to-server copy: its staging copy (``NAME.part``) on the server goes."""
+        """A cancelled upload or server-to-server copy: its staging copy (``NAME.part``) on the server goes, with
+        its lock, unless another upload holds them."""
         name = Path(request.source).name if not _is_remote(request.source) else GridUrl.parse(request.source).name
         try:
             remote = GridUrl.parse(request.dest)
@@ -130,7 +131,14 @@ class GridftpBackend(BrowsesFolders):
                     there = control.stat(remote.path)
                     if there is not None and there.is_dir:
                         remote = remote.child(name)
+                from ..core.claims import LOCK_SUFFIX, ours_to_remove
+                from .claim import owner_of, release
+
+                owner = owner_of(control, remote.path + LOCK_SUFFIX)
+                if not ours_to_remove(owner, token_for(request.state_dir, remote.text())):
+                    return  # another upload's part and lock: not this job's to remove
                 control.remove(remote.sibling(remote.name + ".part").path)
+                release(control, remote.path)
             finally:
                 control.close()
         except TransferError:

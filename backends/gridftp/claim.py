@@ -25,7 +25,7 @@ def claim(control: Control, remote: str, token: str) -> None:
     try:
         control.ftp.mkd(lock)
     except ftplib.error_perm as exc:
-        owner = _owner(control, lock)
+        owner = owner_of(control, lock)
         if owner is None:
             raise explain_reply(str(exc), control.url, lock, "create the upload's lock") from None
         if owner.get("job") != token:
@@ -37,7 +37,8 @@ def claim(control: Control, remote: str, token: str) -> None:
         raise explain_reply(str(exc), control.url, lock, "write the upload's lock") from None
 
 
-def _owner(control: Control, lock: str) -> dict | None:
+def owner_of(control: Control, lock: str) -> dict | None:
+    """The owner record in ``lock``; ``{"job": None}`` for a lock without one yet, None when no lock is there."""
     data = bytearray()
 
     def keep(block: bytes) -> None:

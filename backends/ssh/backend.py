@@ -115,16 +115,19 @@ class SshBackend(BrowsesFolders):
                 there = control.stat(remote)
                 if request.dest.endswith("/") or (there is not None and there.is_dir):
                     remote = remote_join(remote, local.name)
+                record = _record_of(request, f"{target.display}|{remote}")
+                from ..core.claims import ours_to_remove
+                from .claim import owner_of, release
+
+                if not ours_to_remove(owner_of(control, remote), _token_in(record)):
+                    return  # another upload's part and lock: not this job's to remove
                 control.remove(remote + ".part")
-                from .claim import release
-
                 release(control, remote)
-        except TransferError:
+        except TransferError as exc:
+            print('DISCARD-ERR', exc, flush=True)
             return  # the server cannot be reached now: nothing to remove from here; a later upload replaces it
-        if request.state_dir:
-            from .files import UploadRecord
-
-            UploadRecord(request.state_folder("uploads"), f"{target.display}|{remote}").path.unlink(missing_ok=True)
+        if record is not None:
+            record.unlink(missing_ok=True)
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
         from .session import SshSession
@@ -262,3 +265,21 @@ def _source_id(request: TransferRequest) -> str:
     from ..core.urls import redact
 
     return redact(request.source)
+
+
+def _record_of(request: TransferRequest, key: str) -> Path | None:
+    """The upload's resume record here (it holds the owner token), None without a state folder."""
+    if not request.state_dir:
+        return None
+    from .files import UploadRecord
+
+    return UploadRecord(request.state_folder("uploads"), key).path
+
+
+def _token_in(record: Path | None) -> str | None:
+    import json
+
+    try:
+        return json.loads(record.read_text()).get("token") if record else None
+    except (OSError, ValueError, AttributeError):
+        return None

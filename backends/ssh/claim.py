@@ -32,6 +32,12 @@ def claim(control, remote: str, token: str, where: str) -> None:
         raise taken(remote, where, owner, lock)
 
 
+def owner_of(control, remote: str) -> dict | None:
+    """The owner record of ``remote``'s lock; None when no lock is there."""
+    held = control.read_head(remote + LOCK_SUFFIX, OWNER_BYTES)
+    return None if held is None else read_owner(held)
+
+
 def release(control, remote: str) -> None:
     """The lock gone, once the upload ended or was cancelled; a lock that cannot be removed now is left."""
     try:

@@ -46,13 +46,32 @@ def _freeze_mover(target, first, at: int = 16 * MiB, timeout: float = 60) -> Non
 
 
 @over("sftp", "scp", "sftp-only", "gridftp", "ftp", "proftpd", "ftps")
-def test_two_writers(target, tmp_path, tmp_path_factory, record_property):
+def test_two_writers(target, tmp_path, tmp_path_factory, record_property, monkeypatch):
     for content in ("same", "other"):
-        _two_writers(target, tmp_path / content, tmp_path_factory, content)
+        _two_writers(target, tmp_path / content, tmp_path_factory, content, monkeypatch)
     record_property("how", "second refused naming the first, same and other content; run again, it replaced it")
 
 
-def _two_writers(target, tmp_path, tmp_path_factory, content: str) -> None:
+def _cancel_as(target, local, url: str, home, monkeypatch) -> None:
+    """Cancel the refused upload as the engine does (the backend's discard, with its installation's records): the
+    part and lock the first upload holds must stay."""
+    from app.requests import Overrides, resolve
+    from app.store import Store
+    from backends.core.base import TransferRequest
+    from backends.core.registry import registry
+
+    monkeypatch.setenv("LABFERRY_HOME", str(home))
+    ssh = {"identity": str(target.server.key), "known_hosts": str(target.server.known_hosts)} \
+        if target.name in ("sftp", "scp", "sftp-only") else {}
+    ca = target.server.ca_file if target.name == "ftps" else None
+    with Store() as store:
+        request = resolve(str(local), url, Overrides(ca_file=ca, backend_options=ssh), store=store)
+        state = str(store.path.parent)
+    registry.for_url(url).discard(TransferRequest(request.source, request.dest, request.options, state_dir=state))
+    monkeypatch.undo()
+
+
+def _two_writers(target, tmp_path, tmp_path_factory, content: str, monkeypatch) -> None:
     first_home, second_home = tmp_path_factory.mktemp("machine-a"), tmp_path_factory.mktemp("machine-b")
     ours, theirs = tmp_path / "a" / "shared.bam", tmp_path / "b" / "shared.bam"
     ours.parent.mkdir(parents=True)
@@ -69,10 +88,17 @@ def _two_writers(target, tmp_path, tmp_path_factory, content: str) -> None:
         _writing_shows(target, "shared.bam", first)
         if not target.capped:  # globus-url-copy takes no cap: the first's data mover is frozen meanwhile instead
             _freeze_mover(target, first)
+        else:  # frozen while the second tries and is cancelled: the first's part and lock are surely there
+            signal_tree(first.pid, signal.SIGSTOP)
         try:
             second = labferry("copy", str(theirs), url, *target.args(), "--json", env_home=second_home, timeout=120)
+            part = target.path("shared.bam.part")
+            had = part.stat().st_size if part.exists() else None
+            _cancel_as(target, theirs, url, second_home, monkeypatch)  # the refused job, cancelled in its queue
+            assert target.path("shared.bam.ferry-lock").exists(), "a refused job's cancel removed the first's lock"
+            assert (part.stat().st_size if part.exists() else None) == had, "it removed the first's part"
         finally:
-            signal_tree(first.pid, signal.SIGCONT, below=True)
+            signal_tree(first.pid, signal.SIGCONT, below=not target.capped)
         assert second.returncode == 5, (second.returncode, second.stderr)
         sentence = second.stderr.strip().splitlines()[-1]
         assert "Another upload is writing" in sentence and "started" in sentence, sentence

@@ -314,3 +314,31 @@ def test_ftps_uploads_a_folder_and_fetches_it_back_for_a_password_user(ftps_serv
     assert proc.returncode == 0, proc.stderr
     assert tree_digests(back / "tree") == digests
     assert ftps_server.password not in proc.stdout + proc.stderr
+
+
+def test_cancelling_an_upload_leaves_another_uploads_part_and_lock(vsftpd, tmp_path, ferry_home, tmp_path_factory):
+    """Cancel removes this job's ``NAME.part`` and lock on the server, never a part another upload holds: a job
+    refused because another machine writes that name, then cancelled in the queue, leaves the other's bytes."""
+    from backends.core.base import TransferRequest
+    from backends.ftp.backend import FtpBackend
+
+    local = tmp_path / "held.bam"
+    write_random(local, 48 * MiB, seed=89)
+    target = vsftpd.user_root / "cancel"
+    target.mkdir(exist_ok=True)
+    vsftpd.give(target)
+    url = vsftpd.url("cancel/", user=True)
+    proc = popen_labferry("copy", str(local), url, "--limit-rate", "12M", env_home=ferry_home)
+    part, lock = target / "held.bam.part", target / "held.bam.ferry-lock"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not part.exists() or part.stat().st_size < 6 * MiB):
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    kept = part.stat().st_size
+    assert lock.is_dir() and [p.name for p in lock.iterdir()][0].startswith("owner~")
+    other_machine = tmp_path_factory.mktemp("other-machine")
+    FtpBackend().discard(TransferRequest(str(local), url, state_dir=str(other_machine)))
+    assert part.stat().st_size == kept and lock.is_dir(), "another job's cancel removed this upload's part"
+    FtpBackend().discard(TransferRequest(str(local), url, state_dir=str(ferry_home)))
+    assert not part.exists() and not lock.exists()
