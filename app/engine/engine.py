@@ -344,7 +344,8 @@ class Engine:
             ))
         finally:
             self._tasks.pop(job.id, None)
-            self._secrets.pop(job.id, None) if job.state.terminal else None
+            if job.state.terminal and not self.keep_finished:
+                self._secrets.pop(job.id, None)  # a row still shown may be retried: its site's password stays
             asyncio.get_running_loop().call_soon(self._pump)
 
     def _fail(self, job: Job, runner: JobRunner, exc: TransferError) -> None:
@@ -377,7 +378,9 @@ class Engine:
 
     async def _resume(self, job_id: int) -> JobView:
         job = self._get(job_id)
-        if job.state in (JobState.PAUSED, JobState.FAILED):
+        if job.state in (JobState.PAUSED, JobState.FAILED, JobState.CANCELLED):
+            if job.state == JobState.CANCELLED:
+                job.bytes_done = 0  # its data was deleted: Retry starts it over
             job.state, job.error, job.error_kind, job.attempts = JobState.QUEUED, None, None, 0
             self._owned.add(job_id)
             self.persist(job)
@@ -412,6 +415,7 @@ class Engine:
             await self._cancel(job_id)
         self.store.jobs.remove(job_id)
         self._jobs.pop(job_id, None)
+        self._secrets.pop(job_id, None)
         self.publish(REMOVED, job)
 
     async def _move(self, job_id: int, offset: int) -> None:

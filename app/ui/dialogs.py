@@ -84,6 +84,8 @@ class NewTransferDialog(QDialog):
         self.source = QLineEdit(source, self)
         self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, a local file, or an "
                                        "accession (PRJEB12345, SRR1234567, GSE147507)")
+        # wide enough that the hint is read whole, not cut to "ttps://…, sftp://u…"
+        self.source.setMinimumWidth(self.source.fontMetrics().horizontalAdvance(self.source.placeholderText()) + 24)
         self.dest = QLineEdit(dest, self)
         self.dest.setPlaceholderText("a local folder, or sftp://… / site:NAME/ to upload")
         self.streams = QComboBox(self)
@@ -126,6 +128,9 @@ class NewTransferDialog(QDialog):
         if ssh:
             form.addRow("Run on", self.run_on)
             form.addRow("Send", self.via)
+        else:  # no SSH site: nowhere to run or relay, and a widget left out of the form would lie over From
+            self.run_on.hide()
+            self.via.hide()
         form.addRow("Checksum", self.checksum)
         form.addRow("Rate limit", self.limit)
         form.addRow("If files exist", self.existing)

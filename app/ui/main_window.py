@@ -31,6 +31,7 @@ from app.units import counted, format_rate
 from backends.core.errors import TransferError
 
 from .agents_tab import AgentsTab, RemoteJobs, agent_note
+from .asking import leaving_choice
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
 from .details import DetailsPane
@@ -383,23 +384,18 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self._really_quit = True
         self.close()
 
+    def quit_asking(self) -> None:
+        """File → Quit, Ctrl+Q and the tray's Quit: the close button's question first (``asking``)."""
+        if leaving_choice(self, offer_tray=False) == "quit":
+            self.quit_for_real()
+
     def closeEvent(self, event) -> None:
-        running = [v for v in self.queue_model.views() if v.state.active or v.state == JobState.QUEUED]
-        if running and not self._really_quit:
-            box = QMessageBox(QMessageBox.Icon.Question, "Transfers are running",
-                              f"{counted(len(running), 'transfer')} {'is' if len(running) == 1 else 'are'} still "
-                              "running or waiting.", parent=self)
-            keep = box.addButton("Keep running in the tray", QMessageBox.ButtonRole.AcceptRole) if self.tray else None
-            stop = box.addButton("Pause them and quit", QMessageBox.ButtonRole.DestructiveRole)
-            box.addButton(QMessageBox.StandardButton.Cancel)
-            box.exec()
-            if keep is not None and box.clickedButton() is keep:
+        choice = "quit" if self._really_quit else leaving_choice(self, offer_tray=True)
+        if choice != "quit":
+            if choice == "tray":
                 self.hide()
-                event.ignore()
-                return
-            if box.clickedButton() is not stop:
-                event.ignore()
-                return
+            event.ignore()
+            return
         self.agents.stop()
         self.bridge.close()
         if self.tray:

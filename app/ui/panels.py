@@ -121,7 +121,7 @@ class Tray(QSystemTrayIcon):
         show = QAction("Show Ferry", menu)
         show.triggered.connect(window.show_normal)
         quit_action = QAction("Quit", menu)
-        quit_action.triggered.connect(window.quit_for_real)
+        quit_action.triggered.connect(window.quit_asking)
         menu.addAction(show)
         menu.addAction(quit_action)
         self.setContextMenu(menu)

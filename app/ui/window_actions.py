@@ -8,6 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
+from .asking import cancel_selected
+
 #: name → (label, shortcut); the slot is the window's (``_slots``)
 ACTIONS = {
     "new": ("New transfer…", QKeySequence.StandardKey.New),
@@ -40,7 +42,7 @@ def _slots(window) -> dict:
     return {
         "new": lambda: window.new_transfer(), "public": lambda: window.public_data(),
         "pause": lambda: window._each_selected("pause"), "resume": lambda: window._each_selected("resume"),
-        "cancel": lambda: window._each_selected("cancel"), "retry": lambda: window._each_selected("resume"),
+        "cancel": lambda: cancel_selected(window), "retry": lambda: window._each_selected("resume"),
         "remove": lambda: window._each_selected("remove"), "up": lambda: window._move(-1),
         "down": lambda: window._move(1), "clear": lambda: window.clear_finished(),
         "site": lambda: window.edit_site(None), "torrent": lambda: window.create_torrent(),
@@ -77,8 +79,10 @@ def _menus(window, actions: dict[str, QAction]) -> None:
             menu.addSeparator() if name is None else menu.addAction(actions[name])
         if title == "&File":
             menu.addSeparator()
-            quit_action = menu.addAction("Quit", window.quit_for_real)
-            quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+            quit_action = menu.addAction("Quit", window.quit_asking)
+            # the platform's own (Cmd+Q, Ctrl+Q); Windows and bare X11 define none, so Ctrl+Q there
+            quit_action.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Quit)
+                                     or [QKeySequence("Ctrl+Q")])
     view = menubar.addMenu("&View")
     for index in range(window.tabs.count()):
         name = window.tabs.tabText(index)

@@ -46,3 +46,28 @@ def test_ctrl_n_opens_new_transfer_and_downloads(qtbot, window, nginx, tmp_path)
     download_through_dialog(qtbot, window, lambda: QTest.keyClick(window.queue_view, Qt.Key.Key_N,
                                                                    Qt.KeyboardModifier.ControlModifier), url, dest)
     assert (dest / "nt-keys.bin").read_bytes() == (nginx.data / "nt-keys.bin").read_bytes()
+
+
+def test_the_first_new_transfer_dialog_shows_from_and_its_hint_whole(qtbot, tmp_path):
+    """With no site saved yet, the relay's drop-down (not in the form without an SSH site) lay over the From label
+    and half the address box, whose hint read "ttps://…, sftp://u…": every visible widget has its own place, and
+    the From box is wide enough for its hint."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QWidget
+
+    from app.ui.dialogs import NewTransferDialog
+
+    dialog = NewTransferDialog(None, "", str(tmp_path), sites=[])
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+
+    def place(w: QWidget) -> QRect:
+        return QRect(w.mapTo(dialog, QPoint(0, 0)), w.size())
+
+    label = next(w for w in dialog.findChildren(QLabel) if w.text() == "From" and w.isVisible())
+    shown = [w for w in dialog.findChildren(QWidget) if w.isVisible() and isinstance(w, (QComboBox, QLineEdit))]
+    assert not [w for w in shown if place(w).intersects(place(label))], [type(w).__name__ for w in shown
+                                                                           if place(w).intersects(place(label))]
+    hint = dialog.source.placeholderText()
+    assert dialog.source.width() >= dialog.source.fontMetrics().horizontalAdvance(hint), dialog.source.width()

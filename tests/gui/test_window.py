@@ -6,6 +6,7 @@ import time
 
 from PySide6.QtCore import QItemSelectionModel, QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from app.engine import JobState
@@ -60,15 +61,67 @@ def test_pause_and_resume_from_the_toolbar(qtbot, window, nginx, tmp_path):
     assert (tmp_path / "gui-slow.bin").stat().st_size == 16 * MiB
 
 
-def test_cancel_leaves_no_partial_file(qtbot, window, nginx, tmp_path):
+def _answer(window, button: str, asked: list) -> None:
+    """Click ``button`` of the next question box once it is up; its text goes into ``asked``."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from .test_driving import when_modal
+
+    def act(box) -> None:
+        assert isinstance(box, QMessageBox), type(box)
+        asked.append(box.text())
+        QTest.mouseClick(next(b for b in box.buttons() if b.text() == button), Qt.MouseButton.LeftButton)
+    when_modal(act, window)
+
+
+def _active(qtbot, window) -> None:
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5_000)
+
+
+def test_cancel_asks_says_what_it_deletes_and_retry_starts_over(qtbot, window, nginx, tmp_path):
+    """Ctrl+. on a running row asks first, naming the file and what arrived (a click once dropped 53 MiB
+    unasked); "Keep going" changes nothing, "Cancel and delete" leaves no partial file, and Retry (Ctrl+R) on the
+    cancelled row, which once did nothing and said nothing, fetches it again whole."""
     write_random(nginx.data / "gui-cancel.bin", 16 * MiB, seed=71)
-    window.submit(nginx.url("slow/gui-cancel.bin", scheme="http"), str(tmp_path / "gui-cancel.bin"), streams=2)
+    window.submit(nginx.url("slow/gui-cancel.bin", scheme="http"), str(tmp_path / "gui-cancel.bin"), streams=2,
+                  limit_rate=2 * MiB)  # still running when the question is answered
     qtbot.waitUntil(lambda: (j := job(window, "gui-cancel.bin")) is not None and j.bytes_done > MiB,
                     timeout=30_000)
     select(window, job(window, "gui-cancel.bin"))
-    window.actions_by_name["cancel"].trigger()
+    window.queue_view.setFocus()
+    asked: list[str] = []
+    _answer(window, "Keep going", asked)
+    QTest.keyClick(window.queue_view, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: len(asked) == 1, timeout=10_000)
+    assert "gui-cancel.bin" in asked[0] and "deletes" in asked[0] and "Retry" in asked[0], asked[0]
+    assert job(window, "gui-cancel.bin").state.active
+    _answer(window, "Cancel and delete", asked)
+    _active(qtbot, window)  # as the desktop gives it back once the box is gone (offscreen, nobody does)
+    QTest.keyClick(window.queue_view, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: len(asked) == 2, timeout=10_000)
     qtbot.waitUntil(lambda: job(window, "gui-cancel.bin").state == JobState.CANCELLED, timeout=10_000)
     assert not any(p.name.startswith("gui-cancel") for p in tmp_path.iterdir())
+    _active(qtbot, window)
+    QTest.keyClick(window.queue_view, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: job(window, "gui-cancel.bin").state == JobState.DONE, timeout=60_000)
+    assert (tmp_path / "gui-cancel.bin").read_bytes() == (nginx.data / "gui-cancel.bin").read_bytes()
+
+
+def test_file_quit_asks_as_the_close_button_does(qtbot, window, nginx, tmp_path):
+    """Ctrl+Q (File → Quit) stopped running transfers without a word while the close button asked: it asks the
+    same question, and Cancel there leaves the window open and the transfer running."""
+    write_random(nginx.data / "gui-quit.bin", 16 * MiB, seed=73)
+    window.submit(nginx.url("slow/gui-quit.bin", scheme="http"), str(tmp_path / "gui-quit.bin"), streams=2,
+                  limit_rate=2 * MiB)
+    qtbot.waitUntil(lambda: (j := job(window, "gui-quit.bin")) is not None and j.state.active, timeout=30_000)
+    asked: list[str] = []
+    _answer(window, "Cancel", asked)
+    _active(qtbot, window)
+    QTest.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: len(asked) == 1, timeout=10_000)
+    assert "still running" in asked[0], asked[0]
+    assert window.isVisible() and job(window, "gui-quit.bin").state.active
 
 
 def test_a_failed_job_says_what_happened_and_retry_works(qtbot, window, nginx, tmp_path):
