@@ -56,8 +56,10 @@ class JobView:
     #: a list job's files: name → (state, the error's sentence, its kind); see ``FileStatesSink``
     files: dict[str, tuple[str, str | None, str | None]] = field(default_factory=dict)
     seeding: bool = False  # a job that serves a torrent's data (``labferry seed``, the Seeding tab)
-    #: what a running job waits for instead of moving data ("the network to HOST"), or None
+    #: what a running job waits for instead of moving data ("collab (its server refuses connections)"), or None
     waiting: str | None = None
+    #: the saved site the job was made from, named wherever the job is shown ("lab-web → this computer")
+    site: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -99,6 +101,7 @@ class Job:
             streams=self.streams, attempts=self.attempts, error=self.error, error_kind=self.error_kind,
             notes=tuple(self.notes[-50:]), result=self.result, stream_rates=self.stream_rates,
             files=dict(self.files), seeding=bool(self.options.backend_options.get("seed")), waiting=self.waiting,
+            site=self.options.site,
         )
 
     def copy(self) -> Job:

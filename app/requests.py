@@ -324,6 +324,7 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
         verify=defaults.verify if overrides.verify is None else overrides.verify,
         backend_options=site_options | explicit,
         max_depth=overrides.max_depth or MAX_DEPTH,
+        site=site.name if site else None,
     )
 
 

@@ -74,8 +74,9 @@ def add_parser(sub) -> None:
     p.add_argument("--retries", type=_retries, default=None, metavar="N",
                    help="tries after a network fault before giving up (default 5; 0: fail at the first fault)")
     p.add_argument("--wait-network", type=_duration, default=None, metavar="DURATION",
-                   help="when the network to the server is gone (a closed lid, a lost VPN), wait for it this long "
-                        "and go on by itself (default 12h; 0: fail as any fault)")
+                   help="when the server is out of reach mid-transfer (a closed lid, a lost VPN, the server "
+                        "stopped or restarting), wait for it this long and go on by itself (default 12h; 0: fail as "
+                        "any fault)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object on the last stdout line")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     from .agent import add_on_flags

@@ -1,13 +1,13 @@
-"""Waiting for the network: a laptop sleeps, roams between Wi-Fi networks and drops its VPN.
+"""Waiting out an outage: a laptop sleeps, roams between Wi-Fi networks and drops its VPN; a server is restarted.
 
 A job that had been moving data and then cannot reach its server at all (the name no longer resolves, no route,
-connections time out) is not failing: its network is gone. It waits, shown as "waiting for the network", and
-goes on by itself once the server's port answers again, for up to ``RetryPolicy.network_wait`` (12 hours by
-default, as Globus Connect Personal waits out a closed lid). Whether the network is gone is asked of the
-network, not guessed from the error: one TCP connection to the server's port, where an answer of any kind
-(accepted, or refused by the host) means the path is there and the fault is the server's, which gets the
-ordinary retries. A job that never reached its server still fails at once (a typo is not an outage), and a
-server that answers with an error (404, a refused login) fails as fast as before.
+connections time out, or the host refuses them: its server is down) is not failing: it waits, shown as
+"waiting for SITE (why)", and goes on by itself once the server's port accepts a connection again, for up to
+``RetryPolicy.network_wait`` (12 hours by default, as Globus retries such faults for hours without the user).
+Whether the server is there is asked of the network, not guessed from the error: one TCP connection to its port.
+A port that accepts means the fault is the server's answer, which gets the ordinary retries. A job that never
+reached its server still fails at once (a typo is not an outage), and a server that answers with an error (404,
+a refused login) fails as fast as before.
 """
 
 from __future__ import annotations
@@ -43,17 +43,23 @@ def peer_endpoint(source: str, dest: str) -> tuple[str, int] | None:
     return None
 
 
-async def reaches(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> bool:
-    """Whether the network gets to ``host``: a connection accepted, or refused by the host itself (its port is
-    closed, but the path is there). A name that does not resolve, no route, or no answer: False."""
+async def knock(host: str, port: int, timeout: float = PROBE_TIMEOUT) -> str:
+    """How ``host``'s port answers one connection: ``accepted``; ``refused`` (the host is there, its server is
+    not: stopped, restarting); or ``silent`` (a name that does not resolve, no route, no answer)."""
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     except ConnectionRefusedError:
-        return True
+        return "refused"
     except (OSError, asyncio.TimeoutError):
-        return False
+        return "silent"
     writer.close()
-    return True
+    return "accepted"
+
+
+#: the words for each knock that is not answered: in the job's log, and short in the row ("waiting for lab-web
+#: (refused)")
+WHY = {"refused": "its server refuses connections", "silent": "no network to it"}
+SHORT = {"refused": "refused", "silent": "no network"}
 
 
 class NetworkWait:
@@ -62,37 +68,42 @@ class NetworkWait:
     def __init__(self, runner) -> None:
         self.runner = runner
 
-    async def gone(self, exc: TransferError) -> tuple[str, int] | None:
-        """The server's endpoint when ``exc`` means the network to it is gone, else None."""
+    async def gone(self, exc: TransferError) -> tuple[str, int, str] | None:
+        """The server's endpoint and how it failed a knock when ``exc`` means the server is out of reach, else
+        None (the ordinary retries)."""
         job = self.runner.job
         if not isinstance(exc, (Unreachable, Transient)) or self.runner.engine.retry.network_wait <= 0:
             return None
         if job.bytes_done == 0 and self.runner.retries == 0:
             return None  # it never got there: say so now rather than wait hours for a typo
         endpoint = peer_endpoint(self.runner.source, self.runner.dest)
-        if endpoint is None or await reaches(*endpoint):
+        if endpoint is None:
             return None
-        return endpoint
+        answer = await knock(*endpoint)
+        return None if answer == "accepted" else (*endpoint, answer)
 
-    async def wait(self, exc: TransferError, endpoint: tuple[str, int]) -> None:
-        """Until the endpoint answers again (then return), or ``network_wait`` has passed (then raise)."""
+    async def wait(self, exc: TransferError, endpoint: tuple[str, int, str]) -> None:
+        """Until the endpoint accepts a connection again (then return), or ``network_wait`` has passed (then
+        raise)."""
         runner, job = self.runner, self.runner.job
-        engine, host = runner.engine, endpoint[0]
-        limit = engine.retry.network_wait
+        host, port, answer = endpoint
+        limit = runner.engine.retry.network_wait
+        name = job.options.site or host
         began, every = time.monotonic(), 2.0
-        job.waiting = f"the network to {host}"
-        runner.say(f"The network to {host} is gone ({_short(exc)}): waiting for it, up to {_hours(limit)}; the "
-                   "transfer goes on by itself when it is back.")
+        job.waiting = f"{name} ({SHORT[answer]})"
+        runner.say(f"{name} is out of reach ({_short(exc)}; {WHY[answer]}): waiting for it, up to {_hours(limit)}; "
+                   "the transfer goes on by itself when it is back.")
         try:
-            while not await reaches(*endpoint):
+            while (answer := await knock(host, port)) != "accepted":
+                job.waiting = f"{name} ({SHORT[answer]})"
                 if time.monotonic() - began >= limit:
-                    raise type(exc)(f"The network to {host} was gone for {_hours(limit)}, longer than Ferry waits; "
-                                    "run the same command again to resume once it is back.") from exc
+                    raise type(exc)(f"{name} was out of reach for {_hours(limit)} ({WHY[answer]}), longer than Ferry "
+                                    "waits; run the same command again to resume once it is back.") from exc
                 await asyncio.sleep(every)
                 every = min(PROBE_EVERY_MAX, every * 2)
         finally:
             job.waiting = None
-        runner.say(f"The network to {host} is back after {_hours(time.monotonic() - began)}: going on.")
+        runner.say(f"{name} is back after {_hours(time.monotonic() - began)}: going on.")
 
 
 def _short(exc: TransferError) -> str:

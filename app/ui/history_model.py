@@ -14,15 +14,19 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from app.store import HistoryFilter, Store
 from app.units import format_bytes, format_duration
 
-from .words import for_window, protocol_name
+from .words import file_name, for_window, protocol_name
 
 PAGE = 500
 COLUMNS = (
-    ("Finished", "finished"), ("Outcome", "outcome"), ("Source", "source"), ("Destination", "dest"),
+    ("Finished", "finished"), ("Name", "name"), ("Outcome", "outcome"), ("Source", "source"), ("Destination", "dest"),
     ("Protocol", "backend"), ("Size", "bytes"), ("Duration", "seconds"), ("Mbit/s", "throughput_mbps"),
     ("Streams", "streams"), ("SHA-256", "sha256"), ("Error", "error"),
 )
 RowRole = Qt.ItemDataRole.UserRole + 2
+#: the column a shown key sorts by, where it is not a column of its own (a name is the source's last part)
+SORTED_AS = {"name": "source"}
+#: the column that stretches: the file's name, which tells transfers apart
+NAME = 1
 
 
 class HistoryModel(QAbstractTableModel):
@@ -74,7 +78,8 @@ class HistoryModel(QAbstractTableModel):
         return None
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
-        self.order = (COLUMNS[column][1], order == Qt.SortOrder.DescendingOrder)
+        key = COLUMNS[column][1]
+        self.order = (SORTED_AS.get(key, key), order == Qt.SortOrder.DescendingOrder)
         self.refresh()
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
@@ -88,6 +93,8 @@ class HistoryModel(QAbstractTableModel):
             return for_window(row.get("error")) or row.get("verify_method") or None
         if role != Qt.ItemDataRole.DisplayRole:
             return None
+        if key == "name":
+            return file_name(row.get("source") or "")
         value = row.get(key)
         if value is None:
             return ""

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -23,6 +22,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.store import HistoryFilter, Store
+
+from .columns import NameFirst
+
+#: what each column usually holds, measured for its width (``columns.NameFirst``)
+HISTORY_SAMPLES = {
+    "Finished": "2026-11-28 21:30", "Outcome": "cancelled", "Source": "sftp://dtn.lab/…/run42",
+    "Destination": "/home/user/Downloads", "Protocol": "HTTPS", "Size": "999.9 MiB", "Duration": "59 min 59 s",
+    "Mbit/s": "9999", "Streams": "Streams", "SHA-256": "0123456789abcdef…", "Error": "the server refused the login",
+}
 
 PERIODS = {"any time": 0, "last 24 hours": 1, "last 7 days": 7, "last 30 days": 30, "last year": 365}
 
@@ -57,7 +65,8 @@ class HistoryTab:
         self.history_view.setSortingEnabled(True)
         self.history_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.history_view.verticalHeader().hide()
-        self.history_view.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self.history_columns = NameFirst(self.history_view, HISTORY_SAMPLES, optional=(
+            "Streams", "SHA-256", "Duration", "Protocol", "Destination", "Error"))
         layout.addWidget(self.history_view)
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)

@@ -13,7 +13,6 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QHeaderView,
     QInputDialog,
     QLabel,
     QMainWindow,
@@ -34,6 +33,7 @@ from .agents_tab import AgentsTab, RemoteJobs, agent_note
 from .asking import leaving_choice
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
+from .columns import NameFirst
 from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .files_tab import FilesTab
@@ -45,7 +45,7 @@ from .panels import Sidebar, Tray, app_icon, apply_theme, empty_hint
 from .plots import BenchmarksView
 from .public_data import PublicData, accessions_in
 from .queue_menu import queue_menu
-from .queue_model import PROGRESS, ProgressDelegate, QueueModel, selected_views
+from .queue_model import PROGRESS, QUEUE_SAMPLES, ProgressDelegate, QueueModel, selected_views
 from .reporting import ReportExporter
 from .torrents import SeedingView
 from .window_actions import build_actions
@@ -92,11 +92,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.queue_view.setItemDelegateForColumn(PROGRESS, ProgressDelegate(self.queue_view))
         self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.queue_view.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.queue_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # two studies differ at their ends
         self.queue_view.verticalHeader().hide()
-        self.queue_view.setWordWrap(False)
-        self.queue_view.setColumnWidth(1, 190)
+        self.queue_columns = NameFirst(self.queue_view, QUEUE_SAMPLES, optional=("Streams", "ETA", "Protocol"))
         self.queue_view.setAcceptDrops(True)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
         self.queue_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionProgressBar
@@ -12,25 +11,27 @@ from app.engine import JobState, JobView
 from app.units import format_bytes, format_duration, format_rate
 
 from .icons import KINDS, icon, kind_of
-from .words import for_window, protocol_name
+from .words import file_name, for_window, protocol_name
 
 COLUMNS = ("Name", "Route", "Protocol", "Size", "Progress", "Rate", "ETA", "Streams", "State")
 PROGRESS = COLUMNS.index("Progress")
+#: what each column usually holds, measured for its width (``columns.NameFirst``); the name takes the rest
+QUEUE_SAMPLES = {"Route": "collab-lab → this computer", "Protocol": "HTTPS", "Size": "999.9 MiB",
+                 "Progress": "100.0 %  ", "Rate": "999.9 Mbit/s", "ETA": "59 min", "Streams": "Streams",
+                 "State": "running (retry 5)"}
 JobRole = Qt.ItemDataRole.UserRole + 1
 
 
 def display_name(view: JobView) -> str:
-    location = view.source if "://" in view.source else view.source
-    path = urlsplit(location).path if "://" in location else location
-    return unquote(PurePosixPath(path.rstrip("/")).name) or location
+    return file_name(view.source)
 
 
 def route(view: JobView, here: str = "this computer") -> str:
-    """Where a job goes from and to; ``here`` names the machine that runs it (a DTN's for an agent's job)."""
+    """Where a job goes from and to; ``here`` names the machine that runs it (a DTN's for an agent's job). The
+    server's end is its site's name when the job came from one (matched by profile, never by address)."""
     def place(location: str) -> str:
         if "://" in location:
-            parts = urlsplit(location)
-            return f"{parts.hostname}"
+            return view.site or f"{urlsplit(location).hostname}"
         if location.startswith("ena:"):
             return "ENA"
         return here
@@ -100,7 +101,7 @@ class QueueModel(QAbstractTableModel):
             "Rate": format_rate(view.rate) if active and view.rate else "",
             "ETA": format_duration(view.eta) if active and view.eta is not None else "",
             "Streams": str(view.streams) if active and view.streams else "",
-            "State": "waiting for the network" if view.waiting and active
+            "State": f"waiting for {view.waiting}" if view.waiting and active
             else view.state.value + (f" (retry {view.attempts})" if view.attempts and active else ""),
         }[column]
 

@@ -86,3 +86,13 @@ def as_folder(dest: str) -> str:
     if "://" in dest or dest.startswith("site:") or dest.endswith(("/", os.sep)) or not dest:
         return dest
     return dest + os.sep
+
+
+def file_name(location: str) -> str:
+    """What a transfer is called in a list: the last part of its source (an address's path, a local path),
+    undecoded from %XX; the whole location when it has no such part."""
+    from pathlib import PurePosixPath
+    from urllib.parse import unquote, urlsplit
+
+    path = urlsplit(location).path if "://" in location else location.replace("\\", "/")
+    return unquote(PurePosixPath(path.rstrip("/")).name) or location

@@ -111,6 +111,9 @@ class TransferOptions:
     files: tuple[ListedFile, ...] = ()
     #: the source is a relay's spool, still arriving: the file that says what of it is ready (``Arriving``)
     arriving: str | None = None
+    #: the saved site this job was made from (``site:NAME/…``), for words: "waiting for collab-lab"; backends
+    #: never use it
+    site: str | None = None
     #: the running job this transfer belongs to (set by the engine for one run, never stored): every file of
     #: the job pays one rate bucket (``streams.ratelimit``)
     job: str | None = None
@@ -147,6 +150,8 @@ class TransferOptions:
             d["files"] = [f.to_dict() for f in self.files]
         if self.arriving:
             d["arriving"] = self.arriving
+        if self.site:
+            d["site"] = self.site
         return d
 
     @classmethod
@@ -173,6 +178,7 @@ class TransferOptions:
             path_rate=d.get("path_rate"),
             transport_advice=d.get("transport_advice"),
             max_depth=int(d.get("max_depth") or MAX_DEPTH),
+            site=d.get("site"),
         )
 
 

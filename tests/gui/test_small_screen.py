@@ -28,3 +28,35 @@ def test_every_tab_is_usable_at_1280_by_720(qtbot, window):
         hidden = [a.text() for a in toolbar.actions() if a.isVisible() and not a.isSeparator()
                   and (toolbar.widgetForAction(a) is None or not toolbar.widgetForAction(a).isVisible())]
         assert not hidden, f"toolbar buttons out of sight at 1280 px: {hidden}"
+
+
+def test_names_come_first_and_whole_at_1280_and_1024(qtbot, window, nginx, tmp_path):
+    """Six rows once read "big…bin": the Name column was the narrowest while Route and Protocol took the width,
+    and at 1024 px it scrolled off. At 1280×720 and 1024×640 the Name column is the widest of the Queue's and of
+    History's, and lies whole inside the table without scrolling."""
+    from PySide6.QtWidgets import QTableView
+
+    from app.engine import JobState
+
+    from .test_window import job
+
+    names = [f"NA12878_{run}_S1_L001_R1_001.fastq.gz" for run in ("A", "B", "C")]
+    for name in names:
+        window.submit(nginx.url(f"missing/{name}", scheme="http"), str(tmp_path / name))
+    qtbot.waitUntil(lambda: all((v := job(window, n)) is not None and v.state == JobState.FAILED for n in names),
+                    timeout=30_000)
+    window.history_model.refresh()
+    for width, height in ((1280, 720), (1024, 640)):
+        window.resize(width, height)
+        for table, tab in ((window.queue_view, 0), (window.history_view, 2)):
+            window.tabs.setCurrentIndex(tab)
+            QApplication.processEvents()
+            assert isinstance(table, QTableView)
+            header = table.horizontalHeader()
+            model = table.model()
+            name = next(i for i in range(model.columnCount()) if model.headerData(i, header.orientation()) == "Name")
+            widths = {model.headerData(i, header.orientation()): header.sectionSize(i)
+                      for i in range(model.columnCount()) if not header.isSectionHidden(i)}
+            assert widths["Name"] == max(widths.values()), (width, widths)
+            right = header.sectionViewportPosition(name) + header.sectionSize(name)
+            assert header.sectionViewportPosition(name) >= 0 and right <= table.viewport().width(), (width, right)

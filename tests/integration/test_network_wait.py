@@ -59,8 +59,8 @@ def test_the_link_goes_down_mid_transfer_and_the_copy_waits_then_finishes_by_its
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     assert sha256_of(dest) == digest
-    assert f"The network to {far_nginx.listen} is gone" in err and "waiting for it, up to 12 h" in err, err
-    assert f"The network to {far_nginx.listen} is back" in err, err
+    assert f"{far_nginx.listen} is out of reach" in err and "no network to it" in err, err
+    assert "waiting for it, up to 12 h" in err and f"{far_nginx.listen} is back" in err, err
 
 
 def test_a_copy_suspended_with_its_lid_closed_goes_on_when_woken(far_nginx, tmp_path, ferry_home):
@@ -92,5 +92,44 @@ def test_the_link_gone_longer_than_asked_ends_in_one_sentence(far_nginx, tmp_pat
         mend(far_nginx)
     assert proc.returncode == 4, err
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"labferry: The network to {far_nginx.listen} was gone for 8 s"), err
+    assert last.startswith(f"labferry: {far_nginx.listen} was out of reach for 8 s (no network to it)"), err
     assert "Traceback" not in err and dest.with_name("gone.bam.part").exists()  # kept for the same command
+
+
+SERVER_OUTAGE_S = float(os.environ.get("LABFERRY_TEST_SERVER_OUTAGE_S", "90"))
+
+
+def test_an_ssh_server_stopped_for_90_s_mid_download_is_waited_for_and_the_copy_finishes(tmp_path, ferry_home,
+                                                                                        tmp_path_factory):
+    """The SSH server stopped (its listener and every session) for longer than the retries last (5, about a
+    minute of backoff), then started again: a refused connection is an outage, not the server's answer, so the
+    copy waits, says for whom and why, and finishes byte-exact by itself with the default retries."""
+    from tests.conformance.servers import signal_tree
+    from tests.servers.sshd import Sshd
+
+    server = Sshd(tmp_path_factory.mktemp("sshd-outage")).start()  # its own: it is stopped, as no other test's is
+    try:
+        remote = server.home / "outage.bam"
+        digest = write_random(remote, 48 * MiB, seed=484)
+        server.give(remote)
+        dest = tmp_path / "outage.bam"
+        proc = popen_labferry("copy", server.url(str(remote)), str(dest), *server.args(), "--limit-rate", "4M",
+                              "--json", env_home=ferry_home)
+        try:
+            _after(dest, 6 * MiB)
+        except AssertionError:
+            proc.kill()
+            raise AssertionError(proc.communicate()) from None
+        signal_tree(server.proc.pid, signal.SIGTERM)  # sshd and its sessions: connections cut, then refused
+        server.proc.wait(10)
+        time.sleep(SERVER_OUTAGE_S)
+        assert proc.poll() is None, proc.communicate()  # still there, waiting: 5 retries would have ended it
+        server.start()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, err
+    assert sha256_of(dest) == digest
+    assert "127.0.0.1 is out of reach" in err and "its server refuses connections" in err, err
+    assert "127.0.0.1 is back after" in err, err
+    assert json.loads(out.strip().splitlines()[-1])["sha256"] == digest
