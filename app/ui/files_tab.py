@@ -38,6 +38,7 @@ class FilesTab(QWidget):
         self.left = FolderPane(bridge, sites, secret_of, self)
         self.right = FolderPane(bridge, sites, secret_of, self)
         split = QSplitter(Qt.Orientation.Horizontal, self)
+        split.setObjectName("two-panes")  # remembered by name (``remembered``)
         for pane in (self.left, self.right):
             pane.dropped.connect(self.copy_into)
             pane.send_requested.connect(self._send)

@@ -46,6 +46,7 @@ from .plots import BenchmarksView
 from .public_data import PublicData, accessions_in
 from .queue_menu import queue_menu
 from .queue_model import PROGRESS, QUEUE_SAMPLES, ProgressDelegate, QueueModel, selected_views
+from .remembered import note_folder, remember, restore, start_folder
 from .reporting import ReportExporter
 from .torrents import SeedingView
 from .window_actions import build_actions
@@ -79,6 +80,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         if self.tray:
             self.tray.show()
         self.refresh_sites()
+        restore(self)  # size, splitters, History's filters, as they were at the last quit
         self.history_model.refresh()
 
     # -- building ---------------------------------------------------------------------------
@@ -125,10 +127,12 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.details = DetailsPane(self)
         self.agents.job_selected.connect(self.details.show_job)
         middle = QSplitter(Qt.Orientation.Vertical, self)
+        middle.setObjectName("tabs-and-details")  # remembered by name (``remembered``)
         middle.addWidget(self.tabs)
         middle.addWidget(self.details)
         middle.setSizes([520, 200])
         outer = QSplitter(Qt.Orientation.Horizontal, self)
+        outer.setObjectName("sidebar-and-tabs")
         outer.addWidget(self.sidebar)
         outer.addWidget(middle)
         outer.setSizes([220, 980])
@@ -247,8 +251,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         """The New transfer dialog (``source`` filled in); ``more``: further sources (a pasted list) that go to
         the same place with the same choices once the dialog is accepted."""
         sites = self._sites()
-        dialog = NewTransferDialog(self, source, self.settings.get("download_folder") or str(Path.home()), sites,
-                                   browse=self.browse_site)
+        dialog = NewTransferDialog(self, source, start_folder(self.settings), sites, browse=self.browse_site)
         if more:
             dialog.setWindowTitle(f"New transfer ({counted(len(more) + 1, 'item')} from the clipboard)")
         if dialog.exec():
@@ -260,6 +263,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
                 self.run_on_agent(values)
                 return
             via = self.relay_choice(values)
+            note_folder(self, values["dest"])
             for item in [values["source"], *more]:
                 self.submit(item, values["dest"], streams=values["streams"], checksum=values["checksum"],
                             limit_rate=values["limit_rate"], **values["existing"], **via)
@@ -393,6 +397,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
                 self.hide()
             event.ignore()
             return
+        remember(self)
         self.agents.stop()
         self.bridge.close()
         if self.tray:

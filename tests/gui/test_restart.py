@@ -130,3 +130,56 @@ def test_the_window_says_why_it_cannot_start_over_a_held_database(qtbot, ferry_h
         holder.wait()
     assert code == 5
     assert "held by another program" in seen.get("text", "") and "LABFERRY_HOME" in seen["text"], seen
+
+
+def test_the_window_remembers_its_size_splitters_filters_and_last_folder(qtbot, ferry_home, nginx, tmp_path):
+    """Window size, splitters and History's filter were forgotten at every start, and New transfer's To began in
+    the home folder whatever was used last: set by hand, quit by Ctrl+Q, started again, they are as they were."""
+    from PySide6.QtWidgets import QApplication, QSplitter
+
+    from tests.portable.dialogs import field, fill_and_accept
+
+    from .test_driving import when_modal
+
+    write_random(nginx.data / "remember.bin", MiB, seed=491)
+    engine, window = _open(tmp_path)
+    try:
+        window.resize(1111, 701)
+        middle = window.findChild(QSplitter, "tabs-and-details")
+        middle.setSizes([430, 250])
+        sizes = middle.sizes()
+        window.period.setCurrentIndex(window.period.findText("last 7 days"))
+        chosen = tmp_path / "run42"
+        seen: list[str] = []
+        fill_and_accept(qtbot, {"From": nginx.url("remember.bin", scheme="http"), "To": str(chosen)}, seen)
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5_000)
+        QTest.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: seen == ["New transfer"], timeout=10_000)
+        qtbot.waitUntil(lambda: (v := job(window, "remember.bin")) is not None and v.state.terminal,
+                        timeout=30_000)
+        assert job(window, "remember.bin").state == JobState.DONE, job(window, "remember.bin").error
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5_000)
+        QTest.keyClick(window, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)  # nothing runs: no question
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=5_000)
+    finally:
+        _close(engine, window)
+    engine, window = _open(tmp_path)
+    try:
+        assert (window.width(), window.height()) == (1111, 701)
+        assert window.findChild(QSplitter, "tabs-and-details").sizes() == sizes
+        assert window.period.currentText() == "last 7 days"
+        started: list[str] = []
+
+        def read_to(dialog) -> None:
+            started.append(field(dialog, "To").text())
+            dialog.reject()
+        when_modal(read_to, window)
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5_000)
+        QTest.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: bool(started), timeout=10_000)
+        assert started[0].rstrip("/") == str(chosen), started
+    finally:
+        _close(engine, window)
