@@ -38,4 +38,7 @@ def gui_console() -> None:
             sys.exit(exc.exit_status)
     from app.ui.app import main
 
+    from . import setup_logging
+
+    setup_logging()  # the window's jobs go to ferry.log too (Help → Ferry's log), as the command line's do
     sys.exit(main())

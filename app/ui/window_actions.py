@@ -9,6 +9,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
 from .asking import cancel_selected
+from .help_menu import add_help_menu
 
 #: name → (label, shortcut); the slot is the window's (``_slots``)
 ACTIONS = {
@@ -95,3 +96,4 @@ def _menus(window, actions: dict[str, QAction]) -> None:
     details.setShortcut("Ctrl+D")
     details.toggled.connect(window.show_details)
     window.details_action = details
+    add_help_menu(window)

@@ -380,3 +380,32 @@ def test_new_transfer_says_what_to_do_with_files_that_are_there(qtbot, window, s
     synced = submitted((again.state, again.error), **dialog.values()["existing"])
     assert synced.state == JobState.DONE, synced.error
     assert synced.result["bytes"] == 0
+
+
+def test_help_has_the_guide_the_log_and_about_with_versions_and_paths(qtbot, window):
+    """There was no Help menu, About or log viewer: F1 opens the user guide, Help → Ferry's log shows the end of
+    ferry.log, and About names the versions and where the data and the log are (with Copy, for IT)."""
+    from PySide6.QtWidgets import QPlainTextEdit, QTextBrowser
+
+    import app
+    from app.paths import data_dir
+
+    menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Help")
+    actions = {a.text(): a for a in menu.actions() if a.text()}
+    assert set(actions) == {"User guide", "Ferry's log", "About Ferry"}, set(actions)
+    _active(qtbot, window)
+    QTest.keyClick(window, Qt.Key.Key_F1)
+    qtbot.waitUntil(lambda: getattr(window, "last_help", None) is not None and window.last_help.isVisible(),
+                    timeout=5_000)
+    assert "Starting a transfer" in window.last_help.findChild(QTextBrowser).toPlainText()
+    window.last_help.reject()
+    (data_dir() / "ferry.log").write_text("".join(f"line {i}\n" for i in range(50_000)) + "job 7: the last line\n")
+    actions["Ferry's log"].trigger()
+    shown = window.last_help.findChild(QPlainTextEdit).toPlainText()
+    assert shown.endswith("job 7: the last line\n") and len(shown) <= 2_000_000, len(shown)
+    window.last_help.reject()
+    actions["About Ferry"].trigger()
+    about = window.last_help.findChild(QPlainTextEdit).toPlainText()
+    assert f"Ferry (labferry) {app.__version__}" in about and str(data_dir() / "ferry.log") in about, about
+    assert str(window.db_path) in about and "Qt " in about, about
+    window.last_help.reject()
