@@ -62,3 +62,24 @@ def _cancel_question(views: list[JobView]) -> str:
     much = f"the {format_bytes(kept)} that arrived {where} so far" if kept else f"whatever arrived {where}"
     return (f"Cancel {names}? Ferry deletes {much}; Retry then starts from the beginning. Pause instead keeps it, "
             "and Resume goes on from there.")
+
+
+def remove_site(window, name: str) -> None:
+    """Remove a saved site once the user agreed: its profile and its password in the keyring go; transfers and
+    history that used it stay."""
+    from app.sites import SiteBook
+    from app.store import Store
+
+    box = QMessageBox(QMessageBox.Icon.Question, "Remove site",
+                      f"Remove the site {name}? Its settings and the password kept for it in the keyring are "
+                      "deleted; transfers and history that used it stay.", parent=window)
+    drop = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+    keep = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.setEscapeButton(keep)
+    box.exec()
+    if box.clickedButton() is not drop:
+        return
+    with Store(window.db_path) as store:
+        SiteBook(store).remove(name)
+    window.refresh_sites()

@@ -30,7 +30,7 @@ from app.units import counted, format_rate
 from backends.core.errors import TransferError
 
 from .agents_tab import AgentsTab, RemoteJobs, agent_note
-from .asking import leaving_choice
+from .asking import leaving_choice, remove_site
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
 from .columns import NameFirst
@@ -88,6 +88,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.sidebar = Sidebar(self)
         self.sidebar.files_dropped_on_site.connect(self.upload_to_site)
         self.sidebar.site_activated.connect(self.edit_site)
+        self.sidebar.site_removed.connect(lambda name: remove_site(self, name))
         self.queue_view = QTableView(self)
         self.queue_view.setTabKeyNavigation(False)  # Tab leaves the table (arrows move inside it)
         self.queue_view.setModel(self.queue_model)

@@ -60,7 +60,8 @@ class Sidebar(QTreeWidget):
     """Sites and local places; dropping files on a site uploads them to its default folder."""
 
     files_dropped_on_site = Signal(str, list)  # site name, local paths
-    site_activated = Signal(str)
+    site_activated = Signal(str)  # edit it ("" for a new one)
+    site_removed = Signal(str)  # the user asked to remove it (the window asks first)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -74,6 +75,21 @@ class Sidebar(QTreeWidget):
             item.setToolTip(0, str(path))
         self.expandAll()
         self.itemDoubleClicked.connect(self._activated)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+        self.last_menu: QMenu | None = None
+
+    def _menu(self, pos) -> None:
+        """Right-click: a site's Edit and Remove, or Add site on the rest (as FileZilla's Site Manager has)."""
+        name = self.site_at(pos)
+        menu = QMenu(self)
+        if name:
+            menu.addAction("Edit site…", lambda: self.site_activated.emit(name))
+            menu.addAction("Remove site…", lambda: self.site_removed.emit(name))
+        else:
+            menu.addAction("Add site…", lambda: self.site_activated.emit(""))
+        self.last_menu = menu  # kept while it is open (and for the tests)
+        menu.popup(self.viewport().mapToGlobal(pos))
 
     def set_sites(self, sites: list[Site], agents: dict[str, str] | None = None) -> None:
         """``agents``: site name → the Ferry version its host's agent answered with (found by trying)."""

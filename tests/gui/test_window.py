@@ -409,3 +409,44 @@ def test_help_has_the_guide_the_log_and_about_with_versions_and_paths(qtbot, win
     assert f"Ferry (labferry) {app.__version__}" in about and str(data_dir() / "ferry.log") in about, about
     assert str(window.db_path) in about and "Qt " in about, about
     window.last_help.reject()
+
+
+def test_right_clicking_a_site_offers_edit_and_remove(qtbot, window, keyring_home):
+    """Right-clicking a site did nothing, so there was no visible way to edit or remove one: the menu has Edit
+    site… (the site's dialog) and Remove site…, which asks, then removes the profile and its keyring secret."""
+    from PySide6.QtWidgets import QDialog
+
+    from app.sites import Secrets, Site, SiteBook
+
+    with Store() as store:
+        SiteBook(store).save(Site("old-lab", "sftp", "dtn.example.org", None, "jdoe", "/data"), "pw-old-lab")
+    window.refresh_sites()
+    sidebar = window.sidebar
+    item = sidebar.sites_item.child(0)
+    spot = sidebar.visualItemRect(item).center()
+    from PySide6.QtGui import QContextMenuEvent
+
+    # what the desktop sends for a right-click on that spot
+    QApplication.sendEvent(sidebar.viewport(), QContextMenuEvent(QContextMenuEvent.Reason.Mouse, spot,
+                                                                 sidebar.viewport().mapToGlobal(spot)))
+    qtbot.waitUntil(lambda: sidebar.last_menu is not None and sidebar.last_menu.isVisible(), timeout=5_000)
+    assert [a.text() for a in sidebar.last_menu.actions()] == ["Edit site…", "Remove site…"]
+    titles: list[str] = []
+
+    from .test_driving import when_modal
+
+    def seen(dialog) -> None:
+        titles.append(dialog.windowTitle())
+        assert isinstance(dialog, QDialog) and dialog.name.text() == "old-lab"
+        dialog.reject()
+    when_modal(seen, window)
+    sidebar.last_menu.actions()[0].trigger()
+    qtbot.waitUntil(lambda: bool(titles), timeout=5_000)
+    asked: list[str] = []
+    _answer(window, "Remove", asked)
+    sidebar.last_menu.actions()[1].trigger()
+    assert "old-lab" in asked[0] and "keyring" in asked[0], asked
+    with Store() as store:
+        assert [s.name for s in SiteBook(store).all()] == []
+    assert Secrets().get("old-lab") is None
+    assert sidebar.sites_item.childCount() == 0
