@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 from PySide6.QtGui import QDesktopServices
@@ -29,6 +30,13 @@ REMEDIES = {
 }
 
 
+def _not_repeating(remedy: str, said: str) -> str:
+    """The remedy's sentences that the error's own words do not already give ("press Retry" said once)."""
+    if "Retry" not in said:
+        return remedy
+    return " ".join(s for s in re.split(r"(?<=\.) ", remedy) if "Retry" not in s)
+
+
 def render(view: JobView | None) -> str:
     if view is None:
         return "<p style='color:gray'>Select a transfer to see its details.</p>"
@@ -40,7 +48,7 @@ def render(view: JobView | None) -> str:
     ]
     if view.state.active:
         rows += [("Rate", format_rate(view.rate)), ("ETA", format_duration(view.eta)), ("Streams", view.streams)]
-        if view.stream_rates:
+        if len(view.stream_rates) > 1:  # one stream's rate is the Rate above
             ordered = sorted(view.stream_rates)
             rows.append(("Per stream", f"{format_rate(ordered[0])} to {format_rate(ordered[-1])}, median "
                                        f"{format_rate(ordered[len(ordered) // 2])}: "
@@ -69,9 +77,10 @@ def render(view: JobView | None) -> str:
                     f"<td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     parts = [f"<table>{table}</table>"]
     if view.state == JobState.FAILED and view.error:
-        remedy = REMEDIES.get(view.error_kind or "", "Press Retry to try again.")
-        parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(for_window(view.error))}</p>"
-                     f"<p><b>What to try:</b> {html.escape(remedy)}</p>")
+        said = for_window(view.error)
+        remedy = _not_repeating(REMEDIES.get(view.error_kind or "", "Press Retry to try again."), said)
+        parts.append(f"<p style='color:#c0392b'><b>What happened:</b> {html.escape(said)}</p>"
+                     + (f"<p><b>What to try:</b> {html.escape(remedy)}</p>" if remedy else ""))
     if view.files:
         parts.append(_study_files(view))
         parts.append(files_table(view.files))

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from backends.core.errors import TransferError
 from backends.core.urls import entry_name
+from backends.core.words import counted
 
 
 class FolderPane(Protocol):
@@ -59,7 +60,8 @@ def _remote(pane: FolderPane, action: str, rel: str, *args, done_text: str, fold
     pane.status.setText("Working…")
 
     def done(result) -> None:
-        pane.note = done_text.format(result=result)
+        many = counted(result, "entry", "entries") if isinstance(result, int) else result
+        pane.note = done_text.format(result=result, entries=many)
         pane.refresh()
 
     def failed(message: str) -> None:
@@ -131,7 +133,7 @@ def delete_entries(pane: FolderPane) -> None:
         return
     if pane.site is not None:
         for entry in entries:
-            _remote(pane, "delete", pane.child(entry.name), done_text=f"Deleted {entry.name} ({{result}} entries).",
+            _remote(pane, "delete", pane.child(entry.name), done_text=f"Deleted {entry.name} ({{entries}}).",
                     folder=entry.is_dir)
         return
     for entry in entries:

@@ -277,7 +277,8 @@ class FolderPane(QWidget):
         if not self.model.every and entries:  # a backend that answered all at once, without batches
             self.model.append(list(entries))
         self.listing = False
-        self.status.setText(" ".join(t for t in (self.note, f"{len(self.model.every):,} items") if t))
+        shown = len(self.model.every)
+        self.status.setText(" ".join(t for t in (self.note, f"{shown:,} item{'' if shown == 1 else 's'}") if t))
         self.note = ""
 
     def _failed(self, generation: int, message: str) -> None:
