@@ -133,7 +133,7 @@ def run(args: argparse.Namespace, overrides) -> int:
     for _, sentence, _ in outcome.failed:
         print(f"labferry: {sentence}", file=sys.stderr)
     status = EXIT_STATUSES.get(outcome.failed[0][2], 1) if outcome.failed else \
-        3 if plan.nothing_for or unlinked or unconverted else 0
+        3 if plan.nothing_for or _only_ena_lacks(plan, args.files) or unlinked or unconverted else 0
     if stopped is not None:
         status = stops.status(stopped)
     _summary(plan, outcome, sheet_rows, folder, stops.said(stopped) if stopped is not None else None,
@@ -229,10 +229,20 @@ def _say_sources(args: argparse.Namespace, plan) -> None:
         verb = agrees(len(plan.from_ncbi), "comes", "come")
         _say(args, f"labferry: {counted(len(plan.from_ncbi), 'run')} ({runs}) {verb} from NCBI as .sra, not from "
                    f"ENA{how}.", always=args.files == "fastq" and not tool())
-    if plan.without_files:
+    if plan.without_files and _only_ena_lacks(plan, args.files):  # NCBI may have them: the study is incomplete
+        _say(args, f"labferry: ENA has no {args.files} files for {first_named(plan.without_files, 8)}; they were not "
+                   "fetched (exit 3). Run the same command with --source auto to take them from NCBI (as .sra, "
+                   "converted to FASTQ), or --files submitted for what the authors sent.", always=True)
+    elif plan.without_files:
         archives = "ENA or NCBI" if plan.source != "ena" and args.files != "submitted" else "ENA"
         _say(args, f"labferry: no {args.files} files in {archives} for {', '.join(plan.without_files)}; try --files "
                    f"{'submitted' if args.files != 'submitted' else 'sra'}.", always=True)
+
+
+def _only_ena_lacks(plan, kind: str) -> bool:
+    """Runs ENA lists without this kind of file, under ``--source ena``, where NCBI was not asked and may serve
+    them: what the user left out by choice, said with exit 3 so that a pipeline's script can tell."""
+    return bool(plan.without_files) and plan.source == "ena" and kind in ("fastq", "sra")
 
 
 def _dry_run(args: argparse.Namespace, plan, folder: Path) -> int:
@@ -289,7 +299,7 @@ def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str
     failed = f", {len(outcome.failed)} failed" if outcome.failed else ""
     fetched = counted(len(outcome.done), "file")
     left = len(plan.files) - len(outcome.done) - len(outcome.kept) - len(outcome.failed)
-    head = f"{stopped} with {counted(left, 'file')} to go; " if stopped else ""
+    head = f"{stopped} with {counted(left, 'file')} to go{_partly_here(plan, outcome, folder)}; " if stopped else ""
     unsummed = sum(1 for f in plan.files if not f.md5)  # an empty MD5 in the report is never claimed as checked
     who = "ENA's or NCBI's" if plan.from_ncbi else "ENA's"
     checked = (f"every file checked against {who} MD5 and size" if not unsummed else
@@ -302,6 +312,19 @@ def _summary(plan, outcome: Outcome, sheet_rows: int, folder: Path, stopped: str
     if outcome.failed or stopped:
         print("labferry: run the same command again to fetch what is missing; verified files are kept.",
               file=sys.stderr)
+
+
+def _partly_here(plan, outcome: Outcome, folder: Path) -> str:
+    """What of the files still to go is on disk already (their part files' records): kept, and resumed by the
+    same command, which a stopped study must say, not leave the user to think it lost."""
+    from backends.destination.partfile import kept_bytes
+
+    finished = {f.name for f in outcome.done} | {f.name for f in outcome.kept}
+    partial = [n for n in (kept_bytes(folder / f.name) for f in plan.files if f.name not in finished) if n]
+    if not partial:
+        return ""
+    return (f" ({format_bytes(sum(partial))} of {counted(len(partial), 'more file')} kept here; the same command "
+            "goes on from there)")
 
 
 def _as_json(plan, outcome: Outcome, folder: Path, status: int) -> dict:

@@ -449,7 +449,8 @@ def test_ctrl_c_in_the_middle_of_a_study_says_what_is_done_and_the_same_command_
     assert proc.returncode == 130 and time.monotonic() - sent < 10, err
     assert "Traceback" not in err and "Exception ignored" not in err, err
     summary = next(line for line in err.splitlines() if "stopped (Ctrl-C)" in line)
-    assert "1 file to go; 1 file fetched (2.0 MiB" in summary, summary
+    assert "1 file to go (" in summary and "of 1 more file kept here; the same command goes on" in summary, summary
+    assert "; 1 file fetched (2.0 MiB" in summary, summary
     assert not (dest / "ERR0000006_2.fastq.gz").exists()
     assert (dest / "samplesheet.csv").read_text().count("\n") == 1  # a header: the run is not whole yet
     again = fetch(portal, nginx, "ena:PRJEB4444", f"{dest}/", "--json", home=ferry_home,

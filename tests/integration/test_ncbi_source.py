@@ -319,3 +319,15 @@ def test_without_fasterq_dump_a_short_run_is_not_fetched_from_ncbi_and_the_note_
     assert "install sra-tools" in noted[0] and "every read from NCBI's .sra" in noted[0]
     assert "lack a read" not in proc.stderr  # nothing asked of NCBI for it
     assert sorted(p.name for p in dest.glob("ERR0000791*")) == ["ERR0000791_1.fastq.gz", "ERR0000791_2.fastq.gz"]
+
+
+def test_source_ena_with_a_run_ena_has_no_fastq_for_says_so_and_exits_3(ncbi, nginx, tmp_path, ferry_home):
+    """With --source ena, a study whose run ENA lists without FASTQ ended with exit 0 and no word: a pipeline's
+    script could not tell the study was incomplete. The run is named with what to run instead, the other run's
+    files arrive verified, and the exit status is 3 (documented: an accession the archive does not serve)."""
+    dest = tmp_path / "study"
+    proc = fetch(ncbi, nginx, "ena:PRJEB7777", f"{dest}/", "--source", "ena", home=ferry_home)
+    assert proc.returncode == 3, proc.stderr
+    assert "ENA has no fastq files for ERR0000772; they were not fetched (exit 3)" in proc.stderr, proc.stderr
+    assert "--source auto" in proc.stderr, proc.stderr
+    assert (dest / "ERR0000771_1.fastq.gz").exists() and not list(dest.glob("ERR0000772*"))
