@@ -56,6 +56,7 @@ class Overrides:
     keep: bool | None = None  # a relay keeps its spool copy (``--keep``)
     agent_command: str | None = None  # how Ferry starts on the relay's host (``--agent-command``)
     max_depth: int | None = None  # folder levels below the source (``--max-depth``)
+    schedule: tuple | None = None  # a bandwidth schedule for this process's jobs (``--bwlimit``), over Settings'
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,16 @@ class Defaults:
     streams: int | str = "auto"
     limit_rate: int | None = None  # the global cap, for every job
     verify: bool = True
+    schedule: tuple = ()  # the global bandwidth schedule (``backends.core.schedule``)
 
     @classmethod
     def from_settings(cls, settings: dict) -> Defaults:
-        from app.units import parse_rate
+        from app.units import parse_rate, parse_schedule
 
-        cap = settings.get("limit_rate")
+        cap, plan = settings.get("limit_rate"), settings.get("rate_schedule")
         return cls(streams=parse_streams(str(settings.get("default_streams") or "auto")),
-                   limit_rate=parse_rate(cap) if cap else None, verify=bool(settings.get("verify", True)))
+                   limit_rate=parse_rate(cap) if cap else None, verify=bool(settings.get("verify", True)),
+                   schedule=parse_schedule(plan) if plan else ())
 
 
 @dataclass(frozen=True)
@@ -317,6 +320,7 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
         checksum=overrides.checksum,
         limit_rate=overrides.limit_rate,
         shared_limit=defaults.limit_rate,
+        shared_schedule=overrides.schedule if overrides.schedule is not None else defaults.schedule,
         ca_file=overrides.ca_file or explicit_ca or site_ca,
         insecure=bool(overrides.insecure),
         overwrite=bool(overrides.overwrite),
@@ -405,5 +409,7 @@ def overrides_from_wire(data: dict | None) -> Overrides:
     data = dict(data or {})
     if isinstance(data.get("checksum"), dict):
         data["checksum"] = Checksum(**data["checksum"])
+    if isinstance(data.get("schedule"), list):  # JSON's lists: the schedule's entries as the desktop parsed them
+        data["schedule"] = tuple(tuple(entry) for entry in data["schedule"][:48])
     known = set(Overrides.__dataclass_fields__)
     return Overrides(**{k: v for k, v in data.items() if k in known and v is not None})

@@ -30,6 +30,46 @@ def parse_rate(text: str) -> int:
 
 
 
+def parse_schedule(text: str) -> tuple:
+    """A bandwidth schedule (``backends.core.schedule``) from rclone's form: ``08:00,10M 18:00,off`` — at each time
+    of day (HH:MM or HH:MM:SS, local time) a rate as ``--limit-rate`` takes it, or ``off``; a lone rate is a cap
+    all day. Sorted by time; a time given twice is refused, as is anything that is not a time and a rate."""
+    from backends.core.schedule import MOST
+
+    parts = text.split()
+    if not parts:
+        raise BadRequest("The bandwidth schedule is empty. Write it like 08:00,10M 18:00,off (or one rate).")
+    if len(parts) == 1 and "," not in parts[0]:
+        return ((0, _scheduled_rate(parts[0])),)
+    if len(parts) > MOST:
+        raise BadRequest(f"The bandwidth schedule has {len(parts)} entries; give at most {MOST}.")
+    entries = {}
+    for part in parts:
+        moment, _, rate = part.partition(",")
+        match = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?", moment)
+        if not match or not rate:
+            raise BadRequest(f"'{part}' is not a schedule entry. Write each as HH:MM,RATE, like 08:00,10M or "
+                             "18:00,off.")
+        start = int(match.group(1)) * 3600 + int(match.group(2)) * 60 + int(match.group(3) or 0)
+        if start in entries:
+            raise BadRequest(f"The bandwidth schedule gives {moment} twice; give each time once.")
+        entries[start] = _scheduled_rate(rate)
+    return tuple(sorted(entries.items()))
+
+
+def _scheduled_rate(text: str) -> int | None:
+    return None if text.strip().lower() in ("off", "unlimited", "none") else parse_rate(text)
+
+
+def describe_schedule(schedule: tuple) -> str:
+    """The schedule in its own form again (``08:00,10M 18:00,off``): Settings shows what it will follow."""
+    def rate(value: int | None) -> str:
+        return "off" if value is None else f"{value / _BINARY['m']:g}M" if value % 1024 == 0 else f"{value}B"
+
+    return " ".join(f"{start // 3600:02d}:{start % 3600 // 60:02d}"
+                    + (f":{start % 60:02d}" if start % 60 else "") + f",{rate(value)}" for start, value in schedule)
+
+
 def format_bytes(n: float | None) -> str:
     if n is None:
         return "?"

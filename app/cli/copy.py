@@ -15,7 +15,7 @@ from app import stops as stopping
 from app.cli.flags import add_option_flags, options_from_flags
 from app.cli.progress import ProgressLine
 from app.requests import Overrides, parse_streams
-from app.units import counted, format_bytes, format_duration, format_rate, parse_duration, parse_rate
+from app.units import counted, format_bytes, format_duration, format_rate, parse_duration, parse_rate, parse_schedule
 from backends.core.checksums import parse_checksum
 from backends.core.errors import BadRequest
 
@@ -45,6 +45,9 @@ def add_parser(sub) -> None:
                    help="parallel streams: a number (1-64), or auto (default) to add streams while they help")
     p.add_argument("--checksum", metavar="ALG:HEX", help="expected checksum, e.g. sha256:ab12…, verified at the end")
     p.add_argument("--limit-rate", metavar="RATE", help="cap the rate: 50M (MiB/s), 800K, or bits like 400Mbit")
+    p.add_argument("--bwlimit", metavar="SCHEDULE",
+                   help="a cap that follows the clock, as rclone's: '08:00,10M 18:00,off' (local time; RATE as for "
+                        "--limit-rate, or off); a running transfer follows each change. Replaces Settings' schedule")
     p.add_argument("--ca-file", metavar="PEM", help="trust this certificate authority (a lab's own CA)")
     p.add_argument("--no-verify", action="store_true",
                    help="do not compare with the server's checksum (Ferry still records its own sha256)")
@@ -104,6 +107,7 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         streams=parse_streams(args.streams) if args.streams else None,
         checksum=parse_checksum(args.checksum) if args.checksum else None,
         limit_rate=parse_rate(args.limit_rate) if args.limit_rate else None,
+        schedule=parse_schedule(args.bwlimit) if getattr(args, "bwlimit", None) else None,
         ca_file=args.ca_file,
         insecure=args.insecure or None,
         overwrite=args.overwrite or None,

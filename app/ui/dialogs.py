@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from app.requests import checked_site_options, site_option_spec
 from app.sites import PROTOCOLS, Site
 from app.ui.option_fields import OptionFields
-from app.units import parse_rate
+from app.units import parse_rate, parse_schedule
 from backends.core.checksums import parse_checksum
 from backends.core.errors import TransferError
 
@@ -300,8 +300,8 @@ class SiteDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    KEYS = ("download_folder", "max_jobs", "default_streams", "limit_rate", "verify", "notifications", "theme",
-            "preflight_max_age_days")
+    KEYS = ("download_folder", "max_jobs", "default_streams", "limit_rate", "rate_schedule", "verify",
+            "notifications", "theme", "preflight_max_age_days")
 
     def __init__(self, values: dict, data_folder: Path, parent=None) -> None:
         super().__init__(parent)
@@ -316,7 +316,11 @@ class SettingsDialog(QDialog):
         self.default_streams.addItems(["auto", "4", "8", "16", "32", "64"])
         self.default_streams.setCurrentText(str(values.get("default_streams", "auto")))
         self.limit_rate = QLineEdit(values.get("limit_rate") or "", self)
-        self.limit_rate.setPlaceholderText("no cap (or 50M, 400Mbit)")
+        self.limit_rate.setPlaceholderText("no cap (or 50M for 50 MiB/s, 400Mbit)")
+        self.rate_schedule = QLineEdit(values.get("rate_schedule") or "", self)
+        self.rate_schedule.setPlaceholderText("none (or 08:00,10M 18:00,off)")
+        self.rate_schedule.setToolTip("A cap that follows the clock (local time), as rclone's --bwlimit: at 08:00 "
+                                      "10 MiB/s, from 18:00 none. Running transfers follow each change.")
         self.verify = QCheckBox("Verify every transfer with SHA-256", self)
         self.verify.setChecked(bool(values.get("verify", True)))
         self.verify.setToolTip("Ferry always computes SHA-256; this compares it with the server's when possible.")
@@ -329,6 +333,7 @@ class SettingsDialog(QDialog):
         form.addRow("Transfers at once", self.max_jobs)
         form.addRow("Default streams", self.default_streams)
         form.addRow("Bandwidth cap", self.limit_rate)
+        form.addRow("Bandwidth schedule", self.rate_schedule)
         form.addRow("", self.verify)
         form.addRow("", self.notifications)
         self.preflight_age = QSpinBox(self)
@@ -355,6 +360,7 @@ class SettingsDialog(QDialog):
             "max_jobs": self.max_jobs.value(),
             "default_streams": self.default_streams.currentText().strip() or "auto",
             "limit_rate": self.limit_rate.text().strip(),
+            "rate_schedule": self.rate_schedule.text().strip(),
             "verify": self.verify.isChecked(),
             "notifications": self.notifications.isChecked(),
             "theme": self.theme.currentText(),
@@ -365,6 +371,8 @@ class SettingsDialog(QDialog):
         try:
             if self.limit_rate.text().strip():
                 parse_rate(self.limit_rate.text())
+            if self.rate_schedule.text().strip():
+                parse_schedule(self.rate_schedule.text())
         except TransferError as exc:
             say_problem(self.problem, str(exc))
             return

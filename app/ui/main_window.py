@@ -29,6 +29,7 @@ from app.store import Store
 from app.units import counted, format_rate
 from backends.core.errors import TransferError
 
+from . import cap_status
 from .agents_tab import AgentsTab, RemoteJobs, agent_note
 from .asking import leaving_choice, remove_site
 from .bridge import EngineBridge
@@ -141,6 +142,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self._toolbar()
         self.status = QLabel("", self)
         self.statusBar().addPermanentWidget(self.status)
+        self.cap_status = cap_status.install(self)  # "Cap 84 Mbit/s (10 MiB/s) · none from 18:00"
 
     def _toolbar(self) -> None:
         self.actions_by_name: dict[str, QAction] = build_actions(self)
@@ -356,6 +358,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
                 for key, value in self.settings.items():
                     store.settings.set(key, value)
             self.engine.set_max_jobs(int(self.settings["max_jobs"]))
+            self.cap_status.refresh()
             apply_theme(self.settings["theme"])
             self.refresh_icons()
 

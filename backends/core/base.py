@@ -87,6 +87,8 @@ class TransferOptions:
     limit_rate: int | None = None  # bytes per second, all streams of this job together
     #: bytes per second for every job of this process together (the global cap in Settings)
     shared_limit: int | None = None
+    #: a bandwidth schedule for every job of this process together (``core.schedule``: ``--bwlimit``, Settings)
+    shared_schedule: tuple = ()
     ca_file: str | None = None
     insecure: bool = False
     overwrite: bool = False
@@ -120,8 +122,11 @@ class TransferOptions:
 
     @property
     def rate_cap(self) -> int | None:
-        """The lower of this job's cap and the global one, for backends that can only take one number."""
-        caps = [c for c in (self.limit_rate, self.shared_limit) if c]
+        """The lower of this job's cap and the global ones, for backends that can only take one number (a
+        schedule's cap as the transfer starts: such a tool cannot change it while it runs)."""
+        from .schedule import rate_at
+
+        caps = [c for c in (self.limit_rate, self.shared_limit, rate_at(self.shared_schedule)) if c]
         return min(caps) if caps else None
 
     def to_dict(self) -> dict:
@@ -152,6 +157,8 @@ class TransferOptions:
             d["arriving"] = self.arriving
         if self.site:
             d["site"] = self.site
+        if self.shared_schedule:
+            d["shared_schedule"] = [list(entry) for entry in self.shared_schedule]
         return d
 
     @classmethod
@@ -179,6 +186,7 @@ class TransferOptions:
             transport_advice=d.get("transport_advice"),
             max_depth=int(d.get("max_depth") or MAX_DEPTH),
             site=d.get("site"),
+            shared_schedule=tuple(tuple(entry) for entry in d.get("shared_schedule") or ()),
         )
 
 

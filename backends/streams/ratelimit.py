@@ -17,6 +17,8 @@ import threading
 import time
 import weakref
 
+from ..core.schedule import rate_at
+
 QUANTUM_MIN, QUANTUM_MAX = 16 * 1024, 1 << 20
 
 
@@ -61,13 +63,58 @@ class RateLimit:
             time.sleep(wait)
 
 
+class ScheduledLimit:
+    """The process-wide bucket of a bandwidth schedule (``core.schedule``): its rate follows the clock, so jobs
+    already running slow down or speed up as a boundary passes. The rate is looked up as the bucket is paid;
+    a new cap starts with a fresh bucket, and no cap lets every byte through."""
+
+    def __init__(self, schedule, clock=time.time) -> None:
+        self.schedule, self.clock = schedule, clock
+        self._bucket: RateLimit | None = None
+        self._lock = threading.Lock()
+
+    def _now(self) -> RateLimit | None:
+        rate = rate_at(self.schedule, self.clock())
+        with self._lock:
+            if rate is None:
+                self._bucket = None
+            elif self._bucket is None or self._bucket.rate != rate:
+                self._bucket = RateLimit(rate)
+            return self._bucket
+
+    @property
+    def rate(self) -> float:
+        bucket = self._now()
+        return bucket.rate if bucket is not None else float("inf")
+
+    @property
+    def quantum(self) -> int:
+        return quantum_of(self.rate)
+
+    async def consume(self, nbytes: int) -> None:
+        bucket = self._now()
+        if bucket is not None:
+            await bucket.consume(nbytes)
+
+    def consume_blocking(self, nbytes: int) -> None:
+        bucket = self._now()
+        if bucket is not None:
+            bucket.consume_blocking(nbytes)
+
+
 class Limits:
     """Several buckets paid together (a job's own and the process-wide one)."""
 
-    def __init__(self, *buckets: RateLimit) -> None:
+    def __init__(self, *buckets: RateLimit | ScheduledLimit) -> None:
         self.buckets = buckets
-        self.rate = min(b.rate for b in buckets)
-        self.quantum = quantum_of(self.rate)
+
+    @property
+    def rate(self) -> float:
+        return min(b.rate for b in buckets) if (buckets := self.buckets) else float("inf")
+
+    @property
+    def quantum(self) -> int:
+        return quantum_of(self.rate)
 
     async def consume(self, nbytes: int) -> None:
         for bucket in self.buckets:
@@ -80,14 +127,16 @@ class Limits:
 
 #: the process-wide buckets, by rate: every job with the same global cap pays the same one
 _SHARED: dict[float, RateLimit] = {}
+#: the process-wide schedules' buckets, by schedule
+_SCHEDULED: dict[tuple, ScheduledLimit] = {}
 #: each job's own bucket, by (job, rate): every file of a study or a folder pays the same one, so --limit-rate
 #: caps the job as a whole, not each file in it; a bucket lives while a transfer of the job holds it
 _JOBS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def limiter_for(options) -> RateLimit | Limits | None:
-    """The limiter a job's streams pay: its own ``limit_rate`` (one bucket for the whole job, ``options.job``)
-    and the global ``shared_limit``, either or both."""
+def limiter_for(options) -> RateLimit | ScheduledLimit | Limits | None:
+    """The limiter a job's streams pay: its own ``limit_rate`` (one bucket for the whole job, ``options.job``),
+    the global ``shared_limit`` and the global ``shared_schedule``, any of them."""
     buckets = []
     if options.limit_rate:
         key = (getattr(options, "job", None), float(options.limit_rate))
@@ -100,6 +149,9 @@ def limiter_for(options) -> RateLimit | Limits | None:
     if options.shared_limit:
         rate = float(options.shared_limit)
         buckets.append(_SHARED.setdefault(rate, RateLimit(rate)))
+    schedule = tuple(tuple(entry) for entry in getattr(options, "shared_schedule", ()) or ())
+    if schedule:
+        buckets.append(_SCHEDULED.setdefault(schedule, ScheduledLimit(schedule)))
     if not buckets:
         return None
     return buckets[0] if len(buckets) == 1 else Limits(*buckets)
