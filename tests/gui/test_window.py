@@ -450,3 +450,31 @@ def test_right_clicking_a_site_offers_edit_and_remove(qtbot, window, keyring_hom
         assert [s.name for s in SiteBook(store).all()] == []
     assert Secrets().get("old-lab") is None
     assert sidebar.sites_item.childCount() == 0
+
+
+def test_a_schedule_typed_in_settings_shows_its_cap_in_the_status_bar(qtbot, window):
+    """Nothing showed that a global cap was on: a schedule typed into Settings (Ctrl+,) is said in the status bar,
+    in the queue's Mbit/s with the MiB/s it was typed in, and when it changes next."""
+    from PySide6.QtWidgets import QDialogButtonBox, QLabel
+
+    from tests.portable.dialogs import field
+
+    from .test_driving import when_modal
+
+    now = time.localtime()
+    later = time.strftime("%H:%M", time.localtime(time.time() + 7200))
+    schedule = f"{now.tm_hour:02d}:00,10M {later},off" if later > f"{now.tm_hour:02d}:00" else "10M"
+
+    def fill(dialog) -> None:
+        box = field(dialog, "Bandwidth schedule")
+        box.clear()
+        QTest.keyClicks(box, schedule)
+        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Save),
+                         Qt.MouseButton.LeftButton)
+    when_modal(fill, window)
+    _active(qtbot, window)
+    QTest.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
+    label = window.statusBar().findChild(QLabel, "cap")
+    qtbot.waitUntil(lambda: label.isVisible() and label.text().startswith("Cap 84 Mbit/s (10 MiB/s)"), timeout=10_000)
+    with Store() as store:
+        assert store.settings.get("rate_schedule") == schedule
