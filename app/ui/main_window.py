@@ -12,13 +12,11 @@ from pathlib import Path
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
     QSplitter,
-    QTableView,
     QTabWidget,
 )
 
@@ -34,7 +32,6 @@ from .agents_tab import AgentsTab, RemoteJobs, agent_note
 from .asking import leaving_choice, remove_site
 from .bridge import EngineBridge
 from .browser import RemoteBrowser
-from .columns import NameFirst
 from .details import DetailsPane
 from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
 from .files_tab import FilesTab
@@ -46,7 +43,7 @@ from .panels import Sidebar, Tray, app_icon, apply_theme, empty_hint
 from .plots import BenchmarksView
 from .public_data import PublicData, accessions_in
 from .queue_menu import queue_menu
-from .queue_model import PROGRESS, QUEUE_SAMPLES, ProgressDelegate, QueueModel, selected_views
+from .queue_model import QueueModel, queue_table, selected_views
 from .remembered import note_folder, remember, restore, start_folder
 from .reporting import ReportExporter
 from .torrents import SeedingView
@@ -90,17 +87,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.sidebar.files_dropped_on_site.connect(self.upload_to_site)
         self.sidebar.site_activated.connect(self.edit_site)
         self.sidebar.site_removed.connect(lambda name: remove_site(self, name))
-        self.queue_view = QTableView(self)
-        self.queue_view.setTabKeyNavigation(False)  # Tab leaves the table (arrows move inside it)
-        self.queue_view.setModel(self.queue_model)
-        self.queue_view.setItemDelegateForColumn(PROGRESS, ProgressDelegate(self.queue_view))
-        self.queue_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.queue_view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.queue_view.verticalHeader().hide()
-        self.queue_columns = NameFirst(self.queue_view, QUEUE_SAMPLES, optional=("Streams", "ETA", "Protocol"))
-        self.queue_view.setAcceptDrops(True)
+        self.queue_view = queue_table(self.queue_model, self)
         self.queue_view.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.queue_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.queue_view.customContextMenuRequested.connect(self._queue_menu)
         self.empty_hint = empty_hint(self.queue_view)
         self.history_model = HistoryModel(self.db_path, self)

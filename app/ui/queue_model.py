@@ -5,7 +5,14 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionProgressBar
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionProgressBar,
+    QTableView,
+)
 
 from app.engine import JobState, JobView
 from app.units import format_bytes, format_duration, format_rate
@@ -164,3 +171,21 @@ class ProgressDelegate(QStyledItemDelegate):
         bar.text = f"{fraction * 100:.1f}%"
         bar.textVisible = True
         QApplication.style().drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+
+
+def queue_table(model: QueueModel, parent) -> QTableView:
+    """The Queue tab's table: whole rows selected, a progress bar in its column, the name first (``NameFirst``),
+    a context menu (the window's) and drops (links, files) accepted."""
+    from .columns import NameFirst
+
+    view = QTableView(parent)
+    view.setTabKeyNavigation(False)  # Tab leaves the table (arrows move inside it)
+    view.setModel(model)
+    view.setItemDelegateForColumn(PROGRESS, ProgressDelegate(view))
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    view.verticalHeader().hide()
+    view.columns = NameFirst(view, QUEUE_SAMPLES, optional=("Streams", "ETA", "Protocol"))  # type: ignore[attr-defined]
+    view.setAcceptDrops(True)
+    view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+    return view
