@@ -267,6 +267,8 @@ def choose_backend(backend: str, bottleneck_mbps: float, per_backend: dict[str, 
     host may serve other data another way (a DTN's web server beside its SFTP), and a site that speaks SFTP was
     once told to use HTTPS."""
     if per_backend:
+        # the preflight just measured this protocol uncapped: compared with the others' uncapped transfers only
+        per_backend = {**per_backend, backend: max(per_backend.get(backend, 0.0), bottleneck_mbps)}
         top = max(per_backend, key=per_backend.get)
         ranked = ", ".join(f"{b} {v:.0f}" for b, v in sorted(per_backend.items(), key=lambda kv: -kv[1]))
         if top == backend:

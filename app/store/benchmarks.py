@@ -15,12 +15,12 @@ class BenchmarkLog:
         self.conn = conn
 
     def add(self, *, job_id: int | None, backend: str, peer_host: str | None, streams: int, bytes: int,
-            seconds: float, rtt_ms: float | None, started: float) -> int:
+            seconds: float, rtt_ms: float | None, started: float, capped: bool = False) -> int:
         mbps = bytes * 8 / seconds / 1e6 if seconds > 0 else 0.0
         cur = self.conn.execute(
             "INSERT INTO benchmarks (job_id, backend, peer_host, streams, bytes, seconds, throughput_mbps, rtt_ms,"
-            " started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (job_id, backend, peer_host, streams, bytes, seconds, mbps, rtt_ms, started),
+            " started, capped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (job_id, backend, peer_host, streams, bytes, seconds, mbps, rtt_ms, started, int(capped)),
         )
         return cur.lastrowid
 
@@ -59,7 +59,7 @@ class BenchmarkLog:
         since = time.time() - max_age_days * 86400
         rows = self.conn.execute(
             "SELECT streams, throughput_mbps, started FROM benchmarks WHERE peer_host=? AND backend=?"
-            " AND bytes >= ? AND started >= ? ORDER BY started DESC LIMIT 20",
+            " AND bytes >= ? AND started >= ? AND NOT capped ORDER BY started DESC LIMIT 20",
             (peer_host, backend, MEANINGFUL_BYTES, since),
         ).fetchall()
         if not rows:
@@ -70,8 +70,9 @@ class BenchmarkLog:
 
     def meaningful(self, peer_host: str, backend: str | None = None, max_age_days: float = 90,
                    limit: int = 200) -> list[dict]:
-        """Recent transfers to this host large enough to say something about the path (newest first)."""
-        clauses = ["peer_host = ?", "bytes >= ?", "started >= ?"]
+        """Recent transfers to this host large enough to say something about the path (newest first); one held to
+        a rate cap measured the cap, and says nothing about it."""
+        clauses = ["peer_host = ?", "bytes >= ?", "started >= ?", "NOT capped"]
         args: list = [peer_host, MEANINGFUL_BYTES, time.time() - max_age_days * 86400]
         if backend:
             clauses.append("backend = ?")

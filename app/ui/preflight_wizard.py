@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
     QWizard,
@@ -33,7 +34,7 @@ from app.preflight import apply_to_site
 from app.preflight.recommend import streams_phrase
 from app.sites import Site
 from app.store import Store
-from app.units import counted, format_ms
+from app.units import counted, format_bytes, format_ms
 from backends.core.base import TransferOptions
 
 OTHER = "Another address…"
@@ -104,9 +105,9 @@ class PickPage(QWizardPage):
     def __init__(self, sites: list[Site], parent=None) -> None:
         super().__init__(parent)
         self.setTitle("Which site?")
-        self.setSubTitle("Ferry measures the round trip and how the rate grows with parallel streams (10 to 20 s, "
-                         "longer on SSH sites, where each stream is a login; it says how long once it knows the "
-                         "round trip), then recommends settings.")
+        self.setSubTitle("Ferry measures how fast this site can go, then says how to use it (about half a minute).")
+        self.setToolTip("It measures the round trip, then the rate with 1, 2, 4 … parallel streams; SSH sites take "
+                        "longer (each stream is a login). It says how long once it knows the round trip.")
         self.sites = {s.name: s for s in sites}
         self.site = QComboBox(self)
         self.site.addItems([*self.sites, OTHER])
@@ -236,10 +237,19 @@ class AdvicePage(QWizardPage):
         super().__init__(wizard)
         self.owner = wizard
         self.setTitle("Recommendation")
-        self.summary = QLabel(self)
+        self.verdict = QLabel(self)  # one plain sentence for the researcher; the figures are folded away for IT
+        self.verdict.setWordWrap(True)
+        self.verdict.setObjectName("verdict")
+        self.more = QToolButton(self)
+        self.more.setText("Details for IT")
+        self.more.setCheckable(True)
+        self.more.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.more.setArrowType(Qt.ArrowType.RightArrow)
+        self.details = QWidget(self)
+        self.summary = QLabel(self.details)
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
-        self.sysctl = QPlainTextEdit(self)
+        self.sysctl = QPlainTextEdit(self.details)
         self.sysctl.setReadOnly(True)
         self.apply = QPushButton("Apply to this site's profile", self)
         self.copy = QPushButton("Copy sysctl for IT", self)
@@ -248,11 +258,20 @@ class AdvicePage(QWizardPage):
         buttons.addWidget(self.apply)
         buttons.addWidget(self.copy)
         buttons.addWidget(self.applied, 1)
+        inner = QVBoxLayout(self.details)
+        inner.setContentsMargins(0, 0, 0, 0)
+        inner.addWidget(self.summary)
+        inner.addWidget(QLabel("For IT: /etc/sysctl.d/90-ferry.conf, then <code>sysctl --system</code>",
+                               self.details))
+        inner.addWidget(self.sysctl)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
-        layout.addWidget(QLabel("For IT: /etc/sysctl.d/90-ferry.conf, then <code>sysctl --system</code>", self))
-        layout.addWidget(self.sysctl)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.more)
+        layout.addWidget(self.details, 1)
+        layout.addStretch(0)
         layout.addLayout(buttons)
+        self.details.setVisible(False)
+        self.more.toggled.connect(self._fold)
         self.apply.clicked.connect(self.apply_to_site)
         self.copy.clicked.connect(self.copy_sysctl)
 
@@ -264,7 +283,7 @@ class AdvicePage(QWizardPage):
             ("Round trip", f"{format_ms(rtt.get('min_ms'))} (median {format_ms(rtt.get('median_ms'))}, "
                            f"jitter {format_ms(rtt.get('jitter_ms'))})"),
             ("Bottleneck", f"about {r.get('bottleneck_mbps', 0):.0f} Mbit/s"),
-            ("Bandwidth-delay product", f"{(r.get('bdp_bytes') or 0) / 1e6:.1f} MB"),
+            ("Bandwidth-delay product", format_bytes(r.get("bdp_bytes") or 0)),
             ("Loss", r.get("loss_note", "")),
             ("Use", f"<b>{streams_phrase(n)}</b>: {r.get('streams_why', '')}"),
             ("Protocol", f"<b>{r.get('recommended_backend')}</b>: {r.get('backend_why', '')}"),
@@ -278,8 +297,13 @@ class AdvicePage(QWizardPage):
             f"<tr><td><b>{html.escape(k)}</b></td><td>{v if k in ('Use', 'Protocol') else html.escape(str(v))}"
             f"</td></tr>" for k, v in rows) + "</table>")
         self.sysctl.setPlainText(sysctl_text(r))
+        self.verdict.setText(verdict(r))
         self.apply.setEnabled(self.owner.pick.target()[1] is not None)
         self.applied.setText("")
+
+    def _fold(self, shown: bool) -> None:
+        self.details.setVisible(shown)
+        self.more.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
 
     def apply_to_site(self) -> None:
         _, name = self.owner.pick.target()
@@ -294,6 +318,25 @@ class AdvicePage(QWizardPage):
     def copy_sysctl(self) -> None:
         QGuiApplication.clipboard().setText(self.sysctl.toPlainText())
         self.applied.setText("Copied.")
+
+
+def verdict(result: dict) -> str:
+    """The preflight in one or two plain sentences for the researcher: whether the path is fine, how fast, and what
+    Ferry will do; IT's figures stay under *Details for IT*."""
+    n, mbps = result.get("recommended_streams") or 1, result.get("bottleneck_mbps") or 0
+    rtt = (result.get("rtt") or {}).get("min_ms")
+    far = f" over a {format_ms(rtt)} round trip" if rtt else ""
+    loss = result.get("loss_estimate")
+    if loss and loss >= 1e-4:
+        said = (f"This path loses packets: about {mbps:.0f} Mbit/s{far}. Ferry will use {streams_phrase(n)} to keep "
+                "the rate up.")
+    else:
+        said = f"This path is fine: about {mbps:.0f} Mbit/s{far}. Ferry will use {streams_phrase(n)}."
+    if result.get("sysctl_reasons"):
+        said += " This computer's TCP settings hold it back: IT can change them (Details for IT)."
+    if "was faster" in (result.get("backend_why") or ""):
+        said += " Another protocol was faster to this host (Details for IT)."
+    return said
 
 
 def sysctl_text(result: dict) -> str:

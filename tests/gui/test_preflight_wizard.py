@@ -32,7 +32,16 @@ def test_wizard_measures_a_site_live_applies_the_advice_and_copies_sysctl(qtbot,
     assert wizard.measure.isComplete()
     wizard.next()
     advice = wizard.advice
+    # one plain sentence first; the figures and the sysctl lines folded away until IT opens them
+    said = advice.verdict.text()
+    assert said.startswith(("This path is fine", "This path loses packets")), said
+    assert f"Ferry will use {result['recommended_streams']} stream" in said, said
+    assert "sysctl" not in said and "Bandwidth-delay" not in said, said
+    assert not advice.summary.isVisible() and not advice.sysctl.isVisible()
+    advice.more.click()
+    assert advice.summary.isVisible() and advice.sysctl.isVisible()
     assert f"{result['recommended_streams']} stream" in advice.summary.text()
+    assert "0.0 MB" not in advice.summary.text(), advice.summary.text()
     assert advice.apply.isEnabled()
     advice.apply.click()
     with Store() as store:
