@@ -106,7 +106,12 @@ def test_protocol_advice_comes_from_measured_transfers():
     a = analyse(url="x", backend="ssh", host="h", rtt=RttStats([50]), sweep=SWEEP_50MS, tcp=TUNED,
                 per_backend={"ssh": 300.0, "gridftp": 850.0, "https": 820.0})
     assert a.recommendation.backend == "ssh", "the address's own protocol stays: another is only named"
-    assert "gridftp 850" in a.recommendation.backend_why and "use gridftp where" in a.recommendation.backend_why
+    # the sweep just measured SSH at 885 Mbit/s uncapped: that, not an older transfer's 300, is compared
+    assert "fastest" in a.recommendation.backend_why and "ssh 885" in a.recommendation.backend_why
+    from app.preflight.recommend import choose_backend
+
+    kept, why = choose_backend("ssh", 300.0, {"ssh": 120.0, "gridftp": 850.0, "https": 820.0})
+    assert kept == "ssh" and "gridftp 850" in why and "use gridftp where" in why, why
 
 
 class RecordedBackend:
