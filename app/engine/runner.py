@@ -188,7 +188,7 @@ class JobRunner:
                 job_id=job.id, backend=job.backend, peer_host=result.peer_host, streams=result.streams,
                 bytes=result.bytes_on_wire or moved,
                 seconds=result.seconds, rtt_ms=result.rtt_ms, started=self.started,
-                capped=job.options.rate_cap() is not None,  # a cap (a schedule's as it ends too) was measured
+                capped=job.options.rate_cap is not None,  # a cap (a schedule's as it ends too) was measured
             )
 
     def record_end(self, outcome: str, error: TransferError | None = None) -> None:

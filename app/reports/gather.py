@@ -58,6 +58,24 @@ class Transfer:
     notes: list[str]
     tcp: dict | None
 
+    @property
+    def protocol(self) -> str:
+        """The protocol as the address names it (an ``http://`` job is HTTP, though the https backend moves it)."""
+        return protocol_of(self.source if "://" in self.source else self.dest, self.backend)
+
+
+#: the protocols by the scheme an address begins with
+PROTOCOLS = {"http": "HTTP", "https": "HTTPS", "sftp": "SFTP", "scp": "SCP", "ftp": "FTP", "ftps": "FTPS",
+             "gsiftp": "GridFTP", "sshftp": "GridFTP over SSH", "magnet": "BitTorrent"}
+#: a site profile's protocol → the schemes its transfers' addresses have
+FAMILIES = {"sftp": ("sftp", "scp"), "scp": ("sftp", "scp"), "https": ("https",), "http": ("http",),
+            "ftp": ("ftp", "ftps"), "ftps": ("ftp", "ftps"), "gsiftp": ("gsiftp",), "sshftp": ("sshftp",)}
+
+
+def protocol_of(address: str, backend: str) -> str:
+    scheme = address.split("://", 1)[0].lower() if "://" in address else ""
+    return PROTOCOLS.get(scheme, backend)
+
 
 @dataclass
 class SiteSummary:
@@ -99,7 +117,8 @@ class ReportData:
         from dataclasses import asdict
 
         return {"schema": SCHEMA, "generated": self.generated, "since": self.since, "until": self.until,
-                "site": self.site, "totals": self.totals, "transfers": [asdict(t) for t in self.transfers],
+                "site": self.site, "totals": self.totals,
+                "transfers": [asdict(t) | {"protocol": t.protocol} for t in self.transfers],
                 "sites": [{k: v for k, v in asdict(s).items() if k != "series"} for s in self.sites],
                 "host_tcp": self.host_tcp.to_dict(), "versions": self.versions}
 
@@ -144,8 +163,22 @@ def _transfer(row: dict, include_users: bool) -> Transfer:
     )
 
 
-def _site_names(store: Store) -> dict[str, str]:
-    return {site["host"]: site["name"] for site in store.sites.all()}
+def _site_of(t: Transfer, profiles: list[dict]) -> str:
+    """The site profile a transfer went to, matched by host, protocol and port (a web server and an SSH login on
+    one host are two sites, not one); the host and protocol when no profile matches."""
+    from urllib.parse import urlsplit
+
+    address = t.source if "://" in t.source else t.dest
+    try:
+        parts = urlsplit(address)
+        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+    except ValueError:
+        return t.peer_host or "?"
+    for site in profiles:
+        if site["host"] == host and scheme in FAMILIES.get(site["protocol"], ()) \
+                and (not site.get("port") or not port or site["port"] == port):
+            return site["name"]
+    return f"{t.peer_host or host} ({protocol_of(address, t.backend)})"
 
 
 def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp: HostTcp) -> SiteSummary:
@@ -189,7 +222,7 @@ def gather(store: Store, *, since: float | None = None, until: float | None = No
            ids: tuple[int, ...] | None = None, filt: HistoryFilter | None = None,
            include_users: bool = False) -> ReportData:
     """``filt`` is a History view's filter (search, backend, outcome…); the other limits narrow it."""
-    names = _site_names(store)
+    profiles = store.sites.all()
     narrow = {"since": since, "until": until, "ids": ids}
     filt = replace(filt or HistoryFilter(), **{k: v for k, v in narrow.items() if v is not None})
     if site:
@@ -198,9 +231,10 @@ def gather(store: Store, *, since: float | None = None, until: float | None = No
     rows = store.history.full_rows(filt)
     transfers = [_transfer(r, include_users) for r in rows]
     tcp = host_tcp()
-    by_host: dict[str, list[Transfer]] = {}
+    by_site: dict[str, list[Transfer]] = {}
     for t in transfers:
         if t.peer_host:
-            by_host.setdefault(t.peer_host, []).append(t)
-    sites = [_summary(store, h, names.get(h, h), ts, tcp) for h, ts in sorted(by_host.items())]
-    return ReportData(time.time(), since, until, site, transfers, sites, tcp, versions(), include_users)
+            by_site.setdefault(_site_of(t, profiles), []).append(t)
+    sites = [_summary(store, ts[0].peer_host or name, name, ts, tcp) for name, ts in sorted(by_site.items())]
+    # the period the rows were chosen by (History's time filter too), as the report's header says it
+    return ReportData(time.time(), filt.since, filt.until, site, transfers, sites, tcp, versions(), include_users)

@@ -81,7 +81,7 @@ def _transfer_row(t: Transfer) -> str:
     return (
         f"<tr class='{escape(t.outcome)}' data-id='{t.id}'>"
         f"<td class='num'>{t.id}</td><td>{when(t.started or t.finished)}</td>"
-        f"<td>{escape(t.source)}<br>→ {escape(t.dest)}</td><td>{escape(t.backend)}</td>"
+        f"<td>{escape(t.source)}<br>→ {escape(t.dest)}</td><td>{escape(t.protocol)}</td>"
         f"<td class='num' data-f='streams'>{t.streams if t.streams is not None else '—'}</td>"
         f"<td class='num' data-f='bytes'>{num(t.bytes)}</td>"
         f"<td class='num' data-f='seconds'>{num(t.seconds, 2)}</td>"
@@ -164,7 +164,7 @@ def render(data: ReportData, image: ImageRef = inline_image, draw: Draw | None =
 <td class="num" data-k="failed">{totals['failed']}</td>
 <td class="num" data-k="bytes">{num(totals['bytes'])}</td></tr></table>
 <h2>Transfers</h2>
-<table class="transfers"><tr><th>#</th><th>Started</th><th>Route</th><th>Backend</th><th>Streams</th>
+<table class="transfers"><tr><th>#</th><th>Started</th><th>Route</th><th>Protocol</th><th>Streams</th>
 <th>Bytes</th><th>Seconds</th><th>Mbit/s</th><th>Retries</th><th>Outcome</th><th>Verification</th>
 <th>Settings</th><th>Error</th></tr>
 {transfers}</table>

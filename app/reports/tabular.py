@@ -14,9 +14,10 @@ import time
 
 from .gather import ReportData
 
-CSV_COLUMNS = ("id", "started_utc", "finished_utc", "source", "dest", "backend", "outcome", "bytes", "seconds",
-               "throughput_mbps", "streams", "retries", "restarts", "rtt_ms", "sha256", "verified", "verify_method",
-               "error_kind", "error", "peer_host", "congestion_control", "rmem_max", "tcp_rmem_max", "notes")
+CSV_COLUMNS = ("id", "started_utc", "finished_utc", "source", "dest", "protocol", "backend", "outcome", "bytes",
+               "seconds", "throughput_mbps", "streams", "retries", "restarts", "rtt_ms", "sha256", "verified",
+               "verify_method", "error_kind", "error", "peer_host", "congestion_control", "rmem_max", "tcp_rmem_max",
+               "notes")
 _DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -37,7 +38,7 @@ def to_csv(data: ReportData) -> str:
     for t in data.transfers:
         tcp = t.tcp or {}
         rmem = tcp.get("tcp_rmem") or []
-        row = (t.id, iso(t.started), iso(t.finished), t.source, t.dest, t.backend, t.outcome, t.bytes,
+        row = (t.id, iso(t.started), iso(t.finished), t.source, t.dest, t.protocol, t.backend, t.outcome, t.bytes,
                round(t.seconds, 3), round(t.throughput_mbps, 3) if t.throughput_mbps is not None else "",
                t.streams if t.streams is not None else "", t.retries, t.restarts,
                round(t.rtt_ms, 3) if t.rtt_ms else "", t.sha256 or "", int(t.verified), t.verify_method or "",

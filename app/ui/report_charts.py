@@ -6,6 +6,7 @@ resources), so a report made on a headless HPC node looks like one made at a des
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -41,6 +42,16 @@ def _nice_max(value: float) -> float:
         if value <= step * factor:
             return step * factor
     return value
+
+
+def value_ticks(low: float, high: float, most: int = 5) -> list[float]:
+    """Ticks on a value axis at a round step, never two with one label: streams from 1 to 4 read 1 2 3 4, not the
+    1 2 2 3 4 that five evenly spaced ticks rounded to whole numbers gave."""
+    step = _nice_max((high - low) / (most - 1)) if high > low else 1.0
+    if step < 1 and float(low).is_integer() and float(high).is_integer():
+        step = 1.0  # counted things (streams, rounds) have no halves
+    first = math.ceil(low / step - 1e-9) * step
+    return [first + k * step for k in range(most * 2) if first + k * step <= high + 1e-9][:most * 2]
 
 
 def time_format(span: float) -> str:
@@ -87,10 +98,9 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
         painter.setPen(QPen(QColor("#444444")))
         painter.drawText(QRectF(0, pos.y() - 8, MARGIN_L - 6, 16), Qt.AlignmentFlag.AlignRight, f"{y:g}")
     form = time_format(x1 - x0)
-    for i in range(5):
-        x = x0 + (x1 - x0) * i / 4
+    for x in [x0 + (x1 - x0) * i / 4 for i in range(5)] if x_is_time else value_ticks(x0, x1):
         pos = at(x, 0)
-        label = time.strftime(form, time.localtime(x)) if x_is_time else f"{x:.0f}"
+        label = time.strftime(form, time.localtime(x)) if x_is_time else f"{x:g}"
         painter.drawText(QRectF(pos.x() - 50, plot.bottom() + 4, 100, 16), Qt.AlignmentFlag.AlignCenter, label)
     painter.drawText(QRectF(plot.left(), HEIGHT - 20, plot.width(), 18), Qt.AlignmentFlag.AlignCenter, x_label)
     painter.save()
