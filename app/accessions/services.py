@@ -150,8 +150,9 @@ def ask(url: str, service: str, about: str, mirror_variable: str, *, ca_file: st
         finally:
             teller.stop()
         if attempt < TRIES - 1:
-            pause = (_retry_after(last) if isinstance(last, urllib.error.HTTPError) else None) or 2 ** attempt
-            if pause > FIRST_TELL and (tell := _WAITING.get()):
+            asked = _retry_after(last) if isinstance(last, urllib.error.HTTPError) else None
+            pause = asked or 2 ** attempt
+            if (asked or pause > FIRST_TELL) and (tell := _WAITING.get()):  # a wait the server asked for is said
                 tell(f"{service} asks Ferry to wait {pause:.0f} s before asking about {about} again (HTTP "
                      f"{last.code})" if isinstance(last, urllib.error.HTTPError) else
                      f"{service} could not be reached ({getattr(last, 'reason', None) or last}); asking about "

@@ -8,7 +8,7 @@ is named in a legend, and the plots take the desktop's light or dark palette.
 
 from __future__ import annotations
 
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QComboBox, QVBoxLayout, QWidget
 
 from .words import protocol_name
@@ -60,6 +60,14 @@ def _clock_axis():
     return ClockAxis(orientation="bottom")
 
 
+def pg_brush(colour):
+    import pyqtgraph as pg
+
+    translucent = QColor(colour)
+    translucent.setAlpha(200)
+    return pg.mkBrush(translucent)
+
+
 class BenchmarksView(QWidget):
     """Throughput against streams and against time, per site, protocol and direction, from the benchmark log."""
 
@@ -95,6 +103,9 @@ class BenchmarksView(QWidget):
                 axis = item.getAxis(side)
                 axis.setPen(text)
                 axis.setTextPen(text)
+            if item.legend is not None:  # the legend's names in the text's colour, not pyqtgraph's pale grey
+                item.legend.setLabelTextColor(text)
+                item.legend.setBrush(pg_brush(base))
 
     def refresh(self) -> None:
         self._rows = self._load()
@@ -131,6 +142,12 @@ class BenchmarksView(QWidget):
                                                        brush=pg.mkBrush(colour), pen=pg.mkPen(colour)))
             self.by_time.plot([r["started"] for r in rows], rate, pen=pg.mkPen(colour, width=2), symbol="o",
                               symbolSize=6, symbolBrush=colour, name=name)
+        counts = [r["streams"] or 0 for rows in self.series().values() for r in rows]
+        if counts:  # stream counts and rates are never negative: one point once centred the axis on it (−6 … 8)
+            self.by_streams.setXRange(0, max(counts) + 1, padding=0.05)
+        for plot in (self.by_streams, self.by_time):
+            plot.setLimits(yMin=0)
+        self.follow_palette()  # the legend just made takes the palette's colours
         starts = [r["started"] for rows in self.series().values() for r in rows]
         if starts and max(starts) - min(starts) < 60:  # transfers a few seconds apart: a minute's view, not ms
             middle = (max(starts) + min(starts)) / 2

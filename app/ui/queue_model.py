@@ -159,6 +159,14 @@ class QueueModel(QAbstractTableModel):
         self._index = {view.id: i for i, view in enumerate(self._rows)}
 
 
+def progress_text(view: JobView | None, fraction: float) -> str:
+    """The words on a row's bar: its share, and for a failed job that it failed (a failed study's full bar once
+    read as done)."""
+    if view is not None and view.state == JobState.FAILED:
+        return f"failed at {fraction * 100:.0f}%"
+    return f"{fraction * 100:.1f}%"
+
+
 class ProgressDelegate(QStyledItemDelegate):
     """Paints the Progress column as a native progress bar."""
 
@@ -168,7 +176,7 @@ class ProgressDelegate(QStyledItemDelegate):
         bar.rect = option.rect.adjusted(2, 3, -2, -3)
         bar.minimum, bar.maximum = 0, 1000
         bar.progress = int(fraction * 1000)
-        bar.text = f"{fraction * 100:.1f}%"
+        bar.text = progress_text(index.data(JobRole), fraction)
         bar.textVisible = True
         QApplication.style().drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
 

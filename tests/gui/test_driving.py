@@ -198,3 +198,26 @@ def test_the_plots_show_one_named_series_per_path_kind_at_historys_rate_in_whole
     base = plots.by_streams.backgroundBrush().color()
     assert base == QApplication.palette().color(QApplication.palette().ColorRole.Base)
     assert isinstance(window.queue_view, QTableView) and QPoint  # (imports used by the other tests)
+
+
+def test_one_benchmark_draws_no_negative_streams_and_a_readable_legend(window):
+    """After one SSH download the streams axis ran −6 … 8 around its single point, and the legend was pale grey:
+    stream counts and rates start at zero, and the legend's names are in the text's colour."""
+    from app.store import Store
+
+    now = time.time()
+    with Store() as store:
+        store.history.add(job_id=7, source="sftp://h/one.fq", dest="/tmp/one", backend="ssh", outcome="done",
+                          bytes=10 * MiB, seconds=1.0, throughput_mbps=80.0, streams=8, started=now - 5)
+        store.benchmarks.add(job_id=7, backend="ssh", peer_host="h", streams=8, bytes=10 * MiB, seconds=1.0,
+                             rtt_ms=20.0, started=now - 5)
+    window.tabs.setCurrentWidget(window.benchmarks)
+    plots = window.benchmarks
+    plots.refresh()
+    QApplication.processEvents()
+    (x0, x1), (y0, _) = plots.by_streams.viewRange()
+    assert x0 >= -0.5 and x1 >= 8 and y0 >= 0, plots.by_streams.viewRange()
+    text = QApplication.palette().color(QApplication.palette().ColorRole.Text)
+    legend = plots.by_streams.getPlotItem().legend
+    assert legend.items and all(label.opts.get("color") is not None and
+                                label.item.defaultTextColor() == text for _, label in legend.items)

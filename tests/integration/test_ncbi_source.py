@@ -159,6 +159,7 @@ def test_a_run_only_at_ncbi_is_fetched_after_waiting_out_a_429(ncbi, nginx, tmp_
     proc = fetch(ncbi, nginx, "SRR0000901", f"{tmp_path}/", home=ferry_home)
     assert proc.returncode == 0, proc.stderr
     assert ncbi.sdl_queries.count("SRR0000901") == 2
+    assert "asks Ferry to wait 1 s before asking about SRR0000901 again (HTTP 429)" in proc.stderr, proc.stderr
     assert sequences_of(tmp_path / "SRR0000901.fastq.gz") == SINGLE[0]
     with open(tmp_path / "samplesheet.csv") as sheet:
         [row] = list(csv.DictReader(sheet))
