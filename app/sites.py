@@ -212,3 +212,26 @@ class SiteBook:
         if path.startswith("/") or path == "~" or path.startswith("~/"):
             return site.url_of(path, secret), site
         return site.url(path if path or not location.endswith("/") else "/", secret), site
+
+
+#: a site's protocol → the schemes its transfers' addresses have
+SCHEMES_OF = {"sftp": ("sftp", "scp"), "scp": ("sftp", "scp"), "https": ("https",), "http": ("http",),
+              "ftp": ("ftp", "ftps"), "ftps": ("ftp", "ftps"), "gsiftp": ("gsiftp",), "sshftp": ("sshftp",)}
+
+
+def site_of(address: str, sites: list[dict]) -> str | None:
+    """The name of the saved site an address belongs to, matched by host, protocol and port (a web server and
+    an SSH login on one host are two sites, never one matched by IP); None when no profile matches. ``sites``:
+    the store's site rows."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(address)
+        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+    except ValueError:
+        return None
+    for site in sites:
+        if site["host"] == host and scheme in SCHEMES_OF.get(site["protocol"], ()) \
+                and (not site.get("port") or not port or site["port"] == port):
+            return site["name"]
+    return None

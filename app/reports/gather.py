@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 
 from app import __version__
+from app.sites import site_of
 from app.store import HistoryFilter, Store
 from backends.host.hosttcp import HostTcp, advise, host_tcp
 
@@ -67,9 +68,6 @@ class Transfer:
 #: the protocols by the scheme an address begins with
 PROTOCOLS = {"http": "HTTP", "https": "HTTPS", "sftp": "SFTP", "scp": "SCP", "ftp": "FTP", "ftps": "FTPS",
              "gsiftp": "GridFTP", "sshftp": "GridFTP over SSH", "magnet": "BitTorrent"}
-#: a site profile's protocol → the schemes its transfers' addresses have
-FAMILIES = {"sftp": ("sftp", "scp"), "scp": ("sftp", "scp"), "https": ("https",), "http": ("http",),
-            "ftp": ("ftp", "ftps"), "ftps": ("ftp", "ftps"), "gsiftp": ("gsiftp",), "sshftp": ("sshftp",)}
 
 
 def protocol_of(address: str, backend: str) -> str:
@@ -164,21 +162,9 @@ def _transfer(row: dict, include_users: bool) -> Transfer:
 
 
 def _site_of(t: Transfer, profiles: list[dict]) -> str:
-    """The site profile a transfer went to, matched by host, protocol and port (a web server and an SSH login on
-    one host are two sites, not one); the host and protocol when no profile matches."""
-    from urllib.parse import urlsplit
-
+    """The site profile a transfer went to (``app.sites.site_of``); the host and protocol when none matches."""
     address = t.source if "://" in t.source else t.dest
-    try:
-        parts = urlsplit(address)
-        scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
-    except ValueError:
-        return t.peer_host or "?"
-    for site in profiles:
-        if site["host"] == host and scheme in FAMILIES.get(site["protocol"], ()) \
-                and (not site.get("port") or not port or site["port"] == port):
-            return site["name"]
-    return f"{t.peer_host or host} ({protocol_of(address, t.backend)})"
+    return site_of(address, profiles) or f"{t.peer_host or '?'} ({protocol_of(address, t.backend)})"
 
 
 def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp: HostTcp) -> SiteSummary:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from app.engine import JobState, JobView
 from app.requests import Defaults, Overrides, resolve, site_options
-from app.sites import Site, SiteBook
+from app.sites import Site, SiteBook, site_of
 from app.store import Store
 from app.units import counted, format_rate
 from backends.core.errors import TransferError
@@ -353,7 +353,9 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
     # -- history and benchmarks ----------------------------------------------------------------------
     def _benchmark_rows(self) -> list[dict]:
         with Store(self.db_path, readonly=True) as store:
-            return store.benchmarks.for_plots(limit=2000)
+            rows, sites = store.benchmarks.for_plots(limit=2000), store.sites.all()
+        return [r | {"site": site_of(r.get("source") if "://" in (r.get("source") or "") else r.get("dest") or "",
+                                     sites)} for r in rows]
 
     def _tab_changed(self, index: int) -> None:
         page = self.tabs.widget(index)

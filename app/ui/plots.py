@@ -19,11 +19,12 @@ ALL = "all sites and protocols"
 
 
 def series_of(row: dict) -> str:
-    """``host · protocol · direction``: one line per path and kind of transfer."""
+    """``site · protocol · direction``: one line per path and kind of transfer; the site's name when the row
+    went to a saved site (``site``, matched by profile), else its host."""
     source, dest = row.get("source") or "", row.get("dest") or ""
     upload = "://" not in source and "://" in dest
     protocol = protocol_name(row["backend"], dest if upload else source)
-    return f"{row['peer_host'] or '?'} · {protocol} · {'upload' if upload else 'download'}"
+    return f"{row.get('site') or row['peer_host'] or '?'} · {protocol} · {'upload' if upload else 'download'}"
 
 
 def _integer_axis():

@@ -221,3 +221,23 @@ def test_one_benchmark_draws_no_negative_streams_and_a_readable_legend(window):
     legend = plots.by_streams.getPlotItem().legend
     assert legend.items and all(label.opts.get("color") is not None and
                                 label.item.defaultTextColor() == text for _, label in legend.items)
+
+
+def test_a_benchmark_series_is_named_by_its_site_not_its_address(window):
+    """Series were named by IP: a transfer from a saved site is drawn under the site's name, matched by its
+    profile (the web server on the same host is another series)."""
+    from app.sites import Site, SiteBook
+    from app.store import Store
+
+    now = time.time()
+    with Store() as store:
+        SiteBook(store).save(Site("genome-dtn", "sftp", "10.9.8.7", None, "jdoe", "/data"))
+        for i, source in enumerate(("sftp://10.9.8.7/data/a.fq", "https://10.9.8.7/pub/b.fq")):
+            store.history.add(job_id=300 + i, source=source, dest="/tmp/x", backend="ssh" if i == 0 else "https",
+                              outcome="done", bytes=10 * MiB, seconds=1.0, throughput_mbps=80.0, streams=4,
+                              started=now - 10 + i)
+            store.benchmarks.add(job_id=300 + i, backend="ssh" if i == 0 else "https", peer_host="10.9.8.7",
+                                 streams=4, bytes=10 * MiB, seconds=1.0, rtt_ms=20.0, started=now - 10 + i)
+    window.tabs.setCurrentWidget(window.benchmarks)
+    window.benchmarks.refresh()
+    assert sorted(window.benchmarks.series()) == ["10.9.8.7 · HTTPS · download", "genome-dtn · SFTP · download"]
