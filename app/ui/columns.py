@@ -6,7 +6,7 @@ runs of one study differ at their ends."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QHeaderView, QTableView
 
 #: the share of the table the name gets at least, before optional columns go
@@ -30,7 +30,8 @@ class NameFirst(QObject):
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.FontChange):
-            self.fit()
+            # after the view's own handling: its viewport takes the new size only then
+            QTimer.singleShot(0, self, self.fit)
         return False
 
     def _columns(self) -> dict[str, int]:

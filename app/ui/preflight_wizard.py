@@ -34,7 +34,7 @@ from app.preflight import apply_to_site
 from app.preflight.recommend import streams_phrase
 from app.sites import Site
 from app.store import Store
-from app.units import counted, format_bytes, format_ms
+from app.units import counted, format_bytes, format_ms, format_rate
 from backends.core.base import TransferOptions
 
 OTHER = "Another address…"
@@ -328,10 +328,10 @@ def verdict(result: dict) -> str:
     far = f" over a {format_ms(rtt)} round trip" if rtt else ""
     loss = result.get("loss_estimate")
     if loss and loss >= 1e-4:
-        said = (f"This path loses packets: about {mbps:.0f} Mbit/s{far}. Ferry will use {streams_phrase(n)} to keep "
-                "the rate up.")
+        said = (f"This path loses packets: about {format_rate(mbps * 1e6 / 8)}{far}. Ferry will use "
+                f"{streams_phrase(n)} to keep the rate up.")
     else:
-        said = f"This path is fine: about {mbps:.0f} Mbit/s{far}. Ferry will use {streams_phrase(n)}."
+        said = f"This path is fine: about {format_rate(mbps * 1e6 / 8)}{far}. Ferry will use {streams_phrase(n)}."
     if result.get("sysctl_reasons"):
         said += " This computer's TCP settings hold it back: IT can change them (Details for IT)."
     if "was faster" in (result.get("backend_why") or ""):
