@@ -16,6 +16,7 @@ from pathlib import Path
 from app.requests import Defaults, Overrides, Request, resolve_list
 from backends.core.base import FILE_DONE, FILE_FAILED, FILE_KEPT
 from backends.core.errors import LocalError
+from backends.core.words import some_of
 from backends.destination import Destination, write_atomic
 
 from . import ena
@@ -56,18 +57,18 @@ def _ncbi_entry(f: ena.RemoteFile, **more) -> dict:
 
 
 def finish(label: str, folder: Path, files: dict, *, defaults: Defaults | None = None, store=None,
-           budget: int = BUDGET) -> tuple[int | None, Request | None, str | None]:
+           budget: int = BUDGET) -> tuple[int | None, Request | None, str | None, str | None]:
     """After a list job for an accession ended (``files``: its view's name → (state, error, kind)): (the
     samplesheet's runs, or None when the job was not a FASTQ accession's; the request that follows, or None:
     the files that failed tried by the other route, or, under ``--source auto``, the ``.sra`` of each run whose
     FASTQ from ENA lack a read, to be converted with every read when that job ends; a sentence naming the runs
-    left short of a read, or None)."""
+    left short of a read, or None; a sentence naming the runs the samplesheet leaves out and why, or None)."""
     plan = plan_from_folder(folder, label)
     if plan is None:
-        return None, None, None
+        return None, None, None, None
     sub = _completing(folder, plan)
     if not files or not set(files) <= {f.name for f in (*plan.files, *sub.files)}:
-        return None, None, None
+        return None, None, None, None
     verified = {name for name, (state, *_) in files.items() if state in (FILE_DONE, FILE_KEPT)}
     verified |= _verified_before(plan, folder, files)
     pipeline, style = _sheet_choice(folder)
@@ -75,22 +76,30 @@ def finish(label: str, folder: Path, files: dict, *, defaults: Defaults | None =
     if sub.files:  # the job that completes runs from NCBI ended: their .sra converted over ENA's files
         unconverted += convert_runs(sub, folder, verified)
         adopt(plan, sub, folder, verified | {f.name for f in plan.files if (folder / f.name).is_file()})
-    rows, _ = write_sheet(pipeline, plan, folder, verified, style)
+    rows, left_out = write_sheet(pipeline, plan, folder, verified, style)
     if unconverted:
         raise LocalError(" ".join(unconverted))
     short = short_runs(plan, folder, verified)
     if short and can_complete(plan) and not label.endswith((OTHER_ROUTE, COMPLETING)):
         completing = _complete_request(plan, short, folder, label, budget, defaults, store)
         if completing is not None:
-            return rows, completing, None
+            return rows, completing, None, None
     note = dropped_note(plan, short, window=True)
     again = [f for f in plan.files if f.name in files and files[f.name][0] == FILE_FAILED
              and (files[f.name][2] or "") in OTHER_ROUTE_FOR and f.other_url]
     if not again or label.endswith((OTHER_ROUTE, COMPLETING)):
-        return rows, None, note
+        return rows, None, note, _left_out_note(pipeline, left_out)
     request = resolve_list(label + OTHER_ROUTE, listed(again, other_route=True), folder, _budgeted(None, budget),
                            defaults=defaults, store=store)
-    return rows, request, note
+    left = _left_out_note(pipeline, left_out)  # said now: the other route may fail before it fetches a file
+    return rows, request, note, left and left[:-1] + " for now; the other route is tried for what failed."
+
+
+def _left_out_note(pipeline: str, left_out: list[tuple[str, str]]) -> str | None:
+    """The runs the samplesheet leaves out, and why (the command line's note, for the window)."""
+    if not left_out:
+        return None
+    return f"{pipeline}'s samplesheet leaves out {some_of([f'{run} ({why})' for run, why in left_out], 5)}."
 
 
 #: the label of the job that fetches, from NCBI, the runs ENA served short of a read

@@ -51,12 +51,23 @@ def write_sheet(pipeline: str, plan: Plan, folder: Path, done: set[str],
     """The samplesheet ``--samplesheet`` asks for: (its rows, the runs left out of it and why)."""
     if pipeline == "none":
         return 0, []
+    missing = _not_arrived(plan, done)
     if pipeline == "fetchngs":
-        return write_samplesheet(plan, folder, done, style), []
+        return write_samplesheet(plan, folder, done, style), missing
     from .pipelines import write_pipeline_sheet
 
     sheet = write_pipeline_sheet(pipeline, plan, folder, done, style)
-    return len(sheet.rows), sheet.left_out
+    return len(sheet.rows), missing + sheet.left_out
+
+
+def _not_arrived(plan: Plan, done: set[str]) -> list[tuple[str, str]]:
+    """The runs a sheet leaves out because their files did not all arrive (failed or still to come): said with
+    the sheet, where they were once left out without a word."""
+    runs: dict[str, list] = {}
+    for f in plan.files:
+        runs.setdefault(f.run, []).append(f)
+    return [(run, "its files did not all arrive") for run, files in runs.items()
+            if run not in plan.converted and any(f.name not in done for f in files)]
 
 
 def write_metadata(plan: Plan, folder: Path) -> None:

@@ -22,7 +22,7 @@ from app.cli.progress import ProgressLine
 from app.requests import Defaults
 from app.units import counted, format_bytes, format_duration, format_rate
 from backends.core.errors import BadRequest
-from backends.core.words import agrees, first_named
+from backends.core.words import agrees, first_named, some_of
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,8 +125,9 @@ def run(args: argparse.Namespace, overrides) -> int:
     write_metadata(plan, folder)
     sheet_rows, left_out = (write_sheet(args.samplesheet, plan, folder, outcome.verified_names, args.sheet_paths)
                             if args.files == "fastq" else (0, []))
-    for run, why in left_out:
-        print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out {run}: {why}.", file=sys.stderr)
+    if left_out:  # one sentence, however many runs (a study stopped early leaves out all it has yet to fetch)
+        print(f"labferry: note: {args.samplesheet}'s samplesheet leaves out "
+              f"{some_of([f'{run} ({why})' for run, why in left_out], 5)}.", file=sys.stderr)
     dropped = dropped_note(plan, short)
     if dropped:
         print(f"labferry: note: {dropped}", file=sys.stderr)

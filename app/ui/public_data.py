@@ -72,9 +72,11 @@ class PublicData:
             self._show_error(f"{view.source}: {answer}" if isinstance(answer, TransferError) and "fasterq-dump" in
                              str(answer) else f"{view.source}: the samplesheet could not be written ({answer}).")
             return
-        _, again, note = answer
+        _, again, note, left_out = answer
         if note:  # a run left short of a read (an index ENA dropped): said where the CLI prints its note
             self.notify("Reads missing from ENA's files", f"{view.source}: {note}")
+        if left_out:  # a run whose files did not all arrive is not in the sheet: said, as the CLI's note
+            self.notify("Runs left out of the samplesheet", f"{view.source}: {left_out}")
         if again is not None:
             count = counted(len(again.options.files), "file")
             self.status.setText(f"{view.source}: fetching {count} from NCBI, for the reads ENA's FASTQ lack"

@@ -253,3 +253,44 @@ def test_a_run_left_short_of_a_read_is_said_when_its_job_ends(qtbot, window, arc
     assert "ERR0007005 (118 of 126 bases a spot)" in text, text
     assert "From \u201cENA, and NCBI's .sra for runs ENA lacks\u201d" in text and "--" not in text  # window words
     assert job(window, "PRJEB7780 (every read, from NCBI)") is None  # nothing asked of NCBI
+
+
+def test_a_run_whose_file_failed_is_named_as_left_out_of_the_samplesheet(qtbot, window, archive, tmp_path,
+                                                                         monkeypatch):
+    """The samplesheet left out a run whose file failed, and the window said nothing (the command line prints a
+    note): the notice names the run and why."""
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QPlainTextEdit
+
+    from tests.integration.test_ncbi_source import SINGLE_CELL, fastq_gz
+
+    from .test_driving import when_modal
+
+    archive.add_run("ERR0007011", experiment="ERX0007011", layout="SINGLE", sample="SAMEA0007011", study="ERP000781",
+                    project="PRJEB7781", fastq=[("ERR0007011.fastq.gz", fastq_gz(SINGLE_CELL[1]))])
+    archive.add_run("ERR0007012", experiment="ERX0007012", layout="SINGLE", sample="SAMEA0007012", study="ERP000781",
+                    project="PRJEB7781", fastq=[("ERR0007012.fastq.gz", fastq_gz(SINGLE_CELL[2]))])
+    for gone in archive.files_root.rglob("ERR0007012.fastq.gz"):
+        gone.unlink()  # listed by the portal, missing on the file server: a 404 by either route
+    folder = tmp_path / "with-a-gap"
+
+    def fill(dialog) -> None:
+        QTest.keyClicks(dialog.findChild(QPlainTextEdit), "PRJEB7781")
+        QTest.mouseClick(dialog.look, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: dialog.plan is not None, timeout=20_000)
+        dialog.dest.setText(str(folder))
+        QTest.mouseClick(dialog.fetch, Qt.MouseButton.LeftButton)
+
+    seen: list[tuple[str, str]] = []
+    said = window.notify
+    monkeypatch.setattr(window, "notify", lambda title, text: (seen.append((title, text)), said(title, text)))
+    when_modal(fill, window)
+    window.activateWindow()
+    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    try:
+        qtbot.waitUntil(lambda: any(t == "Runs left out of the samplesheet" for t, _ in seen), timeout=60_000)
+    except Exception:
+        raise AssertionError(seen) from None
+    text = next(text for title, text in seen if title == "Runs left out of the samplesheet")
+    assert "leaves out ERR0007012" in text, text
+    assert "ERR0007011" in (folder / "samplesheet.csv").read_text()
