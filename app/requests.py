@@ -410,6 +410,8 @@ def overrides_from_wire(data: dict | None) -> Overrides:
     if isinstance(data.get("checksum"), dict):
         data["checksum"] = Checksum(**data["checksum"])
     if isinstance(data.get("schedule"), list):  # JSON's lists: the schedule's entries as the desktop parsed them
-        data["schedule"] = tuple(tuple(entry) for entry in data["schedule"][:48])
+        from backends.core.schedule import MOST
+
+        data["schedule"] = tuple(tuple(entry) for entry in data["schedule"][:MOST])
     known = set(Overrides.__dataclass_fields__)
     return Overrides(**{k: v for k, v in data.items() if k in known and v is not None})

@@ -214,6 +214,18 @@ class SiteBook:
         return site.url(path if path or not location.endswith("/") else "/", secret), site
 
 
+def protocol_name(backend: str, address: str = "") -> str:
+    """The protocol as the user typed it, not the backend that carries it: an http:// address is HTTP, though the
+    https backend moves it."""
+    scheme = address.split("://", 1)[0].lower() if "://" in address else ""
+    names = {"http": "HTTP", "https": "HTTPS", "sftp": "SFTP", "scp": "SCP", "ftp": "FTP", "ftps": "FTPS",
+             "gsiftp": "GridFTP", "sshftp": "GridFTP over SSH", "magnet": "BitTorrent"}
+    if scheme in names:
+        return names[scheme]
+    return {"https": "HTTPS", "ssh": "SSH", "ftp": "FTP", "gridftp": "GridFTP", "torrent": "BitTorrent",
+            "relay": "Relay"}.get(backend, backend)
+
+
 #: a site's protocol → the schemes its transfers' addresses have
 SCHEMES_OF = {"sftp": ("sftp", "scp"), "scp": ("sftp", "scp"), "https": ("https",), "http": ("http",),
               "ftp": ("ftp", "ftps"), "ftps": ("ftp", "ftps"), "gsiftp": ("gsiftp",), "sshftp": ("sshftp",)}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from importlib import metadata
 
 from app import __version__
-from app.sites import site_of
+from app.sites import protocol_name, site_of
 from app.store import HistoryFilter, Store
 from backends.host.hosttcp import HostTcp, advise, host_tcp
 
@@ -62,17 +62,7 @@ class Transfer:
     @property
     def protocol(self) -> str:
         """The protocol as the address names it (an ``http://`` job is HTTP, though the https backend moves it)."""
-        return protocol_of(self.source if "://" in self.source else self.dest, self.backend)
-
-
-#: the protocols by the scheme an address begins with
-PROTOCOLS = {"http": "HTTP", "https": "HTTPS", "sftp": "SFTP", "scp": "SCP", "ftp": "FTP", "ftps": "FTPS",
-             "gsiftp": "GridFTP", "sshftp": "GridFTP over SSH", "magnet": "BitTorrent"}
-
-
-def protocol_of(address: str, backend: str) -> str:
-    scheme = address.split("://", 1)[0].lower() if "://" in address else ""
-    return PROTOCOLS.get(scheme, backend)
+        return protocol_name(self.backend, self.source if "://" in self.source else self.dest)
 
 
 @dataclass
@@ -164,7 +154,7 @@ def _transfer(row: dict, include_users: bool) -> Transfer:
 def _site_of(t: Transfer, profiles: list[dict]) -> str:
     """The site profile a transfer went to (``app.sites.site_of``); the host and protocol when none matches."""
     address = t.source if "://" in t.source else t.dest
-    return site_of(address, profiles) or f"{t.peer_host or '?'} ({protocol_of(address, t.backend)})"
+    return site_of(address, profiles) or f"{t.peer_host or '?'} ({protocol_name(t.backend, address)})"
 
 
 def _summary(store: Store, host: str, name: str, transfers: list[Transfer], tcp: HostTcp) -> SiteSummary:

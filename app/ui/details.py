@@ -10,9 +10,10 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QTextBrowser
 
 from app.engine import JobState, JobView
+from app.sites import protocol_name
 from app.units import counted, format_bytes, format_duration, format_ms, format_rate
 
-from .words import for_window, protocol_name
+from .words import for_window
 
 REMEDIES = {
     "not-found": "Check the address: the file may have moved or been renamed on the server.",

@@ -11,10 +11,11 @@ from datetime import datetime
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from app.sites import protocol_name
 from app.store import HistoryFilter, Store
 from app.units import format_bytes, format_duration
 
-from .words import file_name, for_window, protocol_name
+from .words import file_name, for_window
 
 PAGE = 500
 COLUMNS = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QComboBox, QVBoxLayout, QWidget
 
-from .words import protocol_name
+from app.sites import protocol_name
 
 #: series colours (Okabe–Ito: told apart by colour-blind readers too)
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]

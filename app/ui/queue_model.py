@@ -15,10 +15,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine import JobState, JobView
+from app.sites import protocol_name
 from app.units import format_bytes, format_duration, format_rate
 
 from .icons import KINDS, icon, kind_of
-from .words import file_name, for_window, protocol_name
+from .words import file_name, for_window
 
 COLUMNS = ("Name", "Route", "Protocol", "Size", "Progress", "Rate", "ETA", "Streams", "State")
 PROGRESS = COLUMNS.index("Progress")

@@ -65,18 +65,6 @@ def for_window(text: str | None) -> str:
     return re.sub(r" \.(?=\s|$)", ".", re.sub(r"  +", " ", text)).replace(",.", ".").strip()
 
 
-def protocol_name(backend: str, address: str = "") -> str:
-    """The protocol as the user typed it, not the backend that carries it: an http:// address is HTTP, though the
-    https backend moves it."""
-    scheme = address.split("://", 1)[0].lower() if "://" in address else ""
-    names = {"http": "HTTP", "https": "HTTPS", "sftp": "SFTP", "scp": "SCP", "ftp": "FTP", "ftps": "FTPS",
-             "gsiftp": "GridFTP", "sshftp": "GridFTP over SSH", "magnet": "BitTorrent"}
-    if scheme in names:
-        return names[scheme]
-    return {"https": "HTTPS", "ssh": "SSH", "ftp": "FTP", "gridftp": "GridFTP", "torrent": "BitTorrent",
-            "relay": "Relay"}.get(backend, backend)
-
-
 def as_folder(dest: str) -> str:
     """A destination the window names as a folder (the download folder, a pane's folder, New transfer's To box)
     is one: ``run42/`` goes into ``X/run42/`` whether X exists yet or not, as in every file manager. (The front

@@ -15,7 +15,8 @@ import time
 from .errors import Corrupt, PartTaken
 
 LOCK_SUFFIX = ".ferry-lock"
-#: the owner record's name inside a lock that is a folder (FTP and GridFTP, whose atomic claim is ``MKD``)
+#: the owner record's file inside a lock that is a folder (GridFTP's, whose atomic claim is ``MKD``; FTP's lock holds
+#: the record as a sub-folder's name instead, ``owner_name``)
 OWNER_FILE = "owner"
 #: the most of an owner record read: it is a line of JSON
 OWNER_BYTES = 4096

@@ -39,14 +39,8 @@ def next_change(schedule: Schedule, when: float | None = None) -> tuple[int, int
     if len({rate for _, rate in schedule}) < 2:
         return None
     now, current = second_of_day(when), rate_at(schedule, when)
-    for nth in range(1, len(schedule) + 1):  # each entry once, in the order they come from now
-        start, rate = _entry_after(schedule, now, nth)
+    coming = [e for e in schedule if e[0] > now] + [e for e in schedule if e[0] <= now]  # from now, round the day
+    for start, rate in coming:
         if rate != current:
             return (start - now) % DAY or DAY, rate
     return None
-
-
-def _entry_after(schedule: Schedule, now: int, nth: int) -> tuple[int, int | None]:
-    """The ``nth`` entry to begin after ``now`` (1: the next), going round the day."""
-    later = [e for e in schedule if e[0] > now] + [e for e in schedule if e[0] <= now]
-    return later[(nth - 1) % len(later)]

@@ -123,8 +123,7 @@ class SshBackend(BrowsesFolders):
                     return  # another upload's part and lock: not this job's to remove
                 control.remove(remote + ".part")
                 release(control, remote)
-        except TransferError as exc:
-            print('DISCARD-ERR', exc, flush=True)
+        except TransferError:
             return  # the server cannot be reached now: nothing to remove from here; a later upload replaces it
         if record is not None:
             record.unlink(missing_ok=True)

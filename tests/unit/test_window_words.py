@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from app.ui.words import for_window, protocol_name
+from app.sites import protocol_name
+from app.ui.words import for_window
 from backends.core.errors import Transient
 
 
