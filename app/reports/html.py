@@ -18,6 +18,12 @@ from app.units import format_bytes, format_ms
 
 from .gather import ReportData, SiteSummary, Transfer
 
+#: the transfers table's columns and their shares of the width, fixed so that Route (a URL and a path) gets the
+#: room and no heading or figure is cut mid-word; the details line below each row spans them all
+WIDTHS = (("#", 3), ("Started", 8), ("Route", 33), ("Protocol", 6), ("Streams", 5), ("Bytes", 10), ("Seconds", 6),
+          ("Mbit/s", 6), ("Retries", 5), ("Outcome", 6), ("Verification", 12))
+COLUMNS = len(WIDTHS)
+HEADINGS = "".join(f"<th width='{share}%'>{name}</th>" for name, share in WIDTHS)
 #: the width charts are drawn at, in pixels
 CHART_WIDTH = 720
 #: draws one chart as PNG bytes (``app.ui.report_charts.chart``: the painter is the desktop's, so this package
@@ -31,7 +37,8 @@ h1 { font-size: 18pt; margin-bottom: 2px; } h2 { font-size: 14pt; margin-top: 24
 h3 { font-size: 12pt; margin-top: 18px; }
 table { border-collapse: collapse; margin: 8px 0; }
 th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
-th { background: #f0f0f0; } td.num { text-align: right; white-space: nowrap; }
+th { background: #f0f0f0; white-space: nowrap; } td.num { text-align: right; white-space: nowrap; }
+td.nw { white-space: nowrap; }
 tr.failed td { background: #fdecea; } tr.cancelled td { background: #f5f5f5; }
 code, pre { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 9pt; }
 table.transfers { width: 100%; } code.small { word-break: break-all; }
@@ -71,23 +78,28 @@ def _tcp_used(tcp: dict | None) -> str:
 
 def _transfer_row(t: Transfer) -> str:
     verification = escape(t.verify_method or "—")
-    if t.sha256:
-        verification += f"<br><code class='small'>sha256 {escape(t.sha256)}</code>"
     details = [escape(n) for n in t.notes]
+    if t.sha256:
+        details.insert(0, f"sha256 <code class='small'>{escape(t.sha256)}</code>")
     details.append("TCP: " + escape(_tcp_used(t.tcp)))
     if t.rtt_ms:
         details.append(f"RTT {format_ms(t.rtt_ms)}")
-    error = escape(t.error) if t.error else ""
+    if t.error:
+        details.insert(0, f"<b>Error:</b> {escape(t.error)}")
+    # ten narrow columns and one full-width line below: a route or an error of 200 characters stays whole at
+    # 1280 px and on an A4 page, where thirteen columns cut both to a dozen letters a line
     return (
         f"<tr class='{escape(t.outcome)}' data-id='{t.id}'>"
-        f"<td class='num'>{t.id}</td><td>{when(t.started or t.finished)}</td>"
-        f"<td>{escape(t.source)}<br>→ {escape(t.dest)}</td><td>{escape(t.protocol)}</td>"
+        f"<td class='num'>{t.id}</td><td class='nw'>{when(t.started or t.finished).replace(' ', '<br>')}</td>"
+        f"<td>{escape(t.source)}<br>→ {escape(t.dest)}</td><td class='nw'>{escape(t.protocol)}</td>"
         f"<td class='num' data-f='streams'>{t.streams if t.streams is not None else '—'}</td>"
         f"<td class='num' data-f='bytes'>{num(t.bytes)}</td>"
         f"<td class='num' data-f='seconds'>{num(t.seconds, 2)}</td>"
         f"<td class='num' data-f='throughput_mbps'>{num(t.throughput_mbps, 1)}</td>"
-        f"<td class='num' data-f='retries'>{t.retries}</td><td>{escape(t.outcome)}</td>"
-        f"<td>{verification}</td><td class='small'>{'<br>'.join(details)}</td><td>{error}</td></tr>"
+        f"<td class='num' data-f='retries'>{t.retries}</td><td class='nw'>{escape(t.outcome)}</td>"
+        f"<td>{verification}</td></tr>"
+        f"<tr class='{escape(t.outcome)} more'><td></td><td colspan='{COLUMNS - 1}' class='small'>"
+        f"{' · '.join(details)}</td></tr>\n"
     )
 
 
@@ -128,7 +140,8 @@ def _site_section(s: SiteSummary, image: ImageRef, index: int, draw: Draw | None
                           x_label="parallel streams", y_label="Mbit/s")
         pictures = (f"<p><img src='{image(f'time{index}.png', over_time)}' width='{CHART_WIDTH}'></p>"
                     f"<p><img src='{image(f'streams{index}.png', by_streams)}' width='{CHART_WIDTH}'></p>")
-    return (f"<h3>{escape(s.name)} <span class='muted'>({escape(s.host)})</span></h3>"
+    host = "" if s.host in s.name else f" <span class='muted'>({escape(s.host)})</span>"
+    return (f"<h3>{escape(s.name)}{host}</h3>"
             f"<table class='site' data-host='{escape(s.host)}'>{table}</table>{preflight}{tuning}{pictures}")
 
 
@@ -147,7 +160,7 @@ def render(data: ReportData, image: ImageRef = inline_image, draw: Draw | None =
     host_table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in host_rows)
     version_table = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in data.versions.items())
     transfers = "".join(_transfer_row(t) for t in data.transfers) or \
-        "<tr><td colspan='13' class='muted'>No transfers in this period.</td></tr>"
+        f"<tr><td colspan='{COLUMNS}' class='muted'>No transfers in this period.</td></tr>"
     sites = "".join(_site_section(s, image, i, draw) for i, s in enumerate(data.sites)) or \
         "<p class='muted'>No transfers to a remote site in this period.</p>"
     users = "User names are shown (the person who made this report agreed)." if data.include_users else \
@@ -164,9 +177,7 @@ def render(data: ReportData, image: ImageRef = inline_image, draw: Draw | None =
 <td class="num" data-k="failed">{totals['failed']}</td>
 <td class="num" data-k="bytes">{num(totals['bytes'])}</td></tr></table>
 <h2>Transfers</h2>
-<table class="transfers"><tr><th>#</th><th>Started</th><th>Route</th><th>Protocol</th><th>Streams</th>
-<th>Bytes</th><th>Seconds</th><th>Mbit/s</th><th>Retries</th><th>Outcome</th><th>Verification</th>
-<th>Settings</th><th>Error</th></tr>
+<table class="transfers"><tr>{HEADINGS}</tr>
 {transfers}</table>
 <h2>Sites</h2>
 {sites}

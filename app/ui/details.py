@@ -76,7 +76,9 @@ def render(view: JobView | None) -> str:
         rows.append(("Retries", str(view.attempts)))
     table = "".join(f"<tr><td style='color:gray;padding-right:8px'>{html.escape(k)}</td>"
                     f"<td>{html.escape(str(v))}</td></tr>" for k, v in rows)
-    parts = [f"<table>{table}</table>"]
+    # what to do comes first, then the figures: the pane is a fifth of the window, so what was below the table
+    # (the study's links, "What to try") needed scrolling to be found at all
+    parts = []
     if view.state == JobState.FAILED and view.error:
         said = for_window(view.error)
         remedy = _not_repeating(REMEDIES.get(view.error_kind or "", "Press Retry to try again."), said)
@@ -84,6 +86,8 @@ def render(view: JobView | None) -> str:
                      + (f"<p><b>What to try:</b> {html.escape(remedy)}</p>" if remedy else ""))
     if view.files:
         parts.append(_study_files(view))
+    parts.append(f"<table>{table}</table>")
+    if view.files:
         parts.append(files_table(view.files))
     if view.notes:
         notes = "".join(f"<li>{html.escape(for_window(n))}</li>" for n in view.notes[-20:])

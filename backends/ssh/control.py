@@ -65,6 +65,35 @@ def sftp_error(exc: OSError, what: str, where: str) -> TransferError:
     return TransferError(f"The server could not {what} {where}: {exc}.")
 
 
+def _login_error(exc: BaseException, t: Target, path) -> BaseException:
+    """What a failed paramiko login means, in one sentence each; anything else is raised as it is."""
+    where = f"{t.host}:{t.port}"
+    if isinstance(exc, HostKeyError):
+        return exc
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return changed_key_error(t.host, exc, path, t.port)
+    if isinstance(exc, paramiko.PasswordRequiredException):
+        return AuthError(f"The SSH key for {t.user}@{t.alias} is protected by a passphrase Ferry does not have. "
+                         "Load it into ssh-agent (ssh-add), or give it in the site profile.")
+    if isinstance(exc, paramiko.AuthenticationException):
+        return AuthError(f"{t.host} refused the login for {t.user} (no key or password was accepted). Check the "
+                         "user name and --identity, or that your public key is in the server's authorized_keys.")
+    if isinstance(exc, socket.gaierror):
+        return Unreachable(f"Could not find the host {t.host} (name lookup failed). Check the spelling.")
+    if isinstance(exc, ConnectionRefusedError):
+        return Unreachable(f"The server at {where} refused the connection. Check the port, or whether sshd "
+                           "is running.")
+    if isinstance(exc, TimeoutError):
+        return Unreachable(f"{where} did not answer within {CONNECT_TIMEOUT:.0f} s. Check the address and any "
+                           "firewall.")
+    if isinstance(exc, paramiko.SSHException) and "no authentication methods" in str(exc).lower():
+        return AuthError(f"Ferry has no key or password to log in to {t.host} as {t.user}. Give --identity, "
+                         "load a key into ssh-agent, or keep the password in the site profile.")
+    if isinstance(exc, (paramiko.SSHException, OSError)):
+        return Transient(f"The SSH connection to {where} failed ({exc}).")
+    return exc
+
+
 class Control:
     def __init__(self, target: Target, options: SshOptions, ask: AskTrust | None = None) -> None:
         self.target, self.options, self.ask = target, options, ask
@@ -90,39 +119,15 @@ class Control:
                 raise HostKeyError(f"Could not read the known hosts file {path} ({exc}). Fix or move it.") from None
         policy = KnownHostsPolicy(path, self.options.accept_new_host_key, self.ask)
         client.set_missing_host_key_policy(policy)
-        where = f"{t.host}:{t.port}"
         try:
             client.connect(
                 t.host, t.port, username=t.user, password=t.password, key_filename=list(t.identity_files) or None,
                 allow_agent=True, look_for_keys=not t.identity_files, timeout=CONNECT_TIMEOUT,
                 banner_timeout=CONNECT_TIMEOUT, auth_timeout=CONNECT_TIMEOUT,
             )
-        except HostKeyError:
-            raise
-        except paramiko.BadHostKeyException as exc:
-            raise changed_key_error(t.host, exc, path, t.port) from None
-        except paramiko.PasswordRequiredException:
-            raise AuthError(f"The SSH key for {t.user}@{t.alias} is protected by a passphrase Ferry does not have. "
-                            "Load it into ssh-agent (ssh-add), or give it in the site profile.") from None
-        except paramiko.AuthenticationException:
-            raise AuthError(f"{t.host} refused the login for {t.user} (no key or password was accepted). Check the "
-                            "user name and --identity, or that your public key is in the server's authorized_keys.") \
-                from None
-        except socket.gaierror:
-            raise Unreachable(f"Could not find the host {t.host} (name lookup failed). Check the spelling.") from None
-        except ConnectionRefusedError:
-            raise Unreachable(f"The server at {where} refused the connection. Check the port, or whether sshd "
-                              "is running.") from None
-        except TimeoutError:
-            raise Unreachable(f"{where} did not answer within {CONNECT_TIMEOUT:.0f} s. Check the address and any "
-                              "firewall.") from None
-        except paramiko.SSHException as exc:
-            if "no authentication methods" in str(exc).lower():  # no key, no agent, no password to offer
-                raise AuthError(f"Ferry has no key or password to log in to {t.host} as {t.user}. Give --identity, "
-                                "load a key into ssh-agent, or keep the password in the site profile.") from None
-            raise Transient(f"The SSH connection to {where} failed ({exc}).") from None
-        except OSError as exc:
-            raise Transient(f"The SSH connection to {where} failed ({exc}).") from None
+        except BaseException as exc:
+            client.close()  # a refused login leaves paramiko's transport running: the server would keep it open
+            raise _login_error(exc, t, path) from None
         self.client = client
         self.accepted_key = policy.accepted
         return self
@@ -157,7 +162,9 @@ class Control:
             self._sftp = None
 
     def __enter__(self) -> Control:
-        return self.connect()
+        # ``with Control(…).connect() as c`` is how callers write it: a second connect here made a second login
+        # and left the first one open on the server (13 idle sessions after an afternoon in the Files tab)
+        return self if self.client is not None else self.connect()
 
     def __exit__(self, *exc) -> None:
         self.close()

@@ -18,7 +18,7 @@ from tests.integration.conftest import MiB, write_random
 from tests.portable.dialogs import field
 
 from .test_public_data import archive  # noqa: F401  (the stand-in portal)
-from .test_window import job, select
+from .test_window import job
 
 
 def when_modal(act, owner, tries: int = 1200) -> None:
@@ -147,10 +147,17 @@ def test_a_studys_row_leads_to_its_folder_and_samplesheet(qtbot, window, archive
     qtbot.waitUntil(lambda: (v := job(window, "PRJEB7778")) is not None and v.state == JobState.DONE, timeout=60_000)
     qtbot.waitUntil(lambda: (tmp_path / "PRJEB7778" / "samplesheet.csv").exists(), timeout=10_000)
     view = job(window, "PRJEB7778")
-    select(window, view)
-    window.details.show_job(window.queue_model.view_at(window.queue_model.row_of(view.id)))
+    window.resize(1024, 640)  # the smallest screen the window is made for: the links are in sight there too
+    QApplication.processEvents()
+    rect = window.queue_view.visualRect(window.queue_model.index(window.queue_model.row_of(view.id), 0))
+    qtbot.mouseClick(window.queue_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: "samplesheet.csv" in window.details.toPlainText(), timeout=5_000)
     html = window.details.toHtml()
     assert (tmp_path / "PRJEB7778" / "samplesheet.csv").as_uri() in html and "metadata.tsv" in html
+    link = window.details.cursorRect(window.details.document().find("samplesheet.csv"))
+    # the links once came below eleven rows of figures: out of sight in a pane a fifth of the window high
+    assert 0 <= link.top() and link.bottom() <= window.details.viewport().height(), \
+        (link, window.details.viewport().height())
     opened = _Opened()
     QDesktopServices.setUrlHandler("file", opened, "open")
     try:

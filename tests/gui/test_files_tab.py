@@ -106,6 +106,40 @@ def test_browse_a_site_sort_filter_and_move_around(qtbot, window, lab):
     assert _listed(qtbot, right) == ["reads_1.fastq"]
 
 
+def _logins_to(port: int) -> int:
+    """Established TCP connections to ``port`` on this machine, from the client's side (/proc/net/tcp)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+            count += 1
+    return count
+
+
+def test_browsing_leaves_no_login_open_on_the_server(qtbot, window, lab, sshd):
+    """Each listing logged in twice and closed only the second login: after an afternoon in the Files tab the
+    server held 13 idle sessions of Ferry's. A pane holds no connection between listings."""
+    before = _logins_to(sshd.port)
+    window.tabs.setCurrentWidget(window.files)
+    right = window.files.right
+    qtbot.waitUntil(lambda: right.site is not None and right.site.name == "lab", timeout=10_000)
+    _listed(qtbot, right)
+    right.view.doubleClicked.emit(right.model.index(0, 0))  # into runs/
+    assert _listed(qtbot, right) == ["r1"]
+    right.actions_by_name["up"].trigger()
+    assert _listed(qtbot, right) == ["big.bin", "notes.txt", "runs"]
+    qtbot.waitUntil(lambda: _logins_to(sshd.port) == before, timeout=10_000)
+
+    from tests.servers.sshd import keygen  # a refused login too: paramiko keeps its transport unless told
+
+    _site(window, "stranger", "sftp", sshd.port, sshd.user, str(lab), str(keygen(lab.parent / f"k-{lab.name}")),
+          known_hosts=str(sshd.known_hosts))
+    for _ in range(3):
+        right.show_site(next(s for s in window._sites() if s.name == "stranger"))
+        assert _listed(qtbot, right) == []
+    qtbot.waitUntil(lambda: _logins_to(sshd.port) == before, timeout=10_000)
+
+
 def _type_path(qtbot, pane, text: str) -> None:
     """What a user does in the path bar: select what is there, type, press Enter."""
     from PySide6.QtTest import QTest
