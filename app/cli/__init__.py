@@ -17,7 +17,7 @@ from app import __version__
 from app import stops as stopping
 from backends.core import errors
 
-from . import agent, copy, doctor, listing, preflight, report, sites, torrent
+from . import agent, archive, copy, doctor, listing, preflight, report, sites, torrent
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub)
     preflight.add_parsers(sub)
     torrent.add_parsers(sub)
+    archive.add_parsers(sub)
     agent.add_parsers(sub)
     from . import accession, completion
 

@@ -262,8 +262,10 @@ def _dry_run(args: argparse.Namespace, plan, folder: Path) -> int:
 
 def add_ls_parser(sub) -> None:
     """``labferry ls ena:PRJ…``: what an accession holds (``copy … --dry-run`` without a destination)."""
-    p = sub.add_parser("ls", help="list what a public accession holds: runs, files, sizes (nothing fetched)")
-    p.add_argument("source", metavar="ACCESSION", help="ena:ACCESSION or a bare accession (SRR…, PRJEB…, GSE…)")
+    p = sub.add_parser("ls", help="list what a public accession holds (runs, files, sizes; nothing fetched), or "
+                                  "the members of a tar archive")
+    p.add_argument("source", metavar="ACCESSION|ARCHIVE",
+                   help="ena:ACCESSION or a bare accession (SRR…, PRJEB…, GSE…), or a tar archive on this computer")
     add_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object")
     p.add_argument("--ca-file", metavar="PEM", help="a CA to trust for the portal (a proxy's, say)")
@@ -273,6 +275,10 @@ def add_ls_parser(sub) -> None:
 def _run_ls(args: argparse.Namespace) -> int:
     from app.accessions.ids import is_accession
 
+    if Path(args.source).is_file():  # an archive: listed from its index (``labferry pack``)
+        from .archive import list_archive
+
+        return list_archive(Path(args.source), args.json)
     if not is_accession(args.source):
         raise BadRequest(f"'{args.source}' is not an accession; give one such as ena:PRJEB12345 or SRR1234567.")
     plan = apply_layout(narrow(_plan(args, args.ca_file), parse_filters(args.filters), args.runs), args.layout)

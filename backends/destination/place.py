@@ -212,12 +212,12 @@ class Destination:
             self._folds = _folds_case(self.root)
         return self._folds
 
-    def renamed_note(self, limit: int = 5) -> str | None:
+    def renamed_note(self, limit: int = 5, origin: str = "the server") -> str | None:
         """One sentence naming what was saved under another name, or None."""
         if not self.renamed:
             return None
         count, named = len(self.renamed), some_of([str(r) for r in self.renamed], limit)
-        return (f"{counted(count, 'name')} from the server could not be kept as given and "
+        return (f"{counted(count, 'name')} from {origin} could not be kept as given and "
                 f"{agrees(count, 'was', 'were')} saved under a safe name: {named}.")
 
 

@@ -93,14 +93,17 @@ class WholeFile:
             os.close(self.fd)
             self.fd = None
 
-    def commit(self, mtime: float | None = None, mode: int | None = None) -> Path:
-        """The file under its final name (its mode and time first, the rename last)."""
+    def commit(self, mtime: float | None = None, mode: int | None = None, *, mtime_ns: int | None = None) -> Path:
+        """The file under its final name (its mode and time first, the rename last); ``mtime_ns``: a time to the
+        nanosecond (an archive's member)."""
         self.flush()
         self.close()
         try:
             if mode is not None:
                 portable.set_mode(self.part, mode & 0o777)
-            if mtime is not None:
+            if mtime_ns is not None:
+                os.utime(self.part, ns=(mtime_ns, mtime_ns))
+            elif mtime is not None:
                 os.utime(self.part, (mtime, mtime))
             refuse_link(self.path)
             os.replace(self.part, self.path)

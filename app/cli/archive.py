@@ -1,0 +1,137 @@
+"""``labferry pack``, ``unpack`` and ``ls ARCHIVE``: a run folder as one tar, made and opened by several workers.
+
+``ls`` is shared with ``labferry ls URL`` (a remote folder): a local file that is a tar is listed from its index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from backends.core.errors import BadRequest
+from backends.core.words import counted, human_size
+
+from .progress import _is_tty
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("pack", help="pack files and folders into one tar archive, with several workers at once")
+    p.add_argument("sources", nargs="+", metavar="SRC", help="files and folders to pack")
+    p.add_argument("archive", metavar="ARCHIVE.tar", help="the archive to write (NAME.tar.part until it is whole)")
+    _workers(p)
+    p.add_argument("--dereference", action="store_true",
+                   help="pack what symbolic links point to, not the links themselves")
+    p.add_argument("--overwrite", action="store_true", help="replace ARCHIVE if it exists")
+    p.add_argument("--piece", default="64M", metavar="SIZE",
+                   help="cut files larger than SIZE into pieces that several workers write at once (default 64M)")
+    p.add_argument("--json", action="store_true", help="print one JSON line with the figures at the end")
+    p.set_defaults(handler=run_pack)
+    u = sub.add_parser("unpack", help="unpack a tar archive into a folder, with several workers at once")
+    u.add_argument("archive", metavar="ARCHIVE.tar")
+    u.add_argument("dest", metavar="DEST/", help="the folder to unpack into (made when missing)")
+    u.add_argument("--only", nargs="+", metavar="GLOB",
+                   help="only members whose path matches (a folder's path takes what is inside it)")
+    u.add_argument("--scan", action="store_true", help="ignore the archive's index and read its headers instead")
+    _workers(u)
+    u.add_argument("--json", action="store_true", help="print one JSON line with the figures at the end")
+    u.set_defaults(handler=run_unpack)
+
+
+def _workers(parser) -> None:
+    parser.add_argument("--workers", default="auto", metavar="N|auto",
+                        help="worker processes (default auto: one a core)")
+
+
+def _count(text: str) -> int | None:
+    if text == "auto":
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 1024:
+        raise BadRequest(f"--workers takes a number from 1 to 1024 or auto, not {text!r}.")
+    return int(text)
+
+
+def _size(text: str) -> int:
+    import re
+
+    match = re.fullmatch(r"(\d{1,6})([KMG]?)", text.strip().upper())
+    size = int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2)] if match else 0
+    if size < 1 << 20 or size % 512:
+        raise BadRequest(f"--piece takes a size of at least 1M in whole 512-byte blocks (64M, 256M), not {text!r}.")
+    return size
+
+
+def _progress(verb: str, quiet: bool):
+    if quiet or not _is_tty(sys.stderr):
+        return None
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5 or done >= total:
+            last[0] = now
+            share = f" ({done * 100 // total} %)" if total else ""
+            print(f"\r{verb} {human_size(done)} of {human_size(total)}{share}", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def run_pack(args: argparse.Namespace) -> int:
+    from backends.archive.pack import pack
+
+    made = pack(args.sources, Path(args.archive), workers_asked=_count(args.workers), dereference=args.dereference,
+                overwrite=args.overwrite, piece=_size(args.piece), progress=_progress("packed", args.quiet))
+    for note in made.notes:
+        print(f"labferry: {note}", file=sys.stderr)
+    rate = made.data_bytes / made.seconds / 1e6 if made.seconds else 0.0
+    if args.json:
+        print(json.dumps({"archive": str(made.archive), "members": made.members, "files": made.files,
+                          "data_bytes": made.data_bytes, "size": made.size, "seconds": round(made.seconds, 3),
+                          "workers": made.workers, "notes": made.notes}))
+    elif not args.quiet:
+        print(f"\rpacked {made.files:,} files ({human_size(made.data_bytes)}) into {made.archive} in "
+              f"{made.seconds:.1f} s ({rate:.0f} MB/s, {made.workers} workers); its index lists all "
+              f"{made.members:,} members", file=sys.stderr)
+    return 0
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    from backends.archive.unpack import unpack
+    from backends.core.errors import Corrupt
+
+    done = unpack(Path(args.archive), Path(args.dest), only=args.only, workers_asked=_count(args.workers),
+                  scan=args.scan, progress=_progress("unpacked", args.quiet))
+    for note in done.notes:
+        print(f"labferry: {note}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"restored": done.restored, "bytes": done.bytes, "seconds": round(done.seconds, 3),
+                          "workers": done.workers, "indexed": done.indexed, "failed": done.failed,
+                          "notes": done.notes}))
+    elif not args.quiet:
+        print(f"\runpacked {done.restored:,} members ({human_size(done.bytes)}) into {args.dest} in "
+              f"{done.seconds:.1f} s", file=sys.stderr)
+    if done.failed:
+        raise Corrupt(f"{counted(len(done.failed), 'member')} of {args.archive} could not be restored "
+                      f"({'; '.join(done.failed[:3])}); {counted(done.restored, 'other')} were restored under "
+                      f"{args.dest}. Fetch the archive again and run the same command.")
+    return 0
+
+
+def list_archive(archive: Path, as_json: bool) -> int:
+    from backends.archive.unpack import catalogue, chosen
+
+    cat = catalogue(archive)
+    for m in chosen(cat.members, None):
+        if as_json:
+            whole = cat.digests.get(m.name, ("", [], 0))[0]
+            print(json.dumps({"name": m.name, "kind": m.kind, "size": m.size, "mode": oct(m.mode),
+                              "mtime": m.mtime_ns / 1e9, "offset": m.data, "sha256": whole or None,
+                              "link": m.linkname or None}))
+        else:
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(m.mtime_ns / 1e9))
+            link = f" -> {m.linkname}" if m.linkname else ""
+            shown = m.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            print(f"{m.kind[0] if m.kind != 'file' else '-'} {m.size:>14,} {stamp} {shown}{link}")
+    return 0

@@ -1,0 +1,101 @@
+"""The index an archive carries as its last member: every member's name, kind, offsets, size, mode, time and
+SHA-256 (and a large file's pieces' SHA-256s), one JSON line each.
+
+``ls`` and ``unpack --only`` read it from the end (the last ``TAIL`` bytes name where it starts) and then only
+the members asked for. Its last line holds its own offset, length and SHA-256, so an index that was cut or
+changed is refused, never trusted. GNU tar and bsdtar see it as a file named ``INDEX_NAME``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from ..core.errors import Corrupt
+from ..host import portable
+from .layout import BLOCK, Member, padded
+
+INDEX_NAME = ".labferry-index"
+MAGIC = "labferry-index 1"
+#: what is read from the end of an archive to find the index: its last line, its padding, the two zero
+#: blocks that end a tar and the record padding after them (at most 10 KiB)
+TAIL = 16 << 10
+_FOOTER = re.compile(rb"labferry-index-end (\d{1,20}) (\d{1,20}) ([0-9a-f]{64})\n")
+#: the longest index line read (a name is at most a few KiB; a large file lists a digest per 64 MiB piece)
+LONGEST_LINE = 1 << 22
+
+
+def entry(member: Member, sha256: str | None, pieces: list[str] | None = None, piece: int = 0) -> dict:
+    line = {"n": member.name, "k": member.kind, "o": member.offset, "d": member.data, "s": member.size,
+            "m": member.mode, "t": member.mtime_ns}
+    if member.linkname:
+        line["l"] = member.linkname
+    if sha256:
+        line["h"] = sha256
+    if pieces:
+        line["p"], line["q"] = pieces, piece  # each piece's SHA-256, and the size they were cut at
+    return line
+
+
+def encode(lines: list[dict], data_offset: int) -> bytes:
+    """The index member's data: the lines, then the footer that points back at them."""
+    body = (MAGIC + "\n" + "".join(json.dumps(x, ensure_ascii=True) + "\n" for x in lines)).encode("ascii")
+    return body + f"labferry-index-end {data_offset} {len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
+
+
+def member_for(data: bytes, mtime_ns: int) -> Member:
+    return Member(INDEX_NAME, "file", len(data), 0o644, mtime_ns)
+
+
+def trailer(size: int) -> bytes:
+    """What follows the index data: its padding, the two zero blocks, and padding to tar's 10 KiB record."""
+    end = padded(size) + 2 * BLOCK
+    return bytes(padded(size) - size + 2 * BLOCK + (-end % (20 * BLOCK)))
+
+
+def read(fd: int, total: int, where: str) -> list[Member | dict] | None:
+    """The index's lines, or None when the archive has none (a tar made elsewhere). Raises ``Corrupt`` when it
+    has one that was cut or changed."""
+    tail = portable.pread(fd, min(TAIL, total), max(0, total - TAIL))
+    found = list(_FOOTER.finditer(tail))
+    if not found:
+        return None
+    start, length, digest = int(found[-1].group(1)), int(found[-1].group(2)), found[-1].group(3).decode()
+    if start + length > total or length > total:
+        raise Corrupt(f"{where}'s index points past its end; the archive was cut or changed. Unpack it without "
+                      "the index: labferry unpack --scan.")
+    body = _read_all(fd, length, start)
+    if hashlib.sha256(body).hexdigest() != digest or not body.startswith(MAGIC.encode() + b"\n"):
+        raise Corrupt(f"{where}'s index does not match its checksum; the archive was changed. Unpack it without "
+                      "the index: labferry unpack --scan.")
+    lines = []
+    for raw in body.split(b"\n")[1:]:
+        if raw:
+            if len(raw) > LONGEST_LINE:
+                raise Corrupt(f"{where}'s index has a line longer than {LONGEST_LINE} bytes.")
+            lines.append(json.loads(raw))
+    return lines
+
+
+def _read_all(fd: int, length: int, offset: int) -> bytes:
+    parts, done = [], 0
+    while done < length:
+        chunk = portable.pread(fd, min(8 << 20, length - done), offset + done)
+        if not chunk:
+            break
+        parts.append(chunk)
+        done += len(chunk)
+    return b"".join(parts)
+
+
+def as_member(line: dict) -> Member:
+    """An index line as the member it describes (its header is not needed: the line says it all)."""
+    m = Member(line["n"], line["k"], int(line["s"]), int(line["m"]), int(line["t"]), line.get("l", ""))
+    m.offset, m.data = int(line["o"]), int(line["d"])
+    return m
+
+
+def size_of(fd: int) -> int:
+    return os.fstat(fd).st_size

@@ -1,0 +1,93 @@
+"""One part file written by several processes at once (an archive packed by workers, a large member unpacked by
+them): made here by the process that owns it, then opened by each worker, which checks that the name still
+leads to that very file before it writes a byte.
+
+A second process that replaced ``NAME.part`` meanwhile (with a link, or another file) would otherwise receive
+the workers' bytes: each worker opens without following a link and compares device and inode with the ones
+the owner made, and refuses in a sentence when they differ.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import LocalError
+from ..host import portable
+from .partfile import open_new
+from .place import os_error, refuse_link, room_for
+
+
+@dataclass(frozen=True)
+class SharedPart:
+    path: str  # NAME.part
+    device: int
+    inode: int
+    size: int
+
+    @classmethod
+    def make(cls, dest: Path, size: int, *, keep: bool = False) -> SharedPart:
+        """``dest``'s part file, ``size`` bytes long (the gaps read as zeros, which is what a tar's padding
+        is); ``keep``: an existing part file of that size is taken up again (a resumed pack)."""
+        part = Path(str(dest) + ".part")
+        room_for(dest, size, part.stat().st_size if keep and part.exists() else 0)
+        fd = open_new(part, os.O_RDWR | (0 if keep else os.O_TRUNC))
+        try:
+            os.ftruncate(fd, size)
+            st = os.fstat(fd)
+        except OSError as exc:
+            raise os_error(exc, part, "make") from None
+        finally:
+            os.close(fd)
+        return cls(str(part), st.st_dev, st.st_ino, size)
+
+    def open(self) -> int:
+        """A worker's descriptor for writing, only onto the file the owner made."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | portable.O_NOFOLLOW | portable.O_CLOEXEC | portable.O_BINARY)
+        except OSError as exc:
+            raise os_error(exc, Path(self.path), "open") from None
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (self.device, self.inode):
+            os.close(fd)
+            raise LocalError(f"{self.path} was replaced by another program while Ferry wrote it; nothing more was "
+                             "written. Stop the other program, then run the same command again.")
+        return fd
+
+    def write(self, fd: int, data, offset: int) -> None:
+        if offset < 0 or offset + len(data) > self.size:
+            raise LocalError(f"A write past the planned end of {self.path} was refused (a bug in Ferry's plan: "
+                             "please report it).")
+        try:
+            portable.pwrite_all(fd, data, offset)
+        except OSError as exc:
+            raise os_error(exc, Path(self.path), "write to") from None
+
+    def finish(self, dest: Path, mtime_ns: int | None = None, mode: int | None = None) -> Path:
+        """The part file under its final name, when it is still the one the owner made."""
+        try:
+            st = os.lstat(self.path)
+        except OSError as exc:
+            raise os_error(exc, Path(self.path), "find") from None
+        if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size != self.size:
+            raise LocalError(f"{self.path} was changed by another program while Ferry wrote it; it was not given "
+                             f"the name {dest.name}. Run the same command again.")
+        try:
+            if mode is not None:
+                portable.set_mode(Path(self.path), mode & 0o777)
+            if mtime_ns is not None:
+                os.utime(self.path, ns=(mtime_ns, mtime_ns))
+            refuse_link(dest)
+            os.replace(self.path, dest)
+        except OSError as exc:
+            raise os_error(exc, dest, "write") from None
+        return dest
+
+    def discard(self) -> None:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) == (self.device, self.inode):
+            os.unlink(self.path)
