@@ -25,6 +25,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--dereference", action="store_true",
                    help="pack what symbolic links point to, not the links themselves")
     p.add_argument("--overwrite", action="store_true", help="replace ARCHIVE if it exists")
+    p.add_argument("--compress", choices=("none", "zstd"),
+                   help="zstd: zstd's seekable format, frames compressed by the workers (default: zstd when ARCHIVE "
+                        "ends in .zst, else none); members compressed already (.gz, .bam, .cram…) are stored as they "
+                        "are")
     p.add_argument("--piece", default="64M", metavar="SIZE",
                    help="cut files larger than SIZE into pieces that several workers write at once (default 64M)")
     p.add_argument("--json", action="store_true", help="print one JSON line with the figures at the end")
@@ -79,10 +83,31 @@ def _progress(verb: str, quiet: bool):
 
 
 def run_pack(args: argparse.Namespace) -> int:
+    from app import stops
     from backends.archive.pack import pack
 
-    made = pack(args.sources, Path(args.archive), workers_asked=_count(args.workers), dereference=args.dereference,
-                overwrite=args.overwrite, piece=_size(args.piece), progress=_progress("packed", args.quiet))
+    shown = _progress("packed", args.quiet)
+    compress = args.compress or ("zstd" if args.archive.endswith((".zst", ".tzst")) else "none")
+    compress = None if compress == "none" else compress
+    done = [0]
+
+    def progress(packed: int, total: int) -> None:
+        done[0] = packed
+        if shown:
+            shown(packed, total)
+
+    try:
+        made = pack(args.sources, Path(args.archive), workers_asked=_count(args.workers),
+                    dereference=args.dereference, overwrite=args.overwrite, piece=_size(args.piece),
+                    compress=compress, progress=progress)
+    except stops.STOPS as stop:
+        if compress:
+            print(f"\rlabferry: packing {stops.said(stop)}; a compressed archive is made in one go, so nothing was "
+                  "kept: run the same command to start again.", file=sys.stderr)
+        else:
+            print(f"\rlabferry: packing {stops.said(stop)}; {human_size(done[0])} are kept in {args.archive}.part: "
+                  "run the same command to go on from there.", file=sys.stderr)
+        return stops.status(stop)
     for note in made.notes:
         print(f"labferry: {note}", file=sys.stderr)
     rate = made.data_bytes / made.seconds / 1e6 if made.seconds else 0.0

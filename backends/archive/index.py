@@ -27,21 +27,26 @@ _FOOTER = re.compile(rb"labferry-index-end (\d{1,20}) (\d{1,20}) ([0-9a-f]{64})\
 LONGEST_LINE = 1 << 22
 
 
-def entry(member: Member, sha256: str | None, pieces: list[str] | None = None, piece: int = 0) -> dict:
+def head(member: Member) -> str:
+    """A member's index line without its digests (made once a member, before the pack starts)."""
     line = {"n": member.name, "k": member.kind, "o": member.offset, "d": member.data, "s": member.size,
             "m": member.mode, "t": member.mtime_ns}
     if member.linkname:
         line["l"] = member.linkname
-    if sha256:
-        line["h"] = sha256
+    return json.dumps(line, ensure_ascii=True)
+
+
+def line(first: str, sha256: str | None, pieces: list[str] | None = None, piece: int = 0) -> str:
+    """``first`` (``head``) with the member's SHA-256, and a large file's pieces' and the size they were cut at."""
+    tail = f', "h": "{sha256}"' if sha256 else ""
     if pieces:
-        line["p"], line["q"] = pieces, piece  # each piece's SHA-256, and the size they were cut at
-    return line
+        tail += f', "p": {json.dumps(pieces)}, "q": {piece}'
+    return first[:-1] + tail + "}\n"
 
 
-def encode(lines: list[dict], data_offset: int) -> bytes:
+def encode(lines: list[str], data_offset: int) -> bytes:
     """The index member's data: the lines, then the footer that points back at them."""
-    body = (MAGIC + "\n" + "".join(json.dumps(x, ensure_ascii=True) + "\n" for x in lines)).encode("ascii")
+    body = (MAGIC + "\n" + "".join(lines)).encode("ascii")
     return body + f"labferry-index-end {data_offset} {len(body)} {hashlib.sha256(body).hexdigest()}\n".encode()
 
 
@@ -55,10 +60,12 @@ def trailer(size: int) -> bytes:
     return bytes(padded(size) - size + 2 * BLOCK + (-end % (20 * BLOCK)))
 
 
-def read(fd: int, total: int, where: str) -> list[Member | dict] | None:
+def read(fd: int, total: int, where: str, read_at=None) -> list[Member | dict] | None:
     """The index's lines, or None when the archive has none (a tar made elsewhere). Raises ``Corrupt`` when it
-    has one that was cut or changed."""
-    tail = portable.pread(fd, min(TAIL, total), max(0, total - TAIL))
+    has one that was cut or changed. ``read_at(offset, length)``: the tar's bytes (decoded from zstd frames);
+    by default the file's own, and ``total`` the tar's length."""
+    read_at = read_at or (lambda offset, length: _read_all(fd, length, offset))
+    tail = read_at(max(0, total - TAIL), min(TAIL, total))
     found = list(_FOOTER.finditer(tail))
     if not found:
         return None
@@ -66,7 +73,7 @@ def read(fd: int, total: int, where: str) -> list[Member | dict] | None:
     if start + length > total or length > total:
         raise Corrupt(f"{where}'s index points past its end; the archive was cut or changed. Unpack it without "
                       "the index: labferry unpack --scan.")
-    body = _read_all(fd, length, start)
+    body = read_at(start, length)
     if hashlib.sha256(body).hexdigest() != digest or not body.startswith(MAGIC.encode() + b"\n"):
         raise Corrupt(f"{where}'s index does not match its checksum; the archive was changed. Unpack it without "
                       "the index: labferry unpack --scan.")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import stat as statmod
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import BadRequest, LocalError
+from . import headers
 
 BLOCK = 512
 #: what a large file is cut into: each piece goes to whichever worker is free, as a small file does
@@ -81,19 +81,8 @@ def padded(size: int) -> int:
 
 def header_of(member: Member) -> bytes:
     """The member's tar header (pax where needed): the same bytes every time, so a resumed pack agrees."""
-    info = tarfile.TarInfo(member.name)
-    info.type = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "symlink": tarfile.SYMTYPE,
-                 "hardlink": tarfile.LNKTYPE}[member.kind]
-    info.size = member.size if member.kind == "file" else 0
-    info.mode = member.mode & 0o7777
-    seconds, nanos = divmod(member.mtime_ns, 1_000_000_000)
-    info.mtime = seconds
-    if nanos:  # GNU tar and bsdtar restore a pax time to the nanosecond
-        info.pax_headers = {"mtime": f"{seconds}.{nanos:09d}".rstrip("0")}
-    info.linkname = member.linkname
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    return headers.header(member.name, member.kind, member.size if member.kind == "file" else 0, member.mode,
+                          member.mtime_ns, member.linkname)
 
 
 def place(members: list[Member], start: int = 0) -> int:
@@ -126,7 +115,7 @@ def plan(sources: list[str], *, dereference: bool = False, piece: int = PIECE) -
         path = Path(source)
         if not os.path.lexists(path):
             raise BadRequest(f"{source} does not exist. Check the path of the file or folder to pack.")
-        walk.add(path, path.resolve().name if path.name in ("", ".", "..") else path.name)
+        walk.add(str(path), path.resolve().name if path.name in ("", ".", "..") else path.name)
     ordered = (sorted(walk.folders, key=lambda m: m.name) + sorted(walk.files, key=lambda m: (m.size, m.name))
                + sorted(walk.links, key=lambda m: m.name) + walk.hardlinks)
     end = place(ordered)
@@ -147,7 +136,7 @@ class _Walk:
         self.entered: set[tuple[int, int]] = set()  # folders entered (a link back up is entered once)
         self.count = 0
 
-    def add(self, path: Path, name: str, level: int = 0) -> None:
+    def add(self, path: str, name: str, level: int = 0) -> None:
         self.count += 1
         if self.count > MOST_ENTRIES:
             raise BadRequest(f"The sources hold more than {MOST_ENTRIES:,} entries; pack them in parts.")
@@ -167,7 +156,7 @@ class _Walk:
             what = "socket" if statmod.S_ISSOCK(kind) else "FIFO" if statmod.S_ISFIFO(kind) else "device"
             self.notes.append(f"{name} is a {what}, which an archive cannot hold; it was left out.")
 
-    def _folder(self, path: Path, name: str, st: os.stat_result, level: int) -> None:
+    def _folder(self, path: str, name: str, st: os.stat_result, level: int) -> None:
         if level > MOST_LEVELS:
             raise BadRequest(f"{path} is more than {MOST_LEVELS} folders deep; pack it in parts.")
         if (st.st_dev, st.st_ino) in self.entered:
@@ -181,9 +170,9 @@ class _Walk:
         except OSError as exc:
             raise _unreadable(path, exc) from None
         for child in names:
-            self.add(path / child, f"{name}/{child}", level + 1)
+            self.add(os.path.join(path, child), f"{name}/{child}", level + 1)
 
-    def _file(self, path: Path, name: str, st: os.stat_result) -> None:
+    def _file(self, path: str, name: str, st: os.stat_result) -> None:
         key = (st.st_dev, st.st_ino)
         if st.st_nlink > 1 and key in self.seen:
             self.hardlinks.append(Member(name, "hardlink", mode=statmod.S_IMODE(st.st_mode),
@@ -197,7 +186,7 @@ class _Walk:
                                  source=str(path), identity=(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)))
 
 
-def _unreadable(path: Path, exc: OSError) -> LocalError:
+def _unreadable(path: str, exc: OSError) -> LocalError:
     why = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc)).lower()
     return LocalError(f"Ferry cannot read {path} ({why}); nothing was packed. Fix its permissions or leave it "
                       "out of the sources.")

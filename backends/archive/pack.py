@@ -14,11 +14,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.errors import TransferError
+from ..core.words import human_size
 from ..destination import check_destination
 from ..destination.shared import SharedPart
 from ..host import portable
 from . import index, workers
 from .layout import BLOCK, PIECE, Layout, Member, Piece, header_of, plan
+from .resume import Record, plan_key
 
 #: a batch is at most this many pieces, or about this many bytes: small enough that the workers end together
 BATCH_PIECES = 2000
@@ -43,51 +46,96 @@ def worker_count(asked: int | None) -> int:
 
 
 def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None, dereference: bool = False,
-         overwrite: bool = False, piece: int = PIECE, progress=None) -> Packed:
+         overwrite: bool = False, piece: int = PIECE, compress: str | None = None, progress=None) -> Packed:
+    """``archive`` made from ``sources``. A stop (Ctrl-C, SIGTERM) keeps ``NAME.part`` and its record, and
+    the same call goes on from there; any other failure leaves nothing. ``compress="zstd"``: zstd's seekable
+    format (``zpack.py``), which starts over after a stop."""
     began = time.monotonic()
     layout = plan(sources, dereference=dereference, piece=piece)
     archive = Path(archive).expanduser()
     check_destination(archive, overwrite)
     count = worker_count(workers_asked)
+    if compress == "zstd":
+        size = _pack_zstd(layout, archive, count, piece, progress)
+        return Packed(archive, len(layout.members), sum(m.kind == "file" for m in layout.members),
+                      layout.data_bytes, size, time.monotonic() - began, count, layout.notes)
     lines_ready = _IndexWriter(layout, piece)
-    part = SharedPart.make(archive, lines_ready.total)
+    record = Record(archive, plan_key(layout, piece))
+    kept = record.load(Path(f"{archive}.part"), lines_ready.total)
+    part = SharedPart.make(archive, lines_ready.total, keep=bool(kept))
     try:
-        digests = _write_members(layout, part, count, progress)
+        digests = _write_members(layout, part, count, progress, record)
         lines_ready.write(part, digests)
         made = part.finish(archive)
-    except BaseException:
+    except TransferError:
         part.discard()
+        record.forget()
         raise
+    except BaseException:
+        record.save()  # stopped: the same command goes on from here
+        raise
+    record.forget()
+    resumed = [f"went on from {human_size(sum(layout.pieces[n].length for n in kept))} packed before"] if kept else []
     return Packed(made, len(layout.members), sum(m.kind == "file" for m in layout.members), layout.data_bytes,
-                  lines_ready.total, time.monotonic() - began, count, layout.notes)
+                  lines_ready.total, time.monotonic() - began, count, layout.notes + resumed)
 
 
-def _write_members(layout: Layout, part: SharedPart, count: int, progress) -> dict[int, list[str]]:
-    """Every piece written; returns each member's digests (one, or one a piece, in order)."""
-    jobs = [_job(n, piece, layout.members[piece.member]) for n, piece in enumerate(layout.pieces)]
-    batches = _batches(jobs, layout.pieces, count)
+def _write_members(layout: Layout, part: SharedPart, count: int, progress, record: Record) -> dict[int, list[str]]:
+    """Every piece written (but those ``record`` holds); returns each member's digests (one, or one a piece)."""
+    by_piece: dict[int, str] = dict(record.done)
+    jobs = [_job(n, piece, layout.members[piece.member]) for n, piece in enumerate(layout.pieces)
+            if n not in by_piece]
+    batches = _batches(jobs, [layout.pieces[job[0]] for job in jobs], count)
     counts = pieces_per_member(layout)
     whole = _WholeDigests(layout, [i for i, n in counts.items() if n > 1])
-    by_piece: dict[int, str] = {}
-    done = [0]
+    done = [sum(layout.pieces[n].length for n in by_piece)]
 
     def finished(results: list[tuple[int, str]]) -> None:
         for number, digest in results:
             by_piece[number] = digest
             done[0] += layout.pieces[number].length
+        record.note(results)
         if progress:
             progress(done[0], layout.data_bytes)
 
     whole.start()
     try:
         workers.run(batches, workers.pack_batch, part, count, finished)
-    finally:
+    except BaseException:
+        whole.halt.set()  # stopped or failed: the large files' digests are not wanted now
+        whole.join(raising=False)
+        raise
+    whole.join()
+    return _assembled(layout, by_piece, whole.digests)
+
+
+def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) -> int:
+    from .zpack import LEVEL, write_frames
+
+    writer = _IndexWriter(layout, piece)
+    by_piece: dict[int, str] = {}
+    whole = _WholeDigests(layout, [i for i, n in pieces_per_member(layout).items() if n > 1])
+
+    def tail() -> bytes:
         whole.join()
+        return writer.tail(_assembled(layout, by_piece, whole.digests))
+
+    whole.start()
+    try:
+        return write_frames(layout, archive, count, tail, LEVEL, progress, by_piece.update)
+    except BaseException:
+        whole.halt.set()
+        whole.join(raising=False)
+        raise
+
+
+def _assembled(layout: Layout, by_piece: dict[int, str], wholes: dict[int, str]) -> dict[int, list[str]]:
+    """Each member's digests: one, or the file's own and then each piece's."""
     digests: dict[int, list[str]] = {}
     for number, piece in enumerate(layout.pieces):
         digests.setdefault(piece.member, []).append(by_piece[number])
-    for i, digest in whole.digests.items():
-        digests[i] = [digest, *digests[i]]  # the file's own first, then its pieces'
+    for i, digest in wholes.items():
+        digests[i] = [digest, *digests[i]]
     return digests
 
 
@@ -129,18 +177,19 @@ class _WholeDigests(threading.Thread):
         self.layout, self.members = layout, members
         self.digests: dict[int, str] = {}
         self.error: BaseException | None = None
+        self.halt = threading.Event()
 
     def run(self) -> None:
         try:
             for i in self.members:
                 m = self.layout.members[i]
-                self.digests[i] = workers.whole_digest(m.source, m.identity)
+                self.digests[i] = workers.whole_digest(m.source, m.identity, self.halt)
         except BaseException as exc:  # handed to the caller in ``join``
             self.error = exc
 
-    def join(self, timeout: float | None = None) -> None:
+    def join(self, timeout: float | None = None, raising: bool = True) -> None:
         super().join(timeout)
-        if self.error is not None:
+        if self.error is not None and raising:
             raise self.error
 
 
@@ -152,6 +201,7 @@ class _IndexWriter:
         self.layout, self.piece = layout, piece
         self.stamp = time.time_ns() // 1_000_000_000 * 1_000_000_000
         self.data_offset = layout.end + BLOCK
+        self.heads = [index.head(m) for m in layout.members]
         counts = pieces_per_member(layout)
         blank = {i: ["0" * 64] * (n + 1 if n > 1 else n) for i, n in counts.items()}
         self.size = len(self._data(blank))
@@ -162,20 +212,21 @@ class _IndexWriter:
         for i, m in enumerate(self.layout.members):
             found = digests.get(i, [])
             whole = found[0] if m.kind == "file" else None
-            lines.append(index.entry(m, whole, found[1:] if len(found) > 1 else None, self.piece))
+            lines.append(index.line(self.heads[i], whole, found[1:] if len(found) > 1 else None, self.piece))
         return index.encode(lines, self.data_offset)
 
-    def write(self, part: SharedPart, digests: dict[int, list[str]]) -> None:
+    def tail(self, digests: dict[int, list[str]]) -> bytes:
+        """The index member as the tar's last bytes: its header, its data, the end blocks and the padding."""
         data = self._data(digests)
-        member = index.member_for(data, self.stamp)
-        header = header_of(member)
+        header = header_of(index.member_for(data, self.stamp))
         if len(data) != self.size or len(header) != BLOCK:
             raise RuntimeError("the index came out another size than planned")
+        return header + data + index.trailer(len(data))
+
+    def write(self, part: SharedPart, digests: dict[int, list[str]]) -> None:
         fd = part.open()
         try:
-            part.write(fd, header, self.layout.end)
-            part.write(fd, data, self.data_offset)
-            part.write(fd, index.trailer(len(data)), self.data_offset + len(data))
+            part.write(fd, self.tail(digests), self.layout.end)
             portable.datasync(fd)
         finally:
             os.close(fd)

@@ -22,7 +22,7 @@ from ..core.words import counted
 from ..destination import Destination
 from ..destination.shared import SharedPart
 from ..host import portable
-from . import index, workers
+from . import index, seekable, workers
 from .layout import Member
 from .pack import BATCH_PIECES, worker_count
 
@@ -38,6 +38,7 @@ class Catalogue:
     indexed: bool
     size: int = 0  # the archive's length: a member whose data goes past it was cut off
     cut: str = ""  # why a scan stopped before the archive's end (a truncated or damaged tar)
+    frames: seekable.FrameMap | None = None  # a .tar.zst's frames: offsets above are in the tar they decode to
 
 
 @dataclass
@@ -57,9 +58,18 @@ def catalogue(archive: Path, *, scan: bool = False) -> Catalogue:
         fd = os.open(archive, os.O_RDONLY | portable.O_BINARY)
     except OSError as exc:
         raise BadRequest(f"Ferry cannot open {archive} ({exc.strerror}). Check the path.") from None
+    frames = None
     try:
         size = os.fstat(fd).st_size
-        lines = None if scan else index.read(fd, size, str(archive))
+        if seekable.is_seekable(fd):
+            frames = seekable.read_map(fd, size, str(archive))
+            size = frames.tar_size
+            lines = index.read(fd, size, str(archive),
+                               lambda at, n: seekable.read_range(fd, frames, at, n, str(archive)))
+            if lines is None:
+                raise Corrupt(f"{archive} has no labferry index; unpack it with: zstd -d < {archive} | tar -x")
+        else:
+            lines = None if scan else index.read(fd, size, str(archive))
     finally:
         os.close(fd)
     if lines is None:
@@ -67,7 +77,7 @@ def catalogue(archive: Path, *, scan: bool = False) -> Catalogue:
         return Catalogue(members, {}, False, size, cut)
     members = [index.as_member(x) for x in lines]
     digests = {x["n"]: (x.get("h", ""), x.get("p", []), int(x.get("q", 0))) for x in lines}
-    return Catalogue(members, digests, True, size)
+    return Catalogue(members, digests, True, size, frames=frames)
 
 
 def _scanned(archive: Path) -> tuple[list[Member], str]:
@@ -181,10 +191,13 @@ def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destinati
         if progress:
             progress(done[0], total)
 
-    batches = [jobs[i:i + BATCH_PIECES] for i in range(0, len(jobs), BATCH_PIECES)]
-    batches = [b for batch in batches for b in _split_large(batch)]
+    if cat.frames is not None:  # each batch the jobs of a few frames: a frame is decoded once
+        batches = _by_frame(jobs, cat.frames)
+    else:
+        batches = [jobs[i:i + BATCH_PIECES] for i in range(0, len(jobs), BATCH_PIECES)]
+        batches = [b for batch in batches for b in _split_large(batch)]
     try:
-        workers.run(batches, workers.unpack_batch, str(archive), count, finished)
+        workers.run(batches, workers.unpack_batch, (str(archive), cat.frames), count, finished)
     except BaseException:
         for part, _, _ in shared.values():
             part.discard()
@@ -197,6 +210,23 @@ def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destinati
     result.failed.extend(bad.values())
     result.restored += len(files) - len(bad)
     result.bytes += sum(m.size for m in files if m.name not in bad)
+
+
+def _by_frame(jobs: list, frames: seekable.FrameMap) -> list[list]:
+    """Jobs grouped by the frame that holds them (in order), about ``BATCH_PIECES`` a batch."""
+    batches: list[list] = []
+    current: list = []
+    last = -1
+    for job in sorted(jobs, key=lambda j: j[2]):
+        frame = frames.frames_for(job[2], job[3])[0]
+        if current and frame != last and (len(current) >= BATCH_PIECES or isinstance(job[5], SharedPart)):
+            batches.append(current)
+            current = []
+        current.append(job)
+        last = frame
+    if current:
+        batches.append(current)
+    return batches
 
 
 def _split_large(batch: list) -> list[list]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
+import signal
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from ..core.errors import Corrupt, LocalError
@@ -18,6 +19,8 @@ from ..destination.shared import SharedPart
 from ..host import portable
 
 CHUNK = 4 << 20
+#: files up to this size are read whole and written with their header in one call
+SMALL = 1 << 20
 
 #: (piece number, source file or "", walk identity, header bytes, header offset, data offset, start, length)
 PackJob = tuple[int, str, tuple, bytes, int, int, int, int]
@@ -33,27 +36,25 @@ def pack_batch(part: SharedPart, jobs: list[PackJob]) -> list[tuple[int, str]]:
 
 def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
     number, source, identity, header, header_at, data_at, start, length = job
-    if header:
-        part.write(fd, header, header_at)
-    digest = hashlib.sha256()
     if not source:
-        return number, digest.hexdigest()
+        if header:
+            part.write(fd, header, header_at)
+        return number, hashlib.sha256().hexdigest()
     try:
         src = os.open(source, os.O_RDONLY | portable.O_NOFOLLOW | portable.O_BINARY)
     except OSError as exc:
         raise changed(source, f"it could not be opened again ({exc.strerror})") from None
     try:
-        st = os.fstat(src)
-        if (st.st_dev, st.st_ino) != identity[:2]:
+        if (os.fstat(src).st_ino, os.fstat(src).st_dev) != (identity[1], identity[0]):
             raise changed(source, "another file took its name")
-        done = 0
-        while done < length:
-            data = portable.pread(src, min(CHUNK, length - done), start + done)
-            if not data:
-                raise changed(source, f"it is now shorter than the {identity[2]:,} bytes it had")
-            digest.update(data)
-            part.write(fd, data, data_at + done)
-            done += len(data)
+        if header and length <= SMALL:  # header and data in one write: half the system calls of a small file
+            data = _read(src, start, length, source, identity)
+            part.write(fd, header + data, header_at)
+            digest = hashlib.sha256(data)
+        else:
+            if header:
+                part.write(fd, header, header_at)
+            digest = _copy(part, fd, src, start, data_at, length, source, identity)
         st = os.fstat(src)
         if (st.st_size, st.st_mtime_ns) != identity[2:]:
             raise changed(source, f"its size or time changed (now {st.st_size:,} bytes)")
@@ -62,18 +63,64 @@ def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
     return number, digest.hexdigest()
 
 
+def read_source(source: str, identity: tuple, start: int, length: int) -> bytes:
+    """``length`` bytes of ``source`` from ``start``, when it is still the file the walk saw, unchanged."""
+    try:
+        src = os.open(source, os.O_RDONLY | portable.O_NOFOLLOW | portable.O_BINARY)
+    except OSError as exc:
+        raise changed(source, f"it could not be opened again ({exc.strerror})") from None
+    try:
+        st = os.fstat(src)
+        if (st.st_dev, st.st_ino) != identity[:2]:
+            raise changed(source, "another file took its name")
+        data = _read(src, start, length, source, identity)
+        st = os.fstat(src)
+        if (st.st_size, st.st_mtime_ns) != identity[2:]:
+            raise changed(source, f"its size or time changed (now {st.st_size:,} bytes)")
+        return data
+    finally:
+        os.close(src)
+
+
+def _read(src: int, start: int, length: int, source: str, identity: tuple) -> bytes:
+    data = portable.pread(src, length, start)
+    while len(data) < length:
+        more = portable.pread(src, length - len(data), start + len(data))
+        if not more:
+            raise changed(source, f"it is now shorter than the {identity[2]:,} bytes it had")
+        data += more
+    return data
+
+
+def _copy(part: SharedPart, fd: int, src: int, start: int, data_at: int, length: int, source: str,
+          identity: tuple):
+    digest = hashlib.sha256()
+    done = 0
+    while done < length:
+        data = portable.pread(src, min(CHUNK, length - done), start + done)
+        if not data:
+            raise changed(source, f"it is now shorter than the {identity[2]:,} bytes it had")
+        digest.update(data)
+        part.write(fd, data, data_at + done)
+        done += len(data)
+    return digest
+
+
 def changed(source: str, why: str) -> LocalError:
     return LocalError(f"{source} changed while it was packed ({why}); the archive was not finished. Run the same "
                       "command again once nothing writes to it.")
 
 
-def whole_digest(source: str, identity: tuple) -> str:
-    """A large file's own SHA-256, read in order (its pieces went to several workers)."""
+def whole_digest(source: str, identity: tuple, halt) -> str:
+    """A large file's own SHA-256, read in order (its pieces went to several workers); ``halt``: an event
+    that ends it early (the pack stopped)."""
     digest = hashlib.sha256()
     with open(source, "rb", buffering=0) as f:
-        if os.fstat(f.fileno())[1] != identity[1]:
+        if os.fstat(f.fileno()).st_ino != identity[1]:
             raise changed(source, "another file took its name")
         for chunk in iter(lambda: f.read(CHUNK), b""):
+            if halt.is_set():
+                return ""
             digest.update(chunk)
     return digest.hexdigest()
 
@@ -83,24 +130,51 @@ def whole_digest(source: str, identity: tuple) -> str:
 UnpackJob = tuple[int, str, int, int, str, object, int]
 
 
-def unpack_batch(archive: str, jobs: list[UnpackJob]) -> list[tuple[int, str]]:
-    """Each job's bytes read from the archive and written out; returns (piece number, "" or why it failed)."""
+def unpack_batch(common: tuple, jobs: list[UnpackJob]) -> list[tuple[int, str]]:
+    """Each job's bytes read from the archive (``common``: its path, and its zstd frames or None) and written
+    out; returns (piece number, "" or why it failed)."""
+    archive, frames = common
     fd = os.open(archive, os.O_RDONLY | portable.O_BINARY)
+    source = _Frames(fd, frames, archive) if frames is not None else None
     try:
-        return [(job[0], _unpack_one(fd, job)) for job in jobs]
+        return [(job[0], _unpack_one(fd, job, source)) for job in jobs]
     finally:
         os.close(fd)
 
 
-def _unpack_one(fd: int, job: UnpackJob) -> str:
+class _Frames:
+    """Tar bytes from a .tar.zst's frames, the frame last decoded kept (a batch's jobs share a few frames)."""
+
+    def __init__(self, fd: int, frames, where: str) -> None:
+        self.fd, self.frames, self.where = fd, frames, where
+        self.number, self.data = -1, b""
+
+    def chunks(self, at: int, length: int, name: str):
+        from . import seekable
+
+        done = 0
+        for number in self.frames.frames_for(at, length):
+            if number != self.number:
+                self.number, self.data = number, seekable.decode(self.fd, self.frames, number, self.where)
+            base = self.frames.tar_starts[number]
+            piece = self.data[max(0, at + done - base):at + length - base]
+            if piece:
+                yield done, piece
+                done += len(piece)
+        if done < length:
+            raise Corrupt(f"The archive ends inside {name}, {done:,} of its {length:,} bytes in.")
+
+
+def _unpack_one(fd: int, job: UnpackJob, frames: _Frames | None = None) -> str:
     from ..destination import WholeFile
 
     number, name, at, length, expected, where, start = job
+    chunks = frames.chunks(at, length, name) if frames is not None else _chunks(fd, at, length, name)
     digest = hashlib.sha256()
     if isinstance(where, SharedPart):
         out = where.open()
         try:
-            for done, data in _chunks(fd, at, length, name):
+            for done, data in chunks:
                 digest.update(data)
                 where.write(out, data, start + done)
         finally:
@@ -108,7 +182,7 @@ def _unpack_one(fd: int, job: UnpackJob) -> str:
         return "" if not expected or digest.hexdigest() == expected else f"{name}: a piece does not match its checksum"
     path, mode, mtime = where
     with WholeFile(Path(path), length, name) as made:
-        for _, data in _chunks(fd, at, length, name):
+        for _, data in chunks:
             digest.update(data)
             made.write(data)
         if expected and digest.hexdigest() != expected:
@@ -134,18 +208,16 @@ def run(batches: list, work, common, workers: int, on_done) -> None:
         for batch in batches:
             on_done(work(common, batch))
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures: list[Future] = [pool.submit(work, common, batch) for batch in batches]
-        try:
-            for future in _as_done(futures):
-                on_done(future.result())
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+    futures: list[Future] = [pool.submit(work, common, batch) for batch in batches]
+    try:
+        for future in as_completed(futures):
+            on_done(future.result())
+    finally:
+        # a stop (Ctrl-C reaches the parent; the workers ignore it) waits only for the batches running now
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _as_done(futures: list[Future]):
-    from concurrent.futures import as_completed
-
-    return as_completed(futures)
+def _ignore_interrupts() -> None:
+    """Workers leave Ctrl-C to the parent, which stops handing out work and records what is done."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

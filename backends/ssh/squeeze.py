@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import Transient
+from ..core.formats import COMPRESSED_SUFFIXES
 
 Mode = Literal["auto", "zstd", "off"]
 LEVEL = 1  # zstd -1: 3.1× on FASTQ at ~230 MB/s a core; -3 gains 2 % for 15 % more CPU
@@ -29,12 +30,6 @@ SAMPLE_BYTES = 2 * 1024 * 1024  # ~10 ms of zstd: the streams wait for the choic
 AUTO_MIN_BYTES = 32 * 1024 * 1024
 #: ``auto`` compresses only what shrinks at least this much (the issue's figure: below it the CPU buys little)
 MIN_RATIO = 1.3
-#: names whose content is compressed already: ``auto`` does not even sample them
-COMPRESSED_SUFFIXES = (
-    ".gz", ".bgz", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".zip", ".7z", ".rar", ".bam", ".cram", ".sra",
-    ".bcf", ".fqz", ".dsrc", ".spring", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".h5", ".hdf5", ".npz",
-    ".parquet", ".mp4", ".tgz", ".tbz2", ".txz", ".crai", ".bai", ".csi", ".tbi",
-)
 #: the most streams a compressed file opens (``--max-streams`` still caps it lower)
 MAX_STREAMS = 16
 _THREAD_MIN = 256 * 1024  # pieces at least this large are (de)compressed off the loop, in parallel with it

@@ -233,3 +233,79 @@ def test_bad_input_is_one_sentence_with_its_status(tmp_path, ferry_home):
     (tmp_path / "not.tar").write_bytes(os.urandom(10_000))
     proc = labferry("unpack", str(tmp_path / "not.tar"), str(tmp_path / "d"), env_home=ferry_home)
     assert proc.returncode == 6 and "not a tar archive" in proc.stderr, proc.stderr
+
+
+def test_ctrl_c_keeps_the_part_and_the_same_command_goes_on(tmp_path, ferry_home):
+    """Ctrl-C mid-pack: exit 130, ``NAME.tar.part`` and its record kept, one sentence saying so; the same
+    command then writes only what was missing, and GNU tar reads the result byte-exact."""
+    import signal
+
+    src = tmp_path / "src" / "run"
+    src.mkdir(parents=True)
+    for i in range(4):
+        with open(src / f"lane{i}.bam", "wb") as f:
+            for _ in range(24):
+                f.write(os.urandom(16 * MiB))
+    for i in range(200):
+        (src / f"qc{i}.txt").write_text(f"{i}\n" * 50)
+    archive = tmp_path / "run.tar"
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home))
+    proc = subprocess.Popen([sys.executable, "-m", "app", "pack", str(src), str(archive), "--workers", "2",
+                             "--piece", "16M"], stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "run the same command to go on" in err, err
+    assert Path(f"{archive}.part").exists() and Path(f"{archive}.part.ferry").exists() and not archive.exists()
+    again = labferry("pack", str(src), str(archive), "--workers", "2", "--piece", "16M", env_home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert "went on from" in again.stderr, again.stderr
+    assert not Path(f"{archive}.part").exists() and not Path(f"{archive}.part.ferry").exists()
+    out = tmp_path / "x"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(archive), "-C", str(out)]).returncode == 0
+    for path in src.iterdir():
+        assert path.read_bytes() == (out / "run" / path.name).read_bytes(), path.name
+
+
+def test_a_zstd_archive_is_seekable_parallel_and_opens_with_zstd_and_tar(tmp_path, ferry_home):
+    """``--compress zstd`` (or a name ending .zst): zstd's seekable format. ``zstd -d | tar -x`` restores it
+    byte-exact; Ferry unpacks it with workers; ``--only`` decodes a frame or two, not the archive; a BAM (already
+    compressed) is stored as it is, while text shrinks."""
+    run = _tree(tmp_path / "src")
+    for i in range(300):
+        (run / "vcf" / f"calls{i:03d}.vcf").write_text(f"chr1\t{i}\t.\tA\tG\t50\tPASS\tDP=30\n" * 400)
+    (run / "lane1.bam").write_bytes(os.urandom(12 * MiB))  # compressed already: raw frames, none read for one VCF
+    archive = tmp_path / "run42.tar.zst"
+    proc = labferry("pack", str(run), str(archive), "--workers", "2", "--piece", "1M", "--json",
+                    env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    text = sum(p.stat().st_size for p in run.rglob("calls*.vcf"))
+    rest = sum(p.stat().st_size for p in run.rglob("*") if p.is_file() and not p.is_symlink()) - text
+    assert archive.stat().st_size < rest + 0.2 * text  # the text shrank; the random BAMs could not
+    out = tmp_path / "zstd"
+    out.mkdir()
+    piped = subprocess.run(f"zstd -dq < '{archive}' | tar -xf - -C '{out}'", shell=True, capture_output=True)
+    assert piped.returncode == 0, piped.stderr
+    _same(run, out / "run42")
+    dest = tmp_path / "ferry"
+    proc = labferry("unpack", str(archive), str(dest), "--workers", "3", env_home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    os.rename(dest / "run42" / "caf%E9.tsv", dest / "run42" / os.fsdecode(b"caf\xe9.tsv"))
+    _same(run, dest / "run42")
+    code = (
+        "from pathlib import Path; from backends.archive.unpack import unpack\n"
+        "def io():\n"
+        "    return dict(l.split(': ') for l in Path('/proc/self/io').read_text().splitlines())\n"
+        "before = int(io()['rchar'])\n"
+        f"done = unpack(Path({str(archive)!r}), Path({str(tmp_path / 'one')!r}), only=['run42/vcf/calls123.vcf'],"
+        " workers_asked=1)\n"
+        "print(int(io()['rchar']) - before, done.restored)\n")
+    one = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert one.returncode == 0, one.stderr
+    read, restored = map(int, one.stdout.split())
+    assert restored == 1 and read < archive.stat().st_size / 20, (read, archive.stat().st_size)
+    frames = subprocess.run(["zstd", "-lv", str(archive)], capture_output=True, text=True).stdout
+    assert "Skippable" in frames or "skippable" in frames.lower(), frames
