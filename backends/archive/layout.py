@@ -116,7 +116,11 @@ def plan(sources: list[str], *, dereference: bool = False, piece: int = PIECE) -
         if not os.path.lexists(path):
             raise BadRequest(f"{source} does not exist. Check the path of the file or folder to pack.")
         walk.add(str(path), path.resolve().name if path.name in ("", ".", "..") else path.name)
-    ordered = (sorted(walk.folders, key=lambda m: m.name) + sorted(walk.files, key=lambda m: (m.size, m.name))
+    # small files in the order the walk met them (a folder's files side by side on disk: read cold, they are
+    # near one another), large ones after them by size
+    small = [m for m in walk.files if m.size <= piece]
+    large = sorted((m for m in walk.files if m.size > piece), key=lambda m: (m.size, m.name))
+    ordered = (sorted(walk.folders, key=lambda m: m.name) + small + large
                + sorted(walk.links, key=lambda m: m.name) + walk.hardlinks)
     end = place(ordered)
     return Layout(ordered, cut(ordered, piece), end, walk.notes)

@@ -153,10 +153,12 @@ def _job(number: int, piece: Piece, member: Member) -> workers.PackJob:
 
 
 def _batches(jobs: list, pieces: list[Piece], count: int) -> list[list]:
-    """Jobs grouped, the costliest first (so the last batches to start are short ones)."""
+    """Jobs grouped: large pieces first, costliest first, then runs of small files in the archive's order (a
+    folder's files read together), so the last batches to start are short ones."""
     total = sum(p.cost for p in pieces)
     most = max(1 << 20, min(BATCH_BYTES, total // max(1, count * 8)))
-    order = sorted(range(len(jobs)), key=lambda n: -pieces[n].cost)
+    large = sorted((n for n in range(len(jobs)) if pieces[n].cost >= most), key=lambda n: -pieces[n].cost)
+    order = large + [n for n in range(len(jobs)) if pieces[n].cost < most]
     batches, current, size = [], [], 0
     for n in order:
         current.append(jobs[n])

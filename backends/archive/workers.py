@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from ..core.errors import Corrupt, LocalError
@@ -19,26 +19,52 @@ from ..destination.shared import SharedPart
 from ..host import portable
 
 CHUNK = 4 << 20
-#: files up to this size are read whole and written with their header in one call
+#: files up to this size are read whole (ahead, by ``READERS`` threads) and written with their header at once
 SMALL = 1 << 20
+READERS = 4
+#: small files read ahead of the one being written
+READ_AHEAD = 64
 
 #: (piece number, source file or "", walk identity, header bytes, header offset, data offset, start, length)
 PackJob = tuple[int, str, tuple, bytes, int, int, int, int]
 
 
 def pack_batch(part: SharedPart, jobs: list[PackJob]) -> list[tuple[int, str]]:
+    """The batch's pieces written in order. Small files are read ahead by ``READERS`` threads (``pread``
+    lets go of the interpreter), so a cold disk's waits overlap the hashing and writing here."""
     fd = part.open()
     try:
-        return [_pack_one(part, fd, job) for job in jobs]
+        with ThreadPoolExecutor(max_workers=READERS) as readers:
+            ahead: dict[int, Future] = {}
+
+            def want(i: int) -> None:
+                job = jobs[i]
+                if job[1] and job[3] and job[7] <= SMALL:
+                    ahead[i] = readers.submit(read_source, job[1], job[2], job[6], job[7])
+
+            for i in range(min(READ_AHEAD, len(jobs))):
+                want(i)
+            results = []
+            for i, job in enumerate(jobs):
+                if i + READ_AHEAD < len(jobs):
+                    want(i + READ_AHEAD)
+                if i in ahead:
+                    data = ahead.pop(i).result()
+                    part.write(fd, job[3] + data, job[4])  # header and data in one write
+                    results.append((job[0], hashlib.sha256(data).hexdigest()))
+                else:
+                    results.append(_pack_one(part, fd, job))
+            return results
     finally:
         os.close(fd)
 
 
 def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
+    """A folder's or link's header, or a large file's piece (read and written ``CHUNK`` at a time)."""
     number, source, identity, header, header_at, data_at, start, length = job
+    if header:
+        part.write(fd, header, header_at)
     if not source:
-        if header:
-            part.write(fd, header, header_at)
         return number, hashlib.sha256().hexdigest()
     try:
         src = os.open(source, os.O_RDONLY | portable.O_NOFOLLOW | portable.O_BINARY)
@@ -47,14 +73,7 @@ def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
     try:
         if (os.fstat(src).st_ino, os.fstat(src).st_dev) != (identity[1], identity[0]):
             raise changed(source, "another file took its name")
-        if header and length <= SMALL:  # header and data in one write: half the system calls of a small file
-            data = _read(src, start, length, source, identity)
-            part.write(fd, header + data, header_at)
-            digest = hashlib.sha256(data)
-        else:
-            if header:
-                part.write(fd, header, header_at)
-            digest = _copy(part, fd, src, start, data_at, length, source, identity)
+        digest = _copy(part, fd, src, start, data_at, length, source, identity)
         st = os.fstat(src)
         if (st.st_size, st.st_mtime_ns) != identity[2:]:
             raise changed(source, f"its size or time changed (now {st.st_size:,} bytes)")
