@@ -27,7 +27,7 @@ system-deps:
 # (as on the CI machines) each start would compile every module again.
 # Two workers, a test file each at a time (module fixtures start once): most tests wait on servers, timers and
 # emulated links, so two halve the time on this 2-core machine (19 min 44 s serial, 10 min with two)
-test: $(STAMP) system-deps
+test: system-deps $(STAMP)
 	$(BIN)/python installers/qt_libs.py
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports

@@ -44,6 +44,9 @@ command -v grid-proxy-init >/dev/null 2>&1 || need="$need globus-proxy-utils"
 ls /usr/lib/*/libglobus_xio_udt_driver.so* >/dev/null 2>&1 || need="$need libglobus-xio-udt-driver"
 [ -x /usr/sbin/globus-gridftp-server ] || command -v globus-gridftp-server >/dev/null 2>&1 \
     || need="$need globus-gridftp-server-progs"
+# labferry pack/unpack under mpirun: Debian's Open MPI, which mpi4py (test extra) runs on (tests/integration/test_archive_mpi.py)
+command -v mpirun >/dev/null 2>&1 || need="$need openmpi-bin"
+ls /usr/lib/*/libmpi.so >/dev/null 2>&1 || need="$need libopenmpi-dev"
 # ProFTPD and vsftpd conflict as Debian packages: vsftpd is installed, ProFTPD is unpacked into its own folder
 # (tests/servers/ftp.py looks there) with the libraries it links to installed beside it.
 PROFTPD_ROOT="${LABFERRY_PROFTPD_ROOT:-/opt/labferry-tests/proftpd}"

@@ -82,7 +82,33 @@ def _progress(verb: str, quiet: bool):
     return show
 
 
+def _on_ranks(run, args: argparse.Namespace) -> int:
+    """``run(args, runner)`` here, or across the ranks of an MPI job: rank 0 runs it (and alone speaks), the
+    others serve it until it is done."""
+    from backends.archive import ranks
+
+    comm = ranks.world()
+    if comm is None:
+        return run(args, None)
+    if comm.Get_rank() > 0:
+        ranks.serve(comm)
+        return 0
+    runner = ranks.Runner(comm)
+    try:
+        return run(args, runner)
+    finally:
+        runner.done()
+
+
 def run_pack(args: argparse.Namespace) -> int:
+    return _on_ranks(_pack, args)
+
+
+def run_unpack(args: argparse.Namespace) -> int:
+    return _on_ranks(_unpack, args)
+
+
+def _pack(args: argparse.Namespace, runner) -> int:
     from app import stops
     from backends.archive.pack import pack
 
@@ -99,7 +125,7 @@ def run_pack(args: argparse.Namespace) -> int:
     try:
         made = pack(args.sources, Path(args.archive), workers_asked=_count(args.workers),
                     dereference=args.dereference, overwrite=args.overwrite, piece=_size(args.piece),
-                    compress=compress, progress=progress)
+                    compress=compress, progress=progress, runner=runner)
     except stops.STOPS as stop:
         if compress:
             print(f"\rlabferry: packing {stops.said(stop)}; a compressed archive is made in one go, so nothing was "
@@ -117,17 +143,18 @@ def run_pack(args: argparse.Namespace) -> int:
                           "workers": made.workers, "notes": made.notes}))
     elif not args.quiet:
         print(f"\rpacked {made.files:,} files ({human_size(made.data_bytes)}) into {made.archive} in "
-              f"{made.seconds:.1f} s ({rate:.0f} MB/s, {made.workers} workers); its index lists all "
+              f"{made.seconds:.1f} s ({rate:.0f} MB/s, {made.workers} {'ranks' if runner else 'workers'}); its index "
+              f"lists all "
               f"{made.members:,} members", file=sys.stderr)
     return 0
 
 
-def run_unpack(args: argparse.Namespace) -> int:
+def _unpack(args: argparse.Namespace, runner) -> int:
     from backends.archive.unpack import unpack
     from backends.core.errors import Corrupt
 
     done = unpack(Path(args.archive), Path(args.dest), only=args.only, workers_asked=_count(args.workers),
-                  scan=args.scan, progress=_progress("unpacked", args.quiet))
+                  scan=args.scan, progress=_progress("unpacked", args.quiet), runner=runner)
     for note in done.notes:
         print(f"labferry: {note}", file=sys.stderr)
     if args.json:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import TransferError
+from ..core.errors import BadRequest, TransferError
 from ..core.words import human_size
 from ..destination import check_destination
 from ..destination.shared import SharedPart
@@ -46,15 +46,20 @@ def worker_count(asked: int | None) -> int:
 
 
 def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None, dereference: bool = False,
-         overwrite: bool = False, piece: int = PIECE, compress: str | None = None, progress=None) -> Packed:
+         overwrite: bool = False, piece: int = PIECE, compress: str | None = None, progress=None,
+         runner=None) -> Packed:
     """``archive`` made from ``sources``. A stop (Ctrl-C, SIGTERM) keeps ``NAME.part`` and its record, and
     the same call goes on from there; any other failure leaves nothing. ``compress="zstd"``: zstd's seekable
-    format (``zpack.py``), which starts over after a stop."""
+    format (``zpack.py``), which starts over after a stop. ``runner``: the ranks of an MPI job
+    (``ranks.Runner``), instead of worker processes here."""
     began = time.monotonic()
+    if runner is not None and compress:
+        raise BadRequest("--compress zstd is not made across MPI ranks yet; pack without mpirun, or without "
+                         "--compress and compress later.")
     layout = plan(sources, dereference=dereference, piece=piece)
     archive = Path(archive).expanduser()
     check_destination(archive, overwrite)
-    count = worker_count(workers_asked)
+    count = runner.ranks if runner is not None else worker_count(workers_asked)
     if compress == "zstd":
         size = _pack_zstd(layout, archive, count, piece, progress)
         return Packed(archive, len(layout.members), sum(m.kind == "file" for m in layout.members),
@@ -64,7 +69,7 @@ def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None,
     kept = record.load(Path(f"{archive}.part"), lines_ready.total)
     part = SharedPart.make(archive, lines_ready.total, keep=bool(kept))
     try:
-        digests = _write_members(layout, part, count, progress, record)
+        digests = _write_members(layout, part, count, progress, record, runner)
         lines_ready.write(part, digests)
         made = part.finish(archive)
     except TransferError:
@@ -80,7 +85,8 @@ def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None,
                   lines_ready.total, time.monotonic() - began, count, layout.notes + resumed)
 
 
-def _write_members(layout: Layout, part: SharedPart, count: int, progress, record: Record) -> dict[int, list[str]]:
+def _write_members(layout: Layout, part: SharedPart, count: int, progress, record: Record,
+                   runner=None) -> dict[int, list[str]]:
     """Every piece written (but those ``record`` holds); returns each member's digests (one, or one a piece)."""
     by_piece: dict[int, str] = dict(record.done)
     jobs = [_job(n, piece, layout.members[piece.member]) for n, piece in enumerate(layout.pieces)
@@ -100,7 +106,10 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
 
     whole.start()
     try:
-        workers.run(batches, workers.pack_batch, part, count, finished)
+        if runner is not None:
+            runner.run(batches, workers.pack_batch, part, finished, cost=lambda batch: sum(j[7] + 65536 for j in batch))
+        else:
+            workers.run(batches, workers.pack_batch, part, count, finished)
     except BaseException:
         whole.halt.set()  # stopped or failed: the large files' digests are not wanted now
         whole.join(raising=False)

@@ -128,7 +128,8 @@ def chosen(members: list[Member], only: list[str] | None) -> list[Member]:
 
 
 def unpack(archive: Path, dest: Path, *, only: list[str] | None = None, workers_asked: int | None = None,
-           scan: bool = False, progress=None) -> Unpacked:
+           scan: bool = False, progress=None, runner=None) -> Unpacked:
+    """``runner``: the ranks of an MPI job (``ranks.Runner``), instead of worker processes here."""
     began = time.monotonic()
     archive = Path(archive).expanduser()
     cat = catalogue(archive, scan=scan)
@@ -137,12 +138,12 @@ def unpack(archive: Path, dest: Path, *, only: list[str] | None = None, workers_
         raise BadRequest(f"No member of {archive.name} matches {' '.join(only)}; see them with labferry ls.")
     target = Destination(Path(dest).expanduser())
     target.claim_all([m.name for m in members if m.kind != "dir"], [m.name for m in members if m.kind == "dir"])
-    count = worker_count(workers_asked)
+    count = runner.ranks if runner is not None else worker_count(workers_asked)
     result = Unpacked(0, 0, 0.0, count, cat.indexed)
     for m in members:
         if m.kind == "dir":
             target.folder(target.claim(m.name, folder=True))
-    _files(archive, cat, [m for m in members if m.kind == "file"], target, count, result, progress)
+    _files(archive, cat, [m for m in members if m.kind == "file"], target, (count, runner), result, progress)
     _links(target, [m for m in members if m.kind in ("symlink", "hardlink")], result)
     _folder_times(target, [m for m in members if m.kind == "dir"])
     renamed = target.renamed_note(origin="the archive")
@@ -165,8 +166,9 @@ def _say_cut(archive: Path, cat: Catalogue, members: list[Member], result: Unpac
                              + (f", and its headers stop there ({cat.cut})" if cat.cut else ""))
 
 
-def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destination, count: int,
+def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destination, run_on: tuple,
            result: Unpacked, progress) -> None:
+    """``run_on``: (worker processes, or the MPI ranks' runner)."""
     lost = {m.name for m in files if m.data + m.size > cat.size}
     files = [m for m in files if m.name not in lost]  # cut off: said by ``_say_cut``, nothing half-made
     jobs, shared, total = [], {}, sum(m.size for m in files)
@@ -196,8 +198,13 @@ def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destinati
     else:
         batches = [jobs[i:i + BATCH_PIECES] for i in range(0, len(jobs), BATCH_PIECES)]
         batches = [b for batch in batches for b in _split_large(batch)]
+    count, runner = run_on
     try:
-        workers.run(batches, workers.unpack_batch, (str(archive), cat.frames), count, finished)
+        if runner is not None:
+            runner.run(batches, workers.unpack_batch, (str(archive), cat.frames), finished,
+                       cost=lambda batch: sum(job[3] + 65536 for job in batch))
+        else:
+            workers.run(batches, workers.unpack_batch, (str(archive), cat.frames), count, finished)
     except BaseException:
         for part, _, _ in shared.values():
             part.discard()

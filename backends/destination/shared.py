@@ -3,13 +3,15 @@ them): made here by the process that owns it, then opened by each worker, which 
 leads to that very file before it writes a byte.
 
 A second process that replaced ``NAME.part`` meanwhile (with a link, or another file) would otherwise receive
-the workers' bytes: each worker opens without following a link and compares device and inode with the ones
-the owner made, and refuses in a sentence when they differ.
+the workers' bytes: each worker opens without following a link and compares the inode (and, on the owner's
+own machine, the device: another node of a cluster numbers a shared file system's mount its own way) with the
+ones the owner made, and refuses in a sentence when they differ.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,7 @@ class SharedPart:
     device: int
     inode: int
     size: int
+    host: str = ""  # the machine that made it
 
     @classmethod
     def make(cls, dest: Path, size: int, *, keep: bool = False) -> SharedPart:
@@ -40,7 +43,10 @@ class SharedPart:
             raise os_error(exc, part, "make") from None
         finally:
             os.close(fd)
-        return cls(str(part), st.st_dev, st.st_ino, size)
+        return cls(str(part), st.st_dev, st.st_ino, size, socket.gethostname())
+
+    def _same(self, st: os.stat_result) -> bool:
+        return st.st_ino == self.inode and (st.st_dev == self.device or socket.gethostname() != self.host)
 
     def open(self) -> int:
         """A worker's descriptor for writing, only onto the file the owner made."""
@@ -49,7 +55,7 @@ class SharedPart:
         except OSError as exc:
             raise os_error(exc, Path(self.path), "open") from None
         st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (self.device, self.inode):
+        if not self._same(st):
             os.close(fd)
             raise LocalError(f"{self.path} was replaced by another program while Ferry wrote it; nothing more was "
                              "written. Stop the other program, then run the same command again.")
@@ -70,7 +76,7 @@ class SharedPart:
             st = os.lstat(self.path)
         except OSError as exc:
             raise os_error(exc, Path(self.path), "find") from None
-        if (st.st_dev, st.st_ino) != (self.device, self.inode) or st.st_size != self.size:
+        if not self._same(st) or st.st_size != self.size:
             raise LocalError(f"{self.path} was changed by another program while Ferry wrote it; it was not given "
                              f"the name {dest.name}. Run the same command again.")
         try:
@@ -89,5 +95,5 @@ class SharedPart:
             st = os.lstat(self.path)
         except OSError:
             return
-        if (st.st_dev, st.st_ino) == (self.device, self.inode):
+        if self._same(st):
             os.unlink(self.path)

@@ -1,0 +1,75 @@
+"""``labferry pack`` and ``unpack`` under Debian's Open MPI (``mpirun -np N``), as on a cluster's nodes: rank 0
+walks and lays out, every rank writes its share into the one archive, and GNU tar and bsdtar read it back
+byte-exact; Ferry's unpack under mpirun restores a tar made by GNU tar. Without mpi4py, a run started by
+mpirun is one sentence."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import MiB
+from .test_archive import _same, _tree
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _mpirun(ranks: int, *args: str, home: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.fail("mpirun is not installed; run tests/system-deps.sh (openmpi-bin).", pytrace=False)
+    env = dict(os.environ, LABFERRY_HOME=str(home), OMPI_MCA_btl="self,vader,tcp")
+    argv = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks), sys.executable, "-m", "app", *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_packed_by_mpi_ranks_and_read_by_gnu_tar_and_bsdtar(tmp_path, ferry_home, ranks):
+    run = _tree(tmp_path / "src")
+    (run / "lane1.bam").write_bytes(os.urandom(6 * MiB))
+    archive = tmp_path / "run42.tar"
+    proc = _mpirun(ranks, "pack", str(run), str(archive), "--piece", "1M", home=ferry_home)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if line.startswith("packed ")]
+    assert len(said) == 1, proc.stderr  # rank 0 alone speaks
+    assert (f"{ranks} ranks" if ranks > 1 else "workers") in said[0], said
+    for tool in ("tar", "bsdtar"):
+        into = tmp_path / tool
+        into.mkdir()
+        done = subprocess.run([tool, "-xf", str(archive), "-C", str(into)], capture_output=True)
+        assert done.returncode == 0, done.stderr
+        _same(run, into / "run42", times=tool == "tar")
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_unpacked_by_mpi_ranks_from_ferrys_index_and_from_a_gnu_tar(tmp_path, ferry_home, ranks):
+    run = _tree(tmp_path / "src")
+    (run / "lane1.bam").write_bytes(os.urandom(6 * MiB))
+    ours = tmp_path / "ours.tar"
+    assert _mpirun(ranks, "pack", str(run), str(ours), "--piece", "1M", home=ferry_home).returncode == 0
+    gnu = tmp_path / "gnu.tar"
+    subprocess.run(["tar", "--format=pax", "-cf", str(gnu), "-C", str(run.parent), "--exclude", "pipe", "run42"],
+                   check=True)
+    for archive in (ours, gnu):
+        dest = tmp_path / f"out-{archive.stem}"
+        proc = _mpirun(ranks, "unpack", str(archive), str(dest), home=ferry_home)
+        assert proc.returncode == 0, proc.stderr
+        os.rename(dest / "run42" / "caf%E9.tsv", dest / "run42" / os.fsdecode(b"caf\xe9.tsv"))
+        _same(run, dest / "run42")
+
+
+def test_started_by_mpirun_without_mpi4py_is_one_sentence(tmp_path, ferry_home):
+    (tmp_path / "src").mkdir()
+    code = ("import sys; sys.modules['mpi4py'] = None\n"  # as on a node where mpi4py was never installed
+            "from app.cli import console; console()")
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home), OMPI_COMM_WORLD_SIZE="2")
+    proc = subprocess.run([sys.executable, "-c", code, "pack", str(tmp_path / "src"), str(tmp_path / "a.tar")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "mpi4py is not installed" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "a.tar").exists()
