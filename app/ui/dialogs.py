@@ -73,6 +73,10 @@ EXISTING_CHOICES = [("Stop, replace nothing", "stop"), ("Skip unchanged files (s
 EXISTING_OPTIONS = {"stop": {}, "sync": {"sync": "size-mtime"}, "overwrite": {"overwrite": True}}
 
 
+#: New transfer's What: (label, the backend's action or "copy")
+WHAT_CHOICES = (("Copy", "copy"), ("Pack into an archive (.tar)", "pack"), ("Unpack an archive", "unpack"))
+
+
 class NewTransferDialog(QDialog):
     """Source, destination and options; the engine checks them when the job is submitted."""
 
@@ -81,6 +85,12 @@ class NewTransferDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("New transfer")
         form = QFormLayout(self)
+        self.what = QComboBox(self)
+        for label, key in WHAT_CHOICES:
+            self.what.addItem(label, key)
+        self.what.setToolTip("Copy From to To; or pack the folder From into an archive in To (one .tar, written by "
+                             "several workers); or unpack the archive From into the folder To")
+        form.addRow("What", self.what)
         self.source = QLineEdit(source, self)
         self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, a local file, or an "
                                        "accession (PRJEB12345, SRR1234567, GSE147507)")
@@ -157,6 +167,7 @@ class NewTransferDialog(QDialog):
             "existing": dict(EXISTING_OPTIONS[self.existing.currentData()]),
             "on": self.run_on.currentData() or None,
             "via": self.via.currentData() or None,
+            "what": self.what.currentData(),
         }
 
     def _accept(self) -> None:

@@ -42,6 +42,7 @@ class FilesTab(QWidget):
         for pane in (self.left, self.right):
             pane.dropped.connect(self.copy_into)
             pane.send_requested.connect(self._send)
+            pane.archive_requested.connect(self.archive)
             pane.said.connect(show_error)
             split.addWidget(pane)
         layout.addWidget(split, 1)
@@ -100,6 +101,13 @@ class FilesTab(QWidget):
         target = pane.site_path(folder, folder=True)
         for item in local:
             self._submit(item, target, **chosen)
+
+    def archive(self, action: str, paths: list[str], folder: str) -> None:
+        """Queue a Pack (each path into ``NAME.tar`` beside it) or an Unpack (each archive into ``folder``), as
+        jobs of the queue with progress, through the front door like any transfer."""
+        for path in paths:
+            dest = path.rstrip("/\\") + ".tar" if action == "pack" else as_folder(folder)
+            self._submit(path, dest, backend="archive", backend_options={"action": action}, **self.existing_choice())
 
     def show_site(self, site: Site | None, path: str | None = None, right: bool = True) -> None:
         (self.right if right else self.left).show_site(site, path)

@@ -54,12 +54,16 @@ PANE_ACTIONS = {
     "delete": ("Delete", "mdi6.delete-outline", "Shift+Del"),
     "copy_path": ("Copy path", "mdi6.content-copy", "Ctrl+Shift+C"),
     "send": ("Copy to the other pane", "mdi6.swap-horizontal", "F6"),
+    "pack": ("Pack into an archive", "mdi6.archive-arrow-down-outline", "Ctrl+Alt+P"),
+    "unpack": ("Unpack here", "mdi6.archive-arrow-up-outline", "Ctrl+Alt+U"),
     "filter": ("Filter", "mdi6.filter-outline", "Ctrl+F"),
 }
 
 
 class FolderPane(QWidget):
     dropped = Signal(list, object, str)  # what was dropped (local paths or site:NAME/path lines), pane, folder
+    #: "pack" or "unpack", the local paths chosen, the folder they are in (``archive_actions``)
+    archive_requested = Signal(str, list, str)
     send_requested = Signal(object)  # this pane: copy its selection to the other pane
     said = Signal(str)  # an action's failure, as the sentence to show
     _arrived = Signal(int, object)  # generation, entries: emitted from the engine's or a scan's thread
@@ -347,9 +351,35 @@ class FolderPane(QWidget):
 
     def _menu(self, point) -> None:
         menu = QMenu(self)
-        for name in ("send", "mkdir", "rename", "delete", "copy_path", "refresh"):
+        names = ["send", "mkdir", "rename", "delete", "copy_path", "refresh"]
+        if self.site is None:  # packing and unpacking happen on this computer's disk
+            names[1:1] = ["pack", "unpack"]
+        for name in names:
             menu.addAction(self.actions_by_name[name])
         menu.exec(self.view.viewport().mapToGlobal(point))
+
+    def pack(self) -> None:
+        self._archive("pack")
+
+    def unpack(self) -> None:
+        self._archive("unpack")
+
+    def _archive(self, action: str) -> None:
+        """Ask the Files tab to queue a Pack (each selected item into its own archive beside it) or an Unpack
+        (each selected archive into this folder); said in the status line when it cannot be done here."""
+        from backends.archive.backend import ARCHIVE_NAMES
+
+        if self.site is not None:
+            self.status.setText(f"{PANE_ACTIONS[action][0]} works on this computer's files: use the other pane.")
+            return
+        chosen = self.selected()
+        if action == "unpack":
+            chosen = [e for e in chosen if not e.is_dir and e.name.lower().endswith(ARCHIVE_NAMES)]
+        if not chosen:
+            self.status.setText("Select a folder or files to pack." if action == "pack" else
+                                "Select a .tar or .tar.zst archive to unpack.")
+            return
+        self.archive_requested.emit(action, [os.path.join(self.path, e.name) for e in chosen], self.path)
 
     # -- folder actions (``folder_actions.py`` does them) ---------------------------------------------
     def mkdir(self) -> None:

@@ -253,7 +253,8 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             if values["on"]:  # the whole job on that site's agent, SRC and DEST as its host sees them
                 self.run_on_agent(values)
                 return
-            via = self.relay_choice(values)
+            via = self.relay_choice(values) if values["what"] == "copy" else {  # Pack, Unpack: on this computer
+                "backend": "archive", "backend_options": {"action": values["what"]}}
             note_folder(self, values["dest"])
             for item in [values["source"], *more]:
                 self.submit(item, values["dest"], streams=values["streams"], checksum=values["checksum"],

@@ -50,6 +50,7 @@ class Unpacked:
     indexed: bool
     notes: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    top: str = ""  # the one folder every member is in (``run42``), as it was saved below DEST; "" when several
 
 
 def catalogue(archive: Path, *, scan: bool = False) -> Catalogue:
@@ -140,6 +141,8 @@ def unpack(archive: Path, dest: Path, *, only: list[str] | None = None, workers_
     target.claim_all([m.name for m in members if m.kind != "dir"], [m.name for m in members if m.kind == "dir"])
     count = runner.ranks if runner is not None else worker_count(workers_asked)
     result = Unpacked(0, 0, 0.0, count, cat.indexed)
+    tops = {m.name.split("/", 1)[0] for m in members}
+    result.top = target.claim(tops.pop(), folder=True) if len(tops) == 1 else ""
     for m in members:
         if m.kind == "dir":
             target.folder(target.claim(m.name, folder=True))

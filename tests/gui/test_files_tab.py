@@ -320,3 +320,61 @@ def test_files_dropped_from_the_file_manager_onto_a_remote_folder_are_sent_there
     views = _finished(qtbot, window, 1)
     assert views[0].state == JobState.DONE, views[0].error
     assert (lab / "runs" / "plate.csv").read_text() == "well,od\nA1,0.4\n"
+
+
+def test_pack_a_run_folder_and_unpack_it_from_the_local_pane(qtbot, window, tmp_path):
+    """Right-click a run folder → Pack into an archive: a queue job with progress leaves run42.tar beside it,
+    which GNU tar reads byte-exact; right-click the archive elsewhere → Unpack here: the folder comes back."""
+    import shutil
+    import subprocess
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    here = tmp_path / "here"
+    run = here / "run42"
+    (run / "vcf" / "chr1").mkdir(parents=True)
+    for i in range(50):
+        (run / "vcf" / "chr1" / f"s{i}.vcf").write_bytes(os.urandom(200 + i))
+    (run / "lane1.bam").write_bytes(os.urandom(3 << 20))
+    left = window.files.left
+    window.tabs.setCurrentWidget(window.files)
+    left.load(str(here))
+    assert _listed(qtbot, left) == ["run42"]
+    _select(left, "run42")
+    seen = {}
+
+    def look() -> None:  # the context menu a right-click opened: what it offers, then Escape
+        menu = QApplication.activePopupWidget()
+        if not isinstance(menu, QMenu):
+            QTimer.singleShot(50, look)
+            return
+        seen["menu"] = [a.text() for a in menu.actions()]
+        menu.close()
+
+    QTimer.singleShot(50, look)
+    left.view.customContextMenuRequested.emit(left.view.visualRect(left.model.index(0, 0)).center())
+    assert "Pack into an archive" in seen["menu"] and "Unpack here" in seen["menu"]
+    left.actions_by_name["pack"].trigger()
+    views = _finished(qtbot, window, 1)
+    assert [v.state for v in views] == [JobState.DONE], [v.error for v in views]
+    assert views[0].bytes_done == sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+    archive = here / "run42.tar"
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(archive), "-C", str(out)]).returncode == 0
+    for path in run.rglob("*"):
+        assert path.is_dir() or _digest(path) == _digest(out / "run42" / path.relative_to(run))
+
+    restore = tmp_path / "restore"
+    restore.mkdir()
+    shutil.move(archive, restore / "run42.tar")
+    left.load(str(restore))
+    assert _listed(qtbot, left) == ["run42.tar"]
+    _select(left, "run42.tar")
+    left.actions_by_name["unpack"].trigger()
+    views = _finished(qtbot, window, 2)
+    assert all(v.state == JobState.DONE for v in views), [v.error for v in views]
+    for path in run.rglob("*"):
+        assert path.is_dir() or _digest(path) == _digest(restore / "run42" / path.relative_to(run))
+    qtbot.waitUntil(lambda: "run42" in [e.name for e in left.model.entries], timeout=10_000)  # pane refreshed

@@ -71,3 +71,50 @@ def test_the_first_new_transfer_dialog_shows_from_and_its_hint_whole(qtbot, tmp_
                                                                            if place(w).intersects(place(label))]
     hint = dialog.source.placeholderText()
     assert dialog.source.width() >= dialog.source.fontMetrics().horizontalAdvance(hint), dialog.source.width()
+
+
+def test_new_transfer_packs_a_folder_when_what_says_pack(qtbot, window, tmp_path):
+    """What → Pack into an archive, From a run folder, To a folder: a queue job writes run42.tar there, which
+    GNU tar reads byte-exact."""
+    import os
+    import subprocess
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QComboBox, QDialogButtonBox, QFormLayout
+
+    from tests.portable.dialogs import field
+
+    run = tmp_path / "run42"
+    (run / "qc").mkdir(parents=True)
+    for i in range(30):
+        (run / "qc" / f"s{i}.txt").write_bytes(os.urandom(500 + i))
+    into = tmp_path / "archives"
+    into.mkdir()
+
+    def act() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(50, act)
+            return
+        form = dialog.findChild(QFormLayout)
+        what = next(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget() for r in range(form.rowCount())
+                    if isinstance(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget(), QComboBox))
+        what.setFocus()
+        QTest.keyClick(what, Qt.Key.Key_Down)  # Copy → Pack into an archive, as arrow keys choose
+        for label, text in (("From", str(run)), ("To", str(into))):
+            edit = field(dialog, label)
+            edit.clear()
+            QTest.keyClicks(edit, text)
+        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
+                         Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(50, act)
+    window.actions_by_name["new"].trigger()
+    qtbot.waitUntil(lambda: any(v.state.terminal for v in window.queue_model.views()), timeout=60_000)
+    done = window.queue_model.views()[0]
+    assert done.state == JobState.DONE, done.error
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(into / "run42.tar"), "-C", str(out)]).returncode == 0
+    for path in (run / "qc").iterdir():
+        assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
