@@ -42,6 +42,40 @@ def _text(value: str) -> tuple[bytes, bool]:
         return value.encode("utf-8", "surrogateescape"), True
 
 
+def _record_length(key_length: int, value_length: int) -> int:
+    body = key_length + value_length + 3
+    n = p = 0
+    while True:
+        n = body + len(str(p))
+        if n == p:
+            return n
+        p = n
+
+
+def length(name: str, kind: str, size: int, mtime_ns: int, linkname: str = "") -> int:
+    """How long ``header(…)`` will be, worked out without making it: the layout needs every header's length
+    before a byte is written, while the workers make the headers themselves, in parallel."""
+    if kind == "dir" and not name.endswith("/"):
+        name += "/"
+    seconds, nanos = divmod(mtime_ns, 1_000_000_000)
+    total, binary = 0, False
+    if nanos:
+        total += _record_length(5, len(f"{seconds}.{nanos:09d}".rstrip("0")))
+    for key, value in ((4, name), (8, linkname)):
+        if not value.isascii() or len(value) > 100:
+            encoded, odd = _text(value)
+            total += _record_length(key, len(encoded))
+            binary = binary or odd
+    if size >= _LARGEST:
+        total += _record_length(4, len(str(size)))
+    if not 0 <= seconds < _LARGEST and not nanos:
+        total += _record_length(5, len(str(seconds)))
+    if not total:
+        return BLOCK
+    total += 21 if binary else 0
+    return BLOCK + -(-total // BLOCK) * BLOCK + BLOCK
+
+
 def header(name: str, kind: str, size: int, mode: int, mtime_ns: int, linkname: str = "") -> bytes:
     """A member's header: a pax extended header where needed, then its ustar block."""
     if kind == "dir" and not name.endswith("/"):

@@ -40,13 +40,22 @@ class Member:
     linkname: str = ""
     source: str = ""  # the file read (files only)
     identity: tuple = ()  # (device, inode, size, mtime_ns) when walked: a file that changes meanwhile is caught
-    header: bytes = b""
     offset: int = 0  # of the header
     data: int = 0  # of the first data byte
 
     @property
     def end(self) -> int:
         return self.data + padded(self.size)
+
+    @property
+    def meta(self) -> tuple:
+        """What its header is made from (``headers.header(*meta)``): a worker makes the bytes."""
+        return (self.name, self.kind, self.size if self.kind == "file" else 0, self.mode, self.mtime_ns,
+                self.linkname)
+
+    @property
+    def header(self) -> bytes:
+        return headers.header(*self.meta)
 
 
 @dataclass
@@ -81,16 +90,15 @@ def padded(size: int) -> int:
 
 def header_of(member: Member) -> bytes:
     """The member's tar header (pax where needed): the same bytes every time, so a resumed pack agrees."""
-    return headers.header(member.name, member.kind, member.size if member.kind == "file" else 0, member.mode,
-                          member.mtime_ns, member.linkname)
+    return member.header
 
 
 def place(members: list[Member], start: int = 0) -> int:
     """Give every member its header and offsets; returns where the next header would go."""
     at = start
     for m in members:
-        m.header = header_of(m)
-        m.offset, m.data = at, at + len(m.header)
+        m.offset = at
+        m.data = at + headers.length(m.name, m.kind, m.size if m.kind == "file" else 0, m.mtime_ns, m.linkname)
         at = m.end
     return at
 

@@ -157,7 +157,7 @@ def pieces_per_member(layout: Layout) -> dict[int, int]:
 
 def _job(number: int, piece: Piece, member: Member) -> workers.PackJob:
     source = member.source if member.kind == "file" and piece.length else ""
-    return (number, source, member.identity, member.header if piece.first else b"", member.offset,
+    return (number, source, member.identity, member.meta if piece.first else None, member.offset,
             member.data + piece.start, piece.start, piece.length)
 
 

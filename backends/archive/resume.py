@@ -27,8 +27,7 @@ MOST_RECORD = 512 << 20
 def plan_key(layout: Layout, piece: int) -> str:
     digest = hashlib.sha256(f"piece {piece} end {layout.end}\n".encode())
     for m in layout.members:
-        digest.update(m.header)
-        digest.update(f"{m.offset} {m.identity}\n".encode())
+        digest.update(f"{m.meta!r} {m.offset} {m.identity}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 

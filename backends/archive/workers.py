@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.errors import Corrupt, LocalError
 from ..destination.shared import SharedPart
 from ..host import portable
+from . import headers
 
 CHUNK = 4 << 20
 #: files up to this size are read whole (ahead, by ``READERS`` threads) and written with their header at once
@@ -25,45 +26,105 @@ READERS = 4
 #: small files read ahead of the one being written
 READ_AHEAD = 64
 
-#: (piece number, source file or "", walk identity, header bytes, header offset, data offset, start, length)
-PackJob = tuple[int, str, tuple, bytes, int, int, int, int]
+#: (piece number, source file or "", walk identity, the header's ``meta`` (first pieces) or None, header offset,
+#: data offset, start, length)
+PackJob = tuple[int, str, tuple, tuple | None, int, int, int, int]
+#: small files read by one reader thread at a time (a future a file cost more than the reading)
+READ_GROUP = 32
+#: the most bytes gathered before one write: small files side by side in the archive go out together
+RUN_BYTES = 4 << 20
 
 
 def pack_batch(part: SharedPart, jobs: list[PackJob]) -> list[tuple[int, str]]:
-    """The batch's pieces written in order. Small files are read ahead by ``READERS`` threads (``pread``
-    lets go of the interpreter), so a cold disk's waits overlap the hashing and writing here."""
+    """The batch's pieces written in order. Small files are read ahead, ``READ_GROUP`` at a time, by
+    ``READERS`` threads (``pread`` lets go of the interpreter), so a cold disk's waits overlap the hashing and
+    writing here; small files side by side in the archive go out in one write of up to ``RUN_BYTES``."""
     fd = part.open()
+    out = _Run(part, fd)
     try:
         with ThreadPoolExecutor(max_workers=READERS) as readers:
-            ahead: dict[int, Future] = {}
-
-            def want(i: int) -> None:
-                job = jobs[i]
-                if job[1] and job[3] and job[7] <= SMALL:
-                    ahead[i] = readers.submit(read_source, job[1], job[2], job[6], job[7])
-
-            for i in range(min(READ_AHEAD, len(jobs))):
-                want(i)
+            groups = _small_groups(jobs)
+            ends = dict(groups)
+            ahead = {start: readers.submit(_read_group, jobs[start:end]) for start, end in groups[:READERS * 2]}
+            following = READERS * 2
             results = []
-            for i, job in enumerate(jobs):
-                if i + READ_AHEAD < len(jobs):
-                    want(i + READ_AHEAD)
+            i = 0
+            while i < len(jobs):
                 if i in ahead:
-                    data = ahead.pop(i).result()
-                    part.write(fd, job[3] + data, job[4])  # header and data in one write
-                    results.append((job[0], hashlib.sha256(data).hexdigest()))
-                else:
-                    results.append(_pack_one(part, fd, job))
+                    end = ends[i]
+                    if following < len(groups):
+                        start2, end2 = groups[following]
+                        ahead[start2] = readers.submit(_read_group, jobs[start2:end2])
+                        following += 1
+                    for job, data in zip(jobs[i:end], ahead.pop(i).result(), strict=True):
+                        header = headers.header(*job[3])
+                        if len(header) != job[5] - job[4]:
+                            raise RuntimeError(f"the header of {job[1]} came out another length than planned")
+                        out.add(job[4], header + data + bytes(-len(data) % 512))
+                        results.append((job[0], hashlib.sha256(data).hexdigest()))
+                    i = end
+                    continue
+                out.flush()
+                results.append(_pack_one(part, fd, jobs[i]))
+                i += 1
+            out.flush()
             return results
     finally:
         os.close(fd)
 
 
+def _small(job: PackJob) -> bool:
+    return bool(job[1]) and job[3] is not None and job[7] <= SMALL
+
+
+def _small_groups(jobs: list[PackJob]) -> list[tuple[int, int]]:
+    """(start, end) of each run of at most ``READ_GROUP`` small-file jobs, in order."""
+    groups, i = [], 0
+    while i < len(jobs):
+        if not _small(jobs[i]):
+            i += 1
+            continue
+        end = i
+        while end < len(jobs) and end - i < READ_GROUP and _small(jobs[end]):
+            end += 1
+        groups.append((i, end))
+        i = end
+    return groups
+
+
+def _read_group(jobs: list[PackJob]) -> list[bytes]:
+    return [read_source(job[1], job[2], job[6], job[7]) for job in jobs]
+
+
+class _Run:
+    """Bytes for consecutive places of the part file, written in one call when the next one is elsewhere or
+    ``RUN_BYTES`` are held."""
+
+    def __init__(self, part: SharedPart, fd: int) -> None:
+        self.part, self.fd = part, fd
+        self.start, self.held, self.size = 0, [], 0
+
+    def add(self, offset: int, data: bytes) -> None:
+        if self.held and offset != self.start + self.size:
+            self.flush()
+        if not self.held:
+            self.start = offset
+        self.held.append(data)
+        self.size += len(data)
+        if self.size >= RUN_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.held:
+            self.part.write(self.fd, b"".join(self.held), self.start)
+            self.held, self.size = [], 0
+
+
 def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
     """A folder's or link's header, or a large file's piece (read and written ``CHUNK`` at a time)."""
-    number, source, identity, header, header_at, data_at, start, length = job
-    if header:
-        part.write(fd, header, header_at)
+    number, source, identity, meta, header_at, data_at, start, length = job
+    if meta is not None:
+        part.write(fd, headers.header(*meta), header_at)
     if not source:
         return number, hashlib.sha256().hexdigest()
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.formats import compressed_already
 from ..destination import WholeFile
-from . import seekable, workers
+from . import headers, seekable, workers
 from .layout import Layout, Piece
 
 #: the tar bytes of small members a frame gathers (a large file's piece is a frame of its own)
@@ -27,9 +27,9 @@ LEVEL = 3
 #: frames in flight a worker (made but not yet written in order)
 AHEAD = 3
 
-#: a stretch of a frame: (piece number or -1, its header, source or "", identity, start in the source, length,
-#: zero bytes after it); its bytes are the header, then the data, then the zeros
-Segment = tuple[int, bytes, str, tuple, int, int, int]
+#: a stretch of a frame: (piece number or -1, its header's meta or None, source or "", identity, start in the
+#: source, length, zero bytes after it); its bytes are the header, then the data, then the zeros
+Segment = tuple[int, tuple | None, str, tuple, int, int, int]
 
 
 def piece_span(layout: Layout, number: int) -> tuple[int, int]:
@@ -71,10 +71,10 @@ def segments(layout: Layout, numbers: list[int]) -> list[Segment]:
         piece: Piece = layout.pieces[number]
         m = layout.members[piece.member]
         begin, end = piece_span(layout, number)
-        header = m.header if piece.first else b""
+        header = m.meta if piece.first else None
         source = m.source if m.kind == "file" and piece.length else ""
         out.append((number, header, source, m.identity, piece.start, piece.length,
-                    end - begin - len(header) - piece.length))
+                    end - (m.data if piece.first else begin) - piece.length))
     return out
 
 
@@ -85,8 +85,9 @@ def make_frame(job: tuple[int, list[Segment], bool, int]) -> tuple[int, bytes, i
     frame, parts, raw, level = job
     data = bytearray()
     digests = []
-    for number, header, source, identity, start, length, zeros in parts:
-        data += header
+    for number, meta, source, identity, start, length, zeros in parts:
+        if meta is not None:
+            data += headers.header(*meta)
         if source:
             piece = workers.read_source(source, identity, start, length)
             digests.append((number, hashlib.sha256(piece).hexdigest()))

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from backends.archive.headers import header
+from backends.archive.headers import header, length
 
 CASES = [
     ("run42/s1.vcf", "file", 1234, 0o644, 1_700_000_000_000_000_000, ""),
@@ -46,3 +46,9 @@ def _tarfile(name, kind, size, mode, mtime_ns, link) -> bytes:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
 def test_the_same_bytes_as_tarfile(case):
     assert header(*case) == _tarfile(*case)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_the_layout_knows_each_headers_length_without_making_it(case):
+    name, kind, size, _mode, mtime_ns, link = case
+    assert length(name, kind, size, mtime_ns, link) == len(header(*case))
