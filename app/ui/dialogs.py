@@ -77,6 +77,15 @@ EXISTING_OPTIONS = {"stop": {}, "sync": {"sync": "size-mtime"}, "overwrite": {"o
 WHAT_CHOICES = (("Copy", "copy"), ("Pack into an archive (.tar)", "pack"), ("Unpack an archive", "unpack"))
 
 
+def _what_box(parent) -> QComboBox:
+    box = QComboBox(parent)
+    for label, key in WHAT_CHOICES:
+        box.addItem(label, key)
+    box.setToolTip("Copy From to To; or pack the folder From into an archive in To (one .tar, written by several "
+                   "workers); or unpack the archive From into the folder To")
+    return box
+
+
 class NewTransferDialog(QDialog):
     """Source, destination and options; the engine checks them when the job is submitted."""
 
@@ -85,11 +94,7 @@ class NewTransferDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("New transfer")
         form = QFormLayout(self)
-        self.what = QComboBox(self)
-        for label, key in WHAT_CHOICES:
-            self.what.addItem(label, key)
-        self.what.setToolTip("Copy From to To; or pack the folder From into an archive in To (one .tar, written by "
-                             "several workers); or unpack the archive From into the folder To")
+        self.what = _what_box(self)
         form.addRow("What", self.what)
         self.source = QLineEdit(source, self)
         self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, a local file, or an "

@@ -154,3 +154,23 @@ def confirm(parent, title: str, question: str) -> bool:
                                   QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
                                   QMessageBox.StandardButton.Cancel)
     return answer == QMessageBox.StandardButton.Yes
+
+
+def ask_archive(pane: FolderPane, action: str) -> None:
+    """Ask the Files tab to queue a Pack (each selected item into its own archive beside it) or an Unpack (each
+    selected archive into the pane's folder); said in the pane's status line when it cannot be done there."""
+    import os
+
+    from backends.archive.backend import ARCHIVE_NAMES
+
+    if pane.site is not None:
+        pane.status.setText("Packing and unpacking work on this computer's files: use the other pane.")
+        return
+    chosen = pane.selected()
+    if action == "unpack":
+        chosen = [e for e in chosen if not e.is_dir and e.name.lower().endswith(ARCHIVE_NAMES)]
+    if not chosen:
+        pane.status.setText("Select a folder or files to pack." if action == "pack" else
+                            "Select a .tar or .tar.zst archive to unpack.")
+        return
+    pane.archive_requested.emit(action, [os.path.join(pane.path, e.name) for e in chosen], pane.path)

@@ -359,27 +359,15 @@ class FolderPane(QWidget):
         menu.exec(self.view.viewport().mapToGlobal(point))
 
     def pack(self) -> None:
-        self._archive("pack")
+        from .folder_actions import ask_archive
+
+        ask_archive(self, "pack")
 
     def unpack(self) -> None:
-        self._archive("unpack")
+        from .folder_actions import ask_archive
 
-    def _archive(self, action: str) -> None:
-        """Ask the Files tab to queue a Pack (each selected item into its own archive beside it) or an Unpack
-        (each selected archive into this folder); said in the status line when it cannot be done here."""
-        from backends.archive.backend import ARCHIVE_NAMES
+        ask_archive(self, "unpack")
 
-        if self.site is not None:
-            self.status.setText(f"{PANE_ACTIONS[action][0]} works on this computer's files: use the other pane.")
-            return
-        chosen = self.selected()
-        if action == "unpack":
-            chosen = [e for e in chosen if not e.is_dir and e.name.lower().endswith(ARCHIVE_NAMES)]
-        if not chosen:
-            self.status.setText("Select a folder or files to pack." if action == "pack" else
-                                "Select a .tar or .tar.zst archive to unpack.")
-            return
-        self.archive_requested.emit(action, [os.path.join(self.path, e.name) for e in chosen], self.path)
 
     # -- folder actions (``folder_actions.py`` does them) ---------------------------------------------
     def mkdir(self) -> None:

@@ -186,7 +186,7 @@ def one_round(args, src: Path, digests: dict[str, str], out: Path, tools: dict, 
                 else:
                     check_tree(target / src.name, digests)
             except (RuntimeError, OSError, tarfile.TarError) as exc:  # a peer that fails is said, not measured
-                row["failed"] = str(exc)[-300:]
+                row["failed"] = " ".join(str(exc).split())[:200]
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 continue
@@ -214,7 +214,7 @@ def render(rows: list[dict], args, data_bytes: int, command_line: str, tools: di
     failed: dict[tuple, str] = {}
     for row in rows:
         if "failed" in row:
-            failed[(row["op"], row["tool"], row["ranks"])] = row["failed"].strip().splitlines()[-1][:120]
+            failed[(row["op"], row["tool"], row["ranks"])] = row["failed"][:120]
         else:
             groups.setdefault((row["op"], row["tool"], row["ranks"]), []).append(row)
     medians = {key: statistics.median(r["wall_s"] for r in group) for key, group in groups.items()}

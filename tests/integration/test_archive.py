@@ -116,20 +116,26 @@ def test_ls_and_only_read_the_index_and_the_member_not_the_archive(tmp_path, fer
     assert listed.returncode == 0, listed.stderr
     names = [json.loads(line)["name"] for line in listed.stdout.splitlines()]
     assert "run/qc123.txt" in names and len(names) == 1 + 3 + 500
+    read, restored = _bytes_read_by_only(archive, tmp_path / "one", "run/qc123.txt")
+    assert restored == 1 and (tmp_path / "one" / "run" / "qc123.txt").read_text() == "sample 123\n"
+    assert read < archive.stat().st_size / 100, f"read {read:,} of {archive.stat().st_size:,} bytes"
+
+
+def _bytes_read_by_only(archive: Path, dest: Path, member: str) -> tuple[int, int]:
+    """``unpack --only member`` in a process of its own: the bytes it read (``rchar`` of /proc/self/io, the
+    interpreter's start-up left out) and the members it restored."""
     code = (
-        "import sys; from pathlib import Path; from backends.archive.unpack import unpack\n"
+        "from pathlib import Path; from backends.archive.unpack import unpack\n"
         "def io():\n"
         "    return dict(l.split(': ') for l in Path('/proc/self/io').read_text().splitlines())\n"
         "before = int(io()['rchar'])\n"
-        f"done = unpack(Path({str(archive)!r}), Path({str(tmp_path / 'one')!r}), only=['run/qc123.txt'],"
-        " workers_asked=1)\n"
+        f"done = unpack(Path({str(archive)!r}), Path({str(dest)!r}), only=[{member!r}], workers_asked=1)\n"
         "print(int(io()['rchar']) - before, done.restored)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr
     read, restored = map(int, proc.stdout.split())
-    assert restored == 1 and (tmp_path / "one" / "run" / "qc123.txt").read_text() == "sample 123\n"
-    assert read < archive.stat().st_size / 100, f"read {read:,} of {archive.stat().st_size:,} bytes"
+    return read, restored
 
 
 def test_a_corrupted_member_is_refused_and_the_rest_restored(tmp_path, ferry_home):
@@ -294,18 +300,7 @@ def test_a_zstd_archive_is_seekable_parallel_and_opens_with_zstd_and_tar(tmp_pat
     assert proc.returncode == 0, proc.stderr
     os.rename(dest / "run42" / "caf%E9.tsv", dest / "run42" / os.fsdecode(b"caf\xe9.tsv"))
     _same(run, dest / "run42")
-    code = (
-        "from pathlib import Path; from backends.archive.unpack import unpack\n"
-        "def io():\n"
-        "    return dict(l.split(': ') for l in Path('/proc/self/io').read_text().splitlines())\n"
-        "before = int(io()['rchar'])\n"
-        f"done = unpack(Path({str(archive)!r}), Path({str(tmp_path / 'one')!r}), only=['run42/vcf/calls123.vcf'],"
-        " workers_asked=1)\n"
-        "print(int(io()['rchar']) - before, done.restored)\n")
-    one = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert one.returncode == 0, one.stderr
-    read, restored = map(int, one.stdout.split())
+    read, restored = _bytes_read_by_only(archive, tmp_path / "one", "run42/vcf/calls123.vcf")
     assert restored == 1 and read < archive.stat().st_size / 20, (read, archive.stat().st_size)
     frames = subprocess.run(["zstd", "-lv", str(archive)], capture_output=True, text=True).stdout
     assert "Skippable" in frames or "skippable" in frames.lower(), frames
