@@ -22,9 +22,9 @@ from ..host import portable
 from . import index, workers
 from .layout import BLOCK, PIECE, Layout, Member, Piece, header_of, plan
 from .resume import Record, plan_key
+from .workers import BATCH_PIECES, worker_count
 
-#: a batch is at most this many pieces, or about this many bytes: small enough that the workers end together
-BATCH_PIECES = 2000
+#: a batch is at most ``BATCH_PIECES`` pieces, or about this many bytes: small enough that the workers end together
 BATCH_BYTES = 256 << 20
 
 
@@ -38,11 +38,6 @@ class Packed:
     seconds: float
     workers: int
     notes: list[str] = field(default_factory=list)
-
-
-def worker_count(asked: int | None) -> int:
-    """``--workers auto``: one a core."""
-    return max(1, asked if asked else (os.cpu_count() or 1))
 
 
 def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None, dereference: bool = False,

@@ -24,7 +24,7 @@ from ..destination.shared import SharedPart
 from ..host import portable
 from . import index, seekable, workers
 from .layout import Member
-from .pack import BATCH_PIECES, worker_count
+from .workers import BATCH_PIECES, worker_count
 
 #: the most members a tar made elsewhere is scanned for (its headers are read one by one)
 MOST_SCANNED = 50_000_000

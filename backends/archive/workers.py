@@ -20,6 +20,8 @@ from ..host import portable
 from . import headers
 
 CHUNK = 4 << 20
+#: the most pieces in one batch handed to a worker (the pack also bounds a batch by bytes)
+BATCH_PIECES = 2000
 #: files up to this size are read whole (ahead, by ``READERS`` threads) and written with their header at once
 SMALL = 1 << 20
 READERS = 4
@@ -184,6 +186,11 @@ def _copy(part: SharedPart, fd: int, src: int, start: int, data_at: int, length:
         part.write(fd, data, data_at + done)
         done += len(data)
     return digest
+
+
+def worker_count(asked: int | None) -> int:
+    """``--workers auto``: one a core."""
+    return max(1, asked if asked else (os.cpu_count() or 1))
 
 
 def changed(source: str, why: str) -> LocalError:
