@@ -88,11 +88,6 @@ def padded(size: int) -> int:
     return -(-size // BLOCK) * BLOCK
 
 
-def header_of(member: Member) -> bytes:
-    """The member's tar header (pax where needed): the same bytes every time, so a resumed pack agrees."""
-    return member.header
-
-
 def place(members: list[Member], start: int = 0) -> int:
     """Give every member its header and offsets; returns where the next header would go."""
     at = start

@@ -20,7 +20,7 @@ from ..destination import check_destination
 from ..destination.shared import SharedPart
 from ..host import portable
 from . import index, workers
-from .layout import BLOCK, PIECE, Layout, Member, Piece, header_of, plan
+from .layout import BLOCK, PIECE, Layout, Member, Piece, plan
 from .resume import Record, plan_key
 from .workers import BATCH_PIECES, worker_count
 
@@ -224,7 +224,7 @@ class _IndexWriter:
     def tail(self, digests: dict[int, list[str]]) -> bytes:
         """The index member as the tar's last bytes: its header, its data, the end blocks and the padding."""
         data = self._data(digests)
-        header = header_of(index.member_for(data, self.stamp))
+        header = index.member_for(data, self.stamp).header
         if len(data) != self.size or len(header) != BLOCK:
             raise RuntimeError("the index came out another size than planned")
         return header + data + index.trailer(len(data))

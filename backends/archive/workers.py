@@ -25,8 +25,6 @@ BATCH_PIECES = 2000
 #: files up to this size are read whole (ahead, by ``READERS`` threads) and written with their header at once
 SMALL = 1 << 20
 READERS = 4
-#: small files read ahead of the one being written
-READ_AHEAD = 64
 
 #: (piece number, source file or "", walk identity, the header's ``meta`` (first pieces) or None, header offset,
 #: data offset, start, length)
@@ -295,7 +293,7 @@ def run(batches: list, work, common, workers: int, on_done) -> None:
         for batch in batches:
             on_done(work(common, batch))
         return
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=ignore_interrupts)
     futures: list[Future] = [pool.submit(work, common, batch) for batch in batches]
     try:
         for future in as_completed(futures):
@@ -305,6 +303,6 @@ def run(batches: list, work, common, workers: int, on_done) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_interrupts() -> None:
+def ignore_interrupts() -> None:
     """Workers leave Ctrl-C to the parent, which stops handing out work and records what is done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -10,13 +10,12 @@ seek table (``seekable.py``).
 from __future__ import annotations
 
 import hashlib
-import os
-import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ..core.formats import compressed_already
 from ..destination import WholeFile
+from ..host import portable
 from . import headers, seekable, workers
 from .layout import Layout, Piece
 
@@ -80,7 +79,6 @@ def segments(layout: Layout, numbers: list[int]) -> list[Segment]:
 
 def make_frame(job: tuple[int, list[Segment], bool, int]) -> tuple[int, bytes, int, list[tuple[int, str]]]:
     """In a worker: the frame's tar bytes read and hashed a piece at a time, then compressed (or stored raw)."""
-    import zstandard
 
     frame, parts, raw, level = job
     data = bytearray()
@@ -95,7 +93,7 @@ def make_frame(job: tuple[int, list[Segment], bool, int]) -> tuple[int, bytes, i
         elif number >= 0:
             digests.append((number, hashlib.sha256().hexdigest()))
         data += bytes(zeros)
-    out = seekable.raw_frame(bytes(data)) if raw else zstandard.ZstdCompressor(level=level).compress(bytes(data))
+    out = seekable.raw_frame(bytes(data)) if raw else _compress(bytes(data), level)
     return frame, out, len(data), digests
 
 
@@ -125,7 +123,7 @@ def write_frames(layout: Layout, archive: Path, count: int, tail, level: int, pr
         table.append((len(blob), len(last)))
         out.write(seekable.seek_table(table))
         out.flush()
-        os.fsync(out.fd)
+        portable.datasync(out.fd)
         out.commit()
     return archive.stat().st_size
 
@@ -148,7 +146,7 @@ def _in_order(jobs: list, count: int, take) -> None:
         for job in jobs:
             take(make_frame(job))
         return
-    pool = ProcessPoolExecutor(max_workers=count, initializer=_ignore_interrupts)
+    pool = ProcessPoolExecutor(max_workers=count, initializer=workers.ignore_interrupts)
     pending: dict = {}
     following = submitted = 0
     try:
@@ -161,6 +159,3 @@ def _in_order(jobs: list, count: int, take) -> None:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
-
-def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)

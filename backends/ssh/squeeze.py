@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.errors import Transient
-from ..core.formats import COMPRESSED_SUFFIXES
+from ..core.formats import compressed_already
 
 Mode = Literal["auto", "zstd", "off"]
 LEVEL = 1  # zstd -1: 3.1× on FASTQ at ~230 MB/s a core; -3 gains 2 % for 15 % more CPU
@@ -50,8 +50,7 @@ class Choice:
     why: str  # a sentence for the job's notes
 
 
-def known_compressed(name: str) -> bool:
-    return name.lower().endswith(COMPRESSED_SUFFIXES)
+known_compressed = compressed_already  # the name the SSH backend's callers use
 
 
 def decide(mode: Mode, name: str, size: int, sample: Sample | None, path_rate: int | None,
