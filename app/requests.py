@@ -57,6 +57,7 @@ class Overrides:
     agent_command: str | None = None  # how Ferry starts on the relay's host (``--agent-command``)
     max_depth: int | None = None  # folder levels below the source (``--max-depth``)
     schedule: tuple | None = None  # a bandwidth schedule for this process's jobs (``--bwlimit``), over Settings'
+    pack: bool | None = None  # send the folder as one tar made on demand (``--pack``)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     options = _merge(overrides, defaults, site)
     source = _absolute_local(source)
     backend = registry.for_route(source, dest, overrides.backend)
+    if options.pack:
+        _check_pack(source, dest, backend)
     options = replace(options, backend_options=check_backend_options(backend, options.backend_options,
                                                                               strict=strict))
     if advice and store is not None and options.streams == "auto" and not options.initial_streams:
@@ -138,6 +141,19 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     if "://" not in dest and Path(dest) != Path(given):
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
+
+
+def _check_pack(source: str, dest: str, backend) -> None:
+    """``--pack`` sends a folder here as one tar made on demand: only to a backend that uploads such a file."""
+    if "://" in source or not os.path.exists(source):
+        raise BadRequest("--pack packs a folder on this machine: give SRC as a local folder (to unpack an archive "
+                         "that is on a server, copy it here and run labferry unpack).")
+    if not backend.caps.made:
+        raise BadRequest(f"--pack sends to sftp://, scp://, ftp:// and ftps:// addresses so far, not through "
+                         f"{backend.name}; pack with labferry pack and copy the archive.")
+    if dest.endswith((".zst", ".tzst", ".gz", ".tgz")):
+        raise BadRequest("--pack sends a plain tar, whose layout is known before it is sent; name DEST NAME.tar "
+                         "(the SSH streams compress on the way with --compress).")
 
 
 def _check_authorities(*locations: str) -> None:
@@ -329,6 +345,7 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
         backend_options=site_options | explicit,
         max_depth=overrides.max_depth or MAX_DEPTH,
         site=site.name if site else None,
+        pack=bool(overrides.pack),
     )
 
 

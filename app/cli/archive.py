@@ -14,7 +14,7 @@ from pathlib import Path
 from backends.core.errors import BadRequest
 from backends.core.words import counted, human_size
 
-from .progress import _is_tty
+from .progress import ProgressLine
 
 
 def add_parsers(sub) -> None:
@@ -68,17 +68,14 @@ def _size(text: str) -> int:
 
 
 def _progress(verb: str, quiet: bool):
-    if quiet or not _is_tty(sys.stderr):
-        return None
-    last = [0.0]
+    """The copy's progress line (a terminal's rewritten line, a log's line every so often), told bytes done."""
+    line = ProgressLine(not quiet)
 
     def show(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 0.5 or done >= total:
-            last[0] = now
-            share = f" ({done * 100 // total} %)" if total else ""
-            print(f"\r{verb} {human_size(done)} of {human_size(total)}{share}", end="", file=sys.stderr, flush=True)
+        share = f" ({done * 100 // total} %)" if total else ""
+        line.show(f"{verb} {human_size(done)} of {human_size(total)}{share}")
 
+    show.line = line
     return show
 
 
@@ -119,21 +116,22 @@ def _pack(args: argparse.Namespace, runner) -> int:
 
     def progress(packed: int, total: int) -> None:
         done[0] = packed
-        if shown:
-            shown(packed, total)
+        shown(packed, total)
 
     try:
         made = pack(args.sources, Path(args.archive), workers_asked=_count(args.workers),
                     dereference=args.dereference, overwrite=args.overwrite, piece=_size(args.piece),
                     compress=compress, progress=progress, runner=runner)
     except stops.STOPS as stop:
+        shown.line.done()
         if compress:
-            print(f"\rlabferry: packing {stops.said(stop)}; a compressed archive is made in one go, so nothing was "
+            print(f"labferry: packing {stops.said(stop)}; a compressed archive is made in one go, so nothing was "
                   "kept: run the same command to start again.", file=sys.stderr)
         else:
-            print(f"\rlabferry: packing {stops.said(stop)}; {human_size(done[0])} are kept in {args.archive}.part: "
+            print(f"labferry: packing {stops.said(stop)}; {human_size(done[0])} are kept in {args.archive}.part: "
                   "run the same command to go on from there.", file=sys.stderr)
         return stops.status(stop)
+    shown.line.done()
     for note in made.notes:
         print(f"labferry: {note}", file=sys.stderr)
     rate = made.data_bytes / made.seconds / 1e6 if made.seconds else 0.0
@@ -142,7 +140,7 @@ def _pack(args: argparse.Namespace, runner) -> int:
                           "data_bytes": made.data_bytes, "size": made.size, "seconds": round(made.seconds, 3),
                           "workers": made.workers, "notes": made.notes}))
     elif not args.quiet:
-        print(f"\rpacked {made.files:,} files ({human_size(made.data_bytes)}) into {made.archive} in "
+        print(f"packed {made.files:,} files ({human_size(made.data_bytes)}) into {made.archive} in "
               f"{made.seconds:.1f} s ({rate:.0f} MB/s, {made.workers} {'ranks' if runner else 'workers'}); its index "
               f"lists all "
               f"{made.members:,} members", file=sys.stderr)
@@ -153,8 +151,12 @@ def _unpack(args: argparse.Namespace, runner) -> int:
     from backends.archive.unpack import unpack
     from backends.core.errors import Corrupt
 
-    done = unpack(Path(args.archive), Path(args.dest), only=args.only, workers_asked=_count(args.workers),
-                  scan=args.scan, progress=_progress("unpacked", args.quiet), runner=runner)
+    shown = _progress("unpacked", args.quiet)
+    try:
+        done = unpack(Path(args.archive), Path(args.dest), only=args.only, workers_asked=_count(args.workers),
+                      scan=args.scan, progress=shown, runner=runner)
+    finally:
+        shown.line.done()
     for note in done.notes:
         print(f"labferry: {note}", file=sys.stderr)
     if args.json:
@@ -162,7 +164,7 @@ def _unpack(args: argparse.Namespace, runner) -> int:
                           "workers": done.workers, "indexed": done.indexed, "failed": done.failed,
                           "notes": done.notes}))
     elif not args.quiet:
-        print(f"\runpacked {done.restored:,} members ({human_size(done.bytes)}) into {args.dest} in "
+        print(f"unpacked {done.restored:,} members ({human_size(done.bytes)}) into {args.dest} in "
               f"{done.seconds:.1f} s", file=sys.stderr)
     if done.failed:
         raise Corrupt(f"{counted(len(done.failed), 'member')} of {args.archive} could not be restored "

@@ -53,6 +53,8 @@ def add_parser(sub) -> None:
                    help="do not compare with the server's checksum (Ferry still records its own sha256)")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates (only on a trusted network)")
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
+    p.add_argument("--pack", action="store_true",
+                   help="send the folder SRC as one tar (DEST/NAME.tar), made as it is sent: never written here")
     p.add_argument("--backend", metavar="NAME",
                    help="use this backend for the address (gridftp for a GridFTP server reached over ftp://, for "
                         "its parallel streams, server checksums and server-to-server copies)")
@@ -119,6 +121,7 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         max_depth=getattr(args, "max_depth", None),
         keep=getattr(args, "keep", False) or None,
         agent_command=getattr(args, "agent_command", None) if getattr(args, "via", None) else None,
+        pack=getattr(args, "pack", False) or None,
     )
 
 

@@ -94,8 +94,9 @@ class JobRunner:
             while True:
                 before = job.bytes_done
                 try:
-                    request = TransferRequest(self.source, self.dest, self._options(), ask_trust=engine.ask_trust,
-                                              state_dir=engine.state_dir)
+                    options = self._options()
+                    request = TransferRequest(self.source, self.dest, options, ask_trust=engine.ask_trust,
+                                              state_dir=engine.state_dir, made=await self._made(options))
                     log.info("job %s: %s %s → %s (streams %s, attempt %s)", job.id, job.backend, redact(self.source),
                              redact(self.dest), request.options.streams, job.attempts + 1)
                     if request.options.files:  # a list job (an accession's files): ``ListFetcher``
@@ -141,6 +142,16 @@ class JobRunner:
         if exc.retryable:
             return True
         return isinstance(exc, Unreachable) and (self.job.bytes_done > 0 or self.retries > 0)
+
+    async def _made(self, options):
+        """``--pack``: the folder as an archive made on demand (walked again each attempt: a source that
+        changed makes another plan, and the upload starts that plan over rather than mixing two)."""
+        if not options.pack:
+            return None
+        from backends.archive.image import image_of
+        from backends.core.made import packed_name
+
+        return await asyncio.to_thread(image_of, self.source, packed_name(self.source))
 
     def _options(self):
         options = replace(self.job.options, job=f"{self.job.id}:{id(self)}")

@@ -29,6 +29,7 @@ from app.units import parse_rate, parse_schedule
 from backends.core.checksums import parse_checksum
 from backends.core.errors import TransferError
 
+from .what_choice import what_box
 from .words import as_folder, for_window
 
 
@@ -74,18 +75,6 @@ EXISTING_OPTIONS = {"stop": {}, "sync": {"sync": "size-mtime"}, "overwrite": {"o
 
 
 #: New transfer's What: (label, the backend's action or "copy")
-WHAT_CHOICES = (("Copy", "copy"), ("Pack into an archive (.tar)", "pack"), ("Unpack an archive", "unpack"))
-
-
-def _what_box(parent) -> QComboBox:
-    box = QComboBox(parent)
-    for label, key in WHAT_CHOICES:
-        box.addItem(label, key)
-    box.setToolTip("Copy From to To; or pack the folder From into an archive in To (one .tar, written by several "
-                   "workers); or unpack the archive From into the folder To")
-    return box
-
-
 class NewTransferDialog(QDialog):
     """Source, destination and options; the engine checks them when the job is submitted."""
 
@@ -94,7 +83,7 @@ class NewTransferDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("New transfer")
         form = QFormLayout(self)
-        self.what = _what_box(self)
+        self.what = what_box(self)
         form.addRow("What", self.what)
         self.source = QLineEdit(source, self)
         self.source.setPlaceholderText("https://…, sftp://user@host/path, site:NAME/path, a local file, or an "

@@ -80,15 +80,20 @@ class FilesTab(QWidget):
             if not pane.listing and pane.shows(view.dest):
                 pane.refresh()
 
-    def _send(self, pane: FolderPane) -> None:
+    def _send(self, pane: FolderPane, packed: bool = False) -> None:
         target = self.other(pane)
-        self.copy_into(pane.items(pane.selected()), target, target.path)
+        self.copy_into(pane.items(pane.selected()), target, target.path, packed)
 
-    def copy_into(self, items: list[str], pane: FolderPane, folder: str) -> None:
-        """Copy ``items`` (local paths or ``site:NAME/path``) into ``folder`` of ``pane``, one transfer each."""
+    def copy_into(self, items: list[str], pane: FolderPane, folder: str, packed: bool = False) -> None:
+        """Copy ``items`` (local paths or ``site:NAME/path``) into ``folder`` of ``pane``, one transfer each;
+        ``packed``: each local item as one archive made as it is sent (``--pack``)."""
         remote = [i for i in items if i.startswith("site:")]
         local = [i for i in items if not i.startswith("site:")]
-        chosen = self.existing_choice()
+        chosen = self.existing_choice() | ({"pack": True} if packed else {})
+        if packed and (pane.site is None or remote):
+            self._show_error("Send as one archive packs folders of this computer for a site: open the site in the "
+                             "other pane and select folders here.")
+            return
         if pane.site is None:
             if local:
                 self._show_error("Both sides are this computer: copy between local folders in your file manager.")

@@ -36,6 +36,7 @@ from app.sites import Site
 from backends.core.base import FolderEntry
 
 from . import pane_paths
+from .folder_actions import ask_archive
 from .folder_model import EntryRole, FolderModel, local_mime, site_mime
 from .icons import icon
 from .pane_view import PaneView, scan_local
@@ -54,6 +55,7 @@ PANE_ACTIONS = {
     "delete": ("Delete", "mdi6.delete-outline", "Shift+Del"),
     "copy_path": ("Copy path", "mdi6.content-copy", "Ctrl+Shift+C"),
     "send": ("Copy to the other pane", "mdi6.swap-horizontal", "F6"),
+    "send_packed": ("Send to the other pane as one archive", "mdi6.package-up", "Shift+F6"),
     "pack": ("Pack into an archive", "mdi6.archive-arrow-down-outline", "Ctrl+Alt+P"),
     "unpack": ("Unpack here", "mdi6.archive-arrow-up-outline", "Ctrl+Alt+U"),
     "filter": ("Filter", "mdi6.filter-outline", "Ctrl+F"),
@@ -64,7 +66,7 @@ class FolderPane(QWidget):
     dropped = Signal(list, object, str)  # what was dropped (local paths or site:NAME/path lines), pane, folder
     #: "pack" or "unpack", the local paths chosen, the folder they are in (``archive_actions``)
     archive_requested = Signal(str, list, str)
-    send_requested = Signal(object)  # this pane: copy its selection to the other pane
+    send_requested = Signal(object, bool)  # this pane, and packed: copy its selection to the other pane
     said = Signal(str)  # an action's failure, as the sentence to show
     _arrived = Signal(int, object)  # generation, entries: emitted from the engine's or a scan's thread
 
@@ -347,25 +349,26 @@ class FolderPane(QWidget):
 
     def send(self) -> None:
         if self.selected():
-            self.send_requested.emit(self)
+            self.send_requested.emit(self, False)
+
+    def send_packed(self) -> None:
+        """Each selected item as one tar made as it is sent (``copy --pack``), never written here."""
+        if self.selected():
+            self.send_requested.emit(self, True)
 
     def _menu(self, point) -> None:
         menu = QMenu(self)
         names = ["send", "mkdir", "rename", "delete", "copy_path", "refresh"]
         if self.site is None:  # packing and unpacking happen on this computer's disk
-            names[1:1] = ["pack", "unpack"]
+            names[1:1] = ["send_packed", "pack", "unpack"]
         for name in names:
             menu.addAction(self.actions_by_name[name])
         menu.exec(self.view.viewport().mapToGlobal(point))
 
     def pack(self) -> None:
-        from .folder_actions import ask_archive
-
         ask_archive(self, "pack")
 
     def unpack(self) -> None:
-        from .folder_actions import ask_archive
-
         ask_archive(self, "unpack")
 
 

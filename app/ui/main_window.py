@@ -47,6 +47,7 @@ from .queue_model import QueueModel, queue_table, selected_views
 from .remembered import note_folder, remember, restore, start_folder
 from .reporting import ReportExporter
 from .torrents import SeedingView
+from .what_choice import what_overrides
 from .window_actions import build_actions
 from .words import for_window
 
@@ -253,8 +254,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             if values["on"]:  # the whole job on that site's agent, SRC and DEST as its host sees them
                 self.run_on_agent(values)
                 return
-            via = self.relay_choice(values) if values["what"] == "copy" else {  # Pack, Unpack: on this computer
-                "backend": "archive", "backend_options": {"action": values["what"]}}
+            via = self.relay_choice(values) if values["what"] == "copy" else what_overrides(values["what"])
             note_folder(self, values["dest"])
             for item in [values["source"], *more]:
                 self.submit(item, values["dest"], streams=values["streams"], checksum=values["checksum"],

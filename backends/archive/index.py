@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import re
+import time
 
 from ..core.errors import Corrupt
 from ..host import portable
-from .layout import BLOCK, Member, padded
+from .layout import BLOCK, Layout, Member, padded
 
 INDEX_NAME = ".labferry-index"
 MAGIC = "labferry-index 1"
@@ -102,6 +103,55 @@ def as_member(line: dict) -> Member:
     m = Member(line["n"], line["k"], int(line["s"]), int(line["m"]), int(line["t"]), line.get("l", ""))
     m.offset, m.data = int(line["o"]), int(line["d"])
     return m
+
+
+def assembled(layout: Layout, by_piece: dict[int, str], wholes: dict[int, str]) -> dict[int, list[str]]:
+    """Each member's digests: one, or the file's own and then each piece's."""
+    digests: dict[int, list[str]] = {}
+    for number, piece in enumerate(layout.pieces):
+        digests.setdefault(piece.member, []).append(by_piece[number])
+    for i, digest in wholes.items():
+        digests[i] = [digest, *digests[i]]
+    return digests
+
+
+def pieces_per_member(layout: Layout) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for piece in layout.pieces:
+        counts[piece.member] = counts.get(piece.member, 0) + 1
+    return counts
+
+
+class IndexWriter:
+    """The index member: its size known before the pack starts (digests have a fixed length, and its header is
+    one plain block: a short name, whole seconds), written last."""
+
+    def __init__(self, layout: Layout, piece: int, stamp_ns: int | None = None) -> None:
+        self.layout, self.piece = layout, piece
+        stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
+        self.stamp = stamp_ns // 1_000_000_000 * 1_000_000_000
+        self.data_offset = layout.end + BLOCK
+        self.heads = [head(m) for m in layout.members]
+        counts = pieces_per_member(layout)
+        blank = {i: ["0" * 64] * (n + 1 if n > 1 else n) for i, n in counts.items()}
+        self.size = len(self._data(blank))
+        self.total = self.data_offset + self.size + len(trailer(self.size))
+
+    def _data(self, digests: dict[int, list[str]]) -> bytes:
+        lines = []
+        for i, m in enumerate(self.layout.members):
+            found = digests.get(i, [])
+            whole = found[0] if m.kind == "file" else None
+            lines.append(line(self.heads[i], whole, found[1:] if len(found) > 1 else None, self.piece))
+        return encode(lines, self.data_offset)
+
+    def tail(self, digests: dict[int, list[str]]) -> bytes:
+        """The index member as the tar's last bytes: its header, its data, the end blocks and the padding."""
+        data = self._data(digests)
+        header = member_for(data, self.stamp).header
+        if len(data) != self.size or len(header) != BLOCK:
+            raise RuntimeError("the index came out another size than planned")
+        return header + data + trailer(len(data))
 
 
 def size_of(fd: int) -> int:

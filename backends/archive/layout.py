@@ -28,6 +28,8 @@ PIECE = 64 << 20
 MOST_ENTRIES = 50_000_000
 #: the deepest folder a walk enters
 MOST_LEVELS = 512
+#: what opening a file costs in time, as bytes of reading (about 64 KiB): how work is dealt to workers and ranks
+OPEN_COST = 64 << 10
 
 
 @dataclass
@@ -69,7 +71,7 @@ class Piece:
     def cost(self) -> int:
         """Bytes, plus what opening a file costs in time (about 64 KiB of reading): 30,000 small files and
         4 large ones are dealt so the workers finish together."""
-        return self.length + (64 << 10 if self.first else 0)
+        return self.length + (OPEN_COST if self.first else 0)
 
 
 @dataclass

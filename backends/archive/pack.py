@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from ..core.words import human_size
 from ..destination import check_destination
 from ..destination.shared import SharedPart
 from ..host import portable
-from . import index, workers
-from .layout import BLOCK, PIECE, Layout, Member, Piece, plan
+from . import workers
+from .index import IndexWriter, assembled, pieces_per_member
+from .layout import OPEN_COST, PIECE, Layout, Member, Piece, plan
 from .resume import Record, plan_key
 from .workers import BATCH_PIECES, worker_count
 
@@ -59,13 +62,13 @@ def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None,
         size = _pack_zstd(layout, archive, count, piece, progress)
         return Packed(archive, len(layout.members), sum(m.kind == "file" for m in layout.members),
                       layout.data_bytes, size, time.monotonic() - began, count, layout.notes)
-    lines_ready = _IndexWriter(layout, piece)
+    lines_ready = IndexWriter(layout, piece)
     record = Record(archive, plan_key(layout, piece))
     kept = record.load(Path(f"{archive}.part"), lines_ready.total)
     part = SharedPart.make(archive, lines_ready.total, keep=bool(kept))
     try:
         digests = _write_members(layout, part, count, progress, record, runner)
-        lines_ready.write(part, digests)
+        _write_index(lines_ready, part, digests)
         made = part.finish(archive)
     except TransferError:
         part.discard()
@@ -87,8 +90,6 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
     jobs = [_job(n, piece, layout.members[piece.member]) for n, piece in enumerate(layout.pieces)
             if n not in by_piece]
     batches = _batches(jobs, [layout.pieces[job[0]] for job in jobs], count)
-    counts = pieces_per_member(layout)
-    whole = _WholeDigests(layout, [i for i, n in counts.items() if n > 1])
     done = [sum(layout.pieces[n].length for n in by_piece)]
 
     def finished(results: list[tuple[int, str]]) -> None:
@@ -99,55 +100,25 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
         if progress:
             progress(done[0], layout.data_bytes)
 
-    whole.start()
-    try:
-        if runner is not None:
-            runner.run(batches, workers.pack_batch, part, finished, cost=lambda batch: sum(j[7] + 65536 for j in batch))
-        else:
-            workers.run(batches, workers.pack_batch, part, count, finished)
-    except BaseException:
-        whole.halt.set()  # stopped or failed: the large files' digests are not wanted now
-        whole.join(raising=False)
-        raise
-    whole.join()
-    return _assembled(layout, by_piece, whole.digests)
+    with _WholeDigests.beside(layout) as whole:
+        workers.run(batches, workers.pack_batch, part, count, finished, runner,
+                    cost=lambda batch: sum(j[7] + OPEN_COST for j in batch))
+        whole.join()
+    return assembled(layout, by_piece, whole.digests)
 
 
 def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) -> int:
     from .zpack import LEVEL, write_frames
 
-    writer = _IndexWriter(layout, piece)
+    writer = IndexWriter(layout, piece)
     by_piece: dict[int, str] = {}
-    whole = _WholeDigests(layout, [i for i, n in pieces_per_member(layout).items() if n > 1])
+    with _WholeDigests.beside(layout) as whole:
 
-    def tail() -> bytes:
-        whole.join()
-        return writer.tail(_assembled(layout, by_piece, whole.digests))
+        def tail() -> bytes:
+            whole.join()
+            return writer.tail(assembled(layout, by_piece, whole.digests))
 
-    whole.start()
-    try:
         return write_frames(layout, archive, count, tail, LEVEL, progress, by_piece.update)
-    except BaseException:
-        whole.halt.set()
-        whole.join(raising=False)
-        raise
-
-
-def _assembled(layout: Layout, by_piece: dict[int, str], wholes: dict[int, str]) -> dict[int, list[str]]:
-    """Each member's digests: one, or the file's own and then each piece's."""
-    digests: dict[int, list[str]] = {}
-    for number, piece in enumerate(layout.pieces):
-        digests.setdefault(piece.member, []).append(by_piece[number])
-    for i, digest in wholes.items():
-        digests[i] = [digest, *digests[i]]
-    return digests
-
-
-def pieces_per_member(layout: Layout) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for piece in layout.pieces:
-        counts[piece.member] = counts.get(piece.member, 0) + 1
-    return counts
 
 
 def _job(number: int, piece: Piece, member: Member) -> workers.PackJob:
@@ -185,6 +156,20 @@ class _WholeDigests(threading.Thread):
         self.error: BaseException | None = None
         self.halt = threading.Event()
 
+    @classmethod
+    @contextmanager
+    def beside(cls, layout: Layout) -> Iterator[_WholeDigests]:
+        """The thread running while the block writes the pieces; a stop or failure ends it early (its digests
+        are not wanted then)."""
+        whole = cls(layout, [i for i, n in pieces_per_member(layout).items() if n > 1])
+        whole.start()
+        try:
+            yield whole
+        except BaseException:
+            whole.halt.set()
+            whole.join(raising=False)
+            raise
+
     def run(self) -> None:
         try:
             for i in self.members:
@@ -199,40 +184,10 @@ class _WholeDigests(threading.Thread):
             raise self.error
 
 
-class _IndexWriter:
-    """The index member: its size known before the pack starts (digests have a fixed length, and its header is
-    one plain block: a short name, whole seconds), written last."""
-
-    def __init__(self, layout: Layout, piece: int) -> None:
-        self.layout, self.piece = layout, piece
-        self.stamp = time.time_ns() // 1_000_000_000 * 1_000_000_000
-        self.data_offset = layout.end + BLOCK
-        self.heads = [index.head(m) for m in layout.members]
-        counts = pieces_per_member(layout)
-        blank = {i: ["0" * 64] * (n + 1 if n > 1 else n) for i, n in counts.items()}
-        self.size = len(self._data(blank))
-        self.total = self.data_offset + self.size + len(index.trailer(self.size))
-
-    def _data(self, digests: dict[int, list[str]]) -> bytes:
-        lines = []
-        for i, m in enumerate(self.layout.members):
-            found = digests.get(i, [])
-            whole = found[0] if m.kind == "file" else None
-            lines.append(index.line(self.heads[i], whole, found[1:] if len(found) > 1 else None, self.piece))
-        return index.encode(lines, self.data_offset)
-
-    def tail(self, digests: dict[int, list[str]]) -> bytes:
-        """The index member as the tar's last bytes: its header, its data, the end blocks and the padding."""
-        data = self._data(digests)
-        header = index.member_for(data, self.stamp).header
-        if len(data) != self.size or len(header) != BLOCK:
-            raise RuntimeError("the index came out another size than planned")
-        return header + data + index.trailer(len(data))
-
-    def write(self, part: SharedPart, digests: dict[int, list[str]]) -> None:
-        fd = part.open()
-        try:
-            part.write(fd, self.tail(digests), self.layout.end)
-            portable.datasync(fd)
-        finally:
-            os.close(fd)
+def _write_index(writer: IndexWriter, part: SharedPart, digests: dict[int, list[str]]) -> None:
+    fd = part.open()
+    try:
+        part.write(fd, writer.tail(digests), writer.layout.end)
+        portable.datasync(fd)
+    finally:
+        os.close(fd)

@@ -23,7 +23,7 @@ from ..destination import Destination
 from ..destination.shared import SharedPart
 from ..host import portable
 from . import index, seekable, workers
-from .layout import Member
+from .layout import OPEN_COST, Member
 from .workers import BATCH_PIECES, worker_count
 
 #: the most members a tar made elsewhere is scanned for (its headers are read one by one)
@@ -203,11 +203,8 @@ def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destinati
         batches = [b for batch in batches for b in _split_large(batch)]
     count, runner = run_on
     try:
-        if runner is not None:
-            runner.run(batches, workers.unpack_batch, (str(archive), cat.frames), finished,
-                       cost=lambda batch: sum(job[3] + 65536 for job in batch))
-        else:
-            workers.run(batches, workers.unpack_batch, (str(archive), cat.frames), count, finished)
+        workers.run(batches, workers.unpack_batch, (str(archive), cat.frames), count, finished, runner,
+                    cost=lambda batch: sum(job[3] + OPEN_COST for job in batch))
     except BaseException:
         for part, _, _ in shared.values():
             part.discard()

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.errors import Corrupt, LocalError
@@ -127,37 +129,32 @@ def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
         part.write(fd, headers.header(*meta), header_at)
     if not source:
         return number, hashlib.sha256().hexdigest()
-    try:
-        src = os.open(source, os.O_RDONLY | portable.O_NOFOLLOW | portable.O_BINARY)
-    except OSError as exc:
-        raise changed(source, f"it could not be opened again ({exc.strerror})") from None
-    try:
-        if os.fstat(src).st_ino != identity[1]:
-            raise changed(source, "another file took its name")
+    with checked_source(source, identity) as src:
         digest = _copy(part, fd, src, start, data_at, length, source, identity)
-        st = os.fstat(src)
-        if (st.st_size, st.st_mtime_ns) != identity[2:]:
-            raise changed(source, f"its size or time changed (now {st.st_size:,} bytes)")
-    finally:
-        os.close(src)
     return number, digest.hexdigest()
 
 
 def read_source(source: str, identity: tuple, start: int, length: int) -> bytes:
     """``length`` bytes of ``source`` from ``start``, when it is still the file the walk saw, unchanged."""
+    with checked_source(source, identity) as src:
+        return _read(src, start, length, source, identity)
+
+
+@contextmanager
+def checked_source(source: str, identity: tuple) -> Iterator[int]:
+    """``source`` opened (never through a link), when it is still the file the walk saw; on leaving, its size
+    and time must still be the walk's, or the bytes read from it are refused."""
     try:
         src = os.open(source, os.O_RDONLY | portable.O_NOFOLLOW | portable.O_BINARY)
     except OSError as exc:
         raise changed(source, f"it could not be opened again ({exc.strerror})") from None
     try:
-        st = os.fstat(src)
-        if st.st_ino != identity[1]:  # not the device: another node of a cluster numbers its mounts its own way
+        if os.fstat(src).st_ino != identity[1]:  # not the device: another node numbers its mounts its own way
             raise changed(source, "another file took its name")
-        data = _read(src, start, length, source, identity)
+        yield src
         st = os.fstat(src)
         if (st.st_size, st.st_mtime_ns) != identity[2:]:
             raise changed(source, f"its size or time changed (now {st.st_size:,} bytes)")
-        return data
     finally:
         os.close(src)
 
@@ -200,13 +197,11 @@ def whole_digest(source: str, identity: tuple, halt) -> str:
     """A large file's own SHA-256, read in order (its pieces went to several workers); ``halt``: an event
     that ends it early (the pack stopped)."""
     digest = hashlib.sha256()
-    with open(source, "rb", buffering=0) as f:
-        if os.fstat(f.fileno()).st_ino != identity[1]:
-            raise changed(source, "another file took its name")
-        for chunk in iter(lambda: f.read(CHUNK), b""):
+    with checked_source(source, identity) as src:
+        for start in range(0, identity[2], CHUNK):
             if halt.is_set():
                 return ""
-            digest.update(chunk)
+            digest.update(_read(src, start, min(CHUNK, identity[2] - start), source, identity))
     return digest.hexdigest()
 
 
@@ -286,9 +281,13 @@ def _chunks(fd: int, at: int, length: int, name: str):
         done += len(data)
 
 
-def run(batches: list, work, common, workers: int, on_done) -> None:
-    """``work(common, batch)`` for every batch, on ``workers`` processes (or here, with one); ``on_done`` gets
+def run(batches: list, work, common, workers: int, on_done, runner=None, cost=None) -> None:
+    """``work(common, batch)`` for every batch, on ``workers`` processes (or here, with one), or across the
+    ranks of an MPI job (``runner``: ``ranks.Runner``, dealing batches by ``cost(batch)``); ``on_done`` gets
     each batch's results as it ends, in the order they end."""
+    if runner is not None:
+        runner.run(batches, work, common, on_done, cost=cost)
+        return
     if workers <= 1:
         for batch in batches:
             on_done(work(common, batch))

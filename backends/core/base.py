@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from .depth import MAX_DEPTH
+from .made import Made
 
 Streams = int | Literal["auto"]
 
@@ -36,6 +37,7 @@ class Capabilities:
     folders: bool = False
     third_party: bool = False
     checksums: tuple[str, ...] = ()  # algorithms it can verify against
+    made: bool = False  # uploads a file made on demand (``TransferRequest.made``: ``--pack``)
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class TransferOptions:
     #: the running job this transfer belongs to (set by the engine for one run, never stored): every file of
     #: the job pays one rate bucket (``streams.ratelimit``)
     job: str | None = None
+    #: send the folder SRC as one tar made on demand (``--pack``: ``TransferRequest.made``), never written here
+    pack: bool = False
 
     @property
     def rate_cap(self) -> int | None:
@@ -261,6 +265,9 @@ class TransferRequest:
     #: told, from any thread, the ranges of the destination that are written and checked, as they grow (a
     #: relay's first hop tells the agent, which forwards them before the hop ends)
     on_ranges: Callable[[list[tuple[int, int]]], None] | None = field(default=None, repr=False, compare=False)
+    #: the file to send, made on demand instead of read from ``source`` (``--pack``: the archive's image,
+    #: composed by the engine; ``core.made``); None: ``source`` is the file or folder sent
+    made: Made | None = field(default=None, repr=False, compare=False)
 
     def state_folder(self, name: str) -> Path:
         """``state_dir/name``, created on first use."""

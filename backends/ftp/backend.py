@@ -23,6 +23,7 @@ from ..core.base import (
 )
 from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError
+from ..core.made import packed_name
 from ..core.options import read_options
 from ..core.registry import scheme_of
 from ..destination import PartFile, check_destination
@@ -44,7 +45,7 @@ class FtpBackend(BrowsesFolders):
     name = "ftp"
     schemes = SCHEMES
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True,
-                        checksums=("sha256", "md5"))
+                        checksums=("sha256", "md5"), made=True)
     options_type = FtpOptions
 
     def available(self) -> Availability:
@@ -70,7 +71,10 @@ class FtpBackend(BrowsesFolders):
         if scheme_of(request.source) in SCHEMES:
             PartFile(request.dest).discard()
             return
-        if Path(request.source).is_dir():
+        local = Path(request.source)
+        if request.options.pack:
+            local = Path(packed_name(request.source))  # the archive's part goes, as a file upload's does
+        elif local.is_dir():
             return
         import asyncio
 
@@ -82,7 +86,7 @@ class FtpBackend(BrowsesFolders):
 
         async def remove() -> None:
             async with _opened(self._connector(address, request.options)) as lead:
-                remote, _ = await target_path(lead, address, Path(request.source))
+                remote, _ = await target_path(lead, address, local)
                 record = UploadRecord(request.state_folder("ftp-uploads"), f"{address.where}|{address.user}|{remote}") \
                     if request.state_dir else None
                 found = await owner_of(lead, remote + LOCK_SUFFIX)

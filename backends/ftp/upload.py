@@ -23,9 +23,10 @@ import aioftp
 from ..core.base import NOT_COMPARED, Result, Sink, TransferRequest
 from ..core.claims import new_token, replaced
 from ..core.errors import Corrupt, LocalError, TransferError
+from ..core.made import Made, described, open_local, whole_digest
 from ..core.words import counted, human_size
 from ..streams.folder import FileSink, Totals
-from ..streams.hashing import hash_file, manifest_digest
+from ..streams.hashing import manifest_digest
 from ..streams.holds import Held
 from ..streams.ratelimit import limiter_for
 from .address import FtpAddress
@@ -55,17 +56,14 @@ class UploadRecord(Held):
         self.saved = saved if isinstance(saved, dict) else {}
         self.token = self.saved.get("token") or new_token()
 
-    def matches(self, local: Path) -> bool:
+    def matches(self, local: Path | Made) -> bool:
         try:
-            st = local.stat()
+            return self.saved.get("local") == _identity(local)
         except OSError:
             return False
-        return self.saved.get("local") == {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
-    def save(self, local: Path) -> None:
-        st = local.stat()
-        self.saved = {"local": {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
-                      "token": self.token}
+    def save(self, local: Path | Made) -> None:
+        self.saved = {"local": _identity(local), "token": self.token}
         self.path.write_text(json.dumps(self.saved))
 
     def drop(self) -> None:
@@ -73,11 +71,20 @@ class UploadRecord(Held):
         self.let_go()
 
 
+def _identity(local: Path | Made) -> dict:
+    """What the part on the server was made from: a file's path, size and time, or a made file's key (an
+    archive's plan: the same sources unchanged make the same bytes)."""
+    if isinstance(local, Made):
+        return {"made": local.key, "size": local.size}
+    st = local.stat()
+    return {"path": str(local), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
 def part_of(path: str) -> str:
     return path + ".part"
 
 
-async def target_path(control: FtpControl, address: FtpAddress, local: Path) -> tuple[str, bool]:
+async def target_path(control: FtpControl, address: FtpAddress, local: Path | Made) -> tuple[str, bool]:
     """Where ``local`` goes: into the folder DEST names (``…/`` or an existing folder), else DEST itself;
     and whether something is there already."""
     there = None if address.folder else await entry_or_none(control, address.path)
@@ -97,10 +104,11 @@ async def entry_or_none(control: FtpControl, path: str) -> Entry | None:
         raise
 
 
-async def send_file(control: FtpControl, address: FtpAddress, local: Path, remote: str, record: UploadRecord,
-                    sink: Sink, limiter, *, note=None) -> tuple[str, bool, str, int, int]:
-    """``local`` → ``remote`` via ``remote.part``; (sha256, verified, how, bytes sent, resumed from)."""
-    size = local.stat().st_size
+async def send_file(control: FtpControl, address: FtpAddress, local: Path | Made, remote: str,
+                    record: UploadRecord, sink: Sink, limiter, *, note=None) -> tuple[str, bool, str, int, int]:
+    """``local`` (a file, or one made on demand: ``--pack``) → ``remote`` via ``remote.part``; (sha256,
+    verified, how, bytes sent, resumed from)."""
+    size = described(local)[0]
     record.hold(remote, address.where)
     try:
         mine = await claim(control, remote, record.token)
@@ -115,8 +123,8 @@ async def send_file(control: FtpControl, address: FtpAddress, local: Path, remot
     return result
 
 
-async def _send(control: FtpControl, address: FtpAddress, local: Path, remote: str, record: UploadRecord, sink: Sink,
-                limiter, note, size: int, resumable: bool) -> tuple[str, bool, str, int, int]:
+async def _send(control: FtpControl, address: FtpAddress, local: Path | Made, remote: str, record: UploadRecord,
+                sink: Sink, limiter, note, size: int, resumable: bool) -> tuple[str, bool, str, int, int]:
     part = part_of(remote)
     offset = 0
     if resumable:
@@ -128,16 +136,18 @@ async def _send(control: FtpControl, address: FtpAddress, local: Path, remote: s
     digest = hashlib.sha256()
     sent = 0
     try:
-        with open(local, "rb") as source:
-            while offset and (block := source.read(min(BLOCK, offset - source.tell()))):
+        with open_local(local) as source:
+            at = 0
+            while at < offset and (block := await source.read_at(min(BLOCK, offset - at), at)):
                 digest.update(block)  # the bytes the part already holds, hashed here without sending them
+                at += len(block)
             if offset:
                 opened = (control.client.upload_stream(part, offset=offset) if control.can_resume
                           else control.client.append_stream(part))
             else:
                 opened = control.client.upload_stream(part)
             async with opened as stream:
-                while block := source.read(BLOCK):
+                while block := await source.read_at(BLOCK, offset + sent):
                     await stream.write(block)
                     digest.update(block)
                     sent += len(block)
@@ -164,7 +174,7 @@ async def _send(control: FtpControl, address: FtpAddress, local: Path, remote: s
     return digest.hexdigest(), verified, how, sent, offset
 
 
-async def final_check(control: FtpControl, address: FtpAddress, local: Path, remote: str, sha256: str,
+async def final_check(control: FtpControl, address: FtpAddress, local: Path | Made, remote: str, sha256: str,
                       size: int) -> tuple[bool, str]:
     """The word "verified": the whole file at its final name, after the rename, by the server's own checksum
     command; without one, its size there, and the word is not said. What is there and is not what this upload
@@ -177,7 +187,7 @@ async def final_check(control: FtpControl, address: FtpAddress, local: Path, rem
         return False, ("size at its final name checked on the server; it offers no checksum command"
                        if there is not None else "the server tells neither sizes nor checksums; the upload ended "
                        "without an error")
-    ours = sha256 if theirs.algorithm == "sha256" else (await asyncio.to_thread(hash_file, local, ("md5",)))["md5"]
+    ours = sha256 if theirs.algorithm == "sha256" else await asyncio.to_thread(whole_digest, local, "md5")
     if ours != theirs.hexdigest:
         raise replaced(remote, address.where, f"its {theirs.algorithm} from {theirs.source} differs")
     return True, f"{theirs.algorithm} of the whole file at its final name, from {theirs.source}, matched"
@@ -190,7 +200,7 @@ async def _size(control: FtpControl, path: str) -> int | None:
 async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl) -> Result:
     began = time.monotonic()
     address = FtpAddress.parse(request.dest)
-    local = Path(request.source)
+    local = request.made or Path(request.source)  # ``--pack``: the folder as an archive made on demand
     options = request.options
     records = request.state_folder("ftp-uploads")
     remote, exists = await target_path(lead, address, local)
@@ -202,16 +212,15 @@ async def upload(request: TransferRequest, sink: Sink, connect, lead: FtpControl
         sink.note(text)
 
     sink.stage("transferring")
-    if local.is_dir():
+    if request.made is None and local.is_dir():
         return await _folder(request, sink, connect, lead, address, remote, began)
     if exists and not options.overwrite:
         raise LocalError(f"{remote} already exists on {address.where}. Pass --overwrite to replace it.")
     record = UploadRecord(records, f"{address.where}|{address.user}|{remote}")
     sha256, verified, how, sent, resumed = await send_file(lead, address, local, remote, record, sink, limiter,
                                                            note=note)
-    size = local.stat().st_size
-    return Result(bytes=size, seconds=time.monotonic() - began, streams=1, sha256=sha256, verified=verified,
-                  verify_method=how if options.verify else NOT_COMPARED, peer_host=address.host,
+    return Result(bytes=described(local)[0], seconds=time.monotonic() - began, streams=1, sha256=sha256,
+                  verified=verified, verify_method=how if options.verify else NOT_COMPARED, peer_host=address.host,
                   bytes_fetched=sent, resumed_from=resumed, notes=notes)
 
 

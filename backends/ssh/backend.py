@@ -28,6 +28,7 @@ from ..core.base import (
 )
 from ..core.browsing import BrowsesFolders
 from ..core.errors import BadRequest, LocalError, NotFound, TransferError
+from ..core.made import packed_name
 from ..core.registry import scheme_of
 from ..destination import PartFile, check_destination
 from ..host.netprobe import begin_handshake
@@ -66,7 +67,8 @@ def check_identity(identity: str) -> None:
 class SshBackend(BrowsesFolders):
     name = "ssh"
     schemes = SCHEMES
-    caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, checksums=("sha256",))
+    caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, checksums=("sha256",),
+                        made=True)
     options_type = SshOptions
 
     def available(self) -> Availability:
@@ -103,7 +105,9 @@ class SshBackend(BrowsesFolders):
             PartFile(request.dest).discard()
             return
         local = Path(request.source)
-        if local.is_dir():
+        if request.options.pack:
+            local = Path(packed_name(request.source))  # the archive's part goes, as a file upload's does
+        elif local.is_dir():
             return  # a folder's files arrive whole under their names: what arrived stays, as with scp -r
         from .control import Control
         from .session import ssh_options
@@ -210,13 +214,13 @@ class SshBackend(BrowsesFolders):
 
     async def _upload(self, session: SshSession, request: TransferRequest, sink: Sink):
         control = session.control
-        local = Path(request.source)
+        local = request.made or Path(request.source)  # ``--pack``: the folder as an archive made on demand
         remote = await asyncio.to_thread(control.absolute, session.target.path)
         existing = await asyncio.to_thread(control.stat, remote)
         if request.dest.endswith("/") or (existing is not None and existing.is_dir):
             remote = remote_join(remote, local.name)
             existing = await asyncio.to_thread(control.stat, remote)
-        if local.is_dir():
+        if request.made is None and local.is_dir():
             from .uptree import upload_tree
 
             there = existing if existing is not None and existing.is_dir else None

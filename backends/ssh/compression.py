@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core.base import Arriving, Sink, TransferOptions
 from ..core.errors import TransferError
+from ..core.made import Made
 from . import squeeze
 from .session import SshSession, ssh_options
 
@@ -50,7 +51,7 @@ async def deciding(run, choosing: Coroutine | None):
 
 
 async def compress_file(session: SshSession, options: TransferOptions, remote: str, left: int, sink: Sink | None,
-                        local: Path | None, arriving: Arriving | None = None) -> bool:
+                        local: Path | Made | None, arriving: Arriving | None = None) -> bool:
     """Whether this file's ranges travel as zstd frames (``squeeze.decide``).
 
     A download samples the file's start with the server's own zstd (its speed is what counts); an upload
@@ -66,7 +67,7 @@ async def compress_file(session: SshSession, options: TransferOptions, remote: s
         head = min(squeeze.SAMPLE_BYTES, arriving.size)
         while not any(s == 0 and e >= head for s, e in arriving.ready()):
             await arriving.more(1.0)
-    here = (lambda: squeeze.sample_local(str(local))) if local is not None else None
+    here = (lambda: squeeze.sample_local(local)) if local is not None else None
     return await _ask(session, options, name, left, sink, remote, here)
 
 

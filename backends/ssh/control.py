@@ -291,17 +291,21 @@ class Control:
     def run(self, script: str, stdin: bytes = b"", *numbers: int, timeout: float = 600) -> tuple[int, bytes, bytes]:
         """Run one of ``scripts``; returns (exit status, stdout, stderr)."""
         chan = self.client.get_transport().open_session(timeout=CONNECT_TIMEOUT)
+        feeder = None
         try:
             chan.settimeout(timeout)
             chan.exec_command(scripts.command(script, *numbers))
-            if stdin:
-                chan.sendall(stdin)
-            chan.shutdown_write()
+            # stdin goes from a thread of its own while this one reads: a folder's names in, its checksums
+            # out, each larger than the SSH windows, stall for good when one waits for the other
+            feeder = threading.Thread(target=_feed, args=(chan, stdin), daemon=True, name="ssh-stdin")
+            feeder.start()
             out = chan.makefile("rb").read()  # our scripts print little on stderr: no window deadlock
             err = chan.makefile_stderr("rb").read()
             return chan.recv_exit_status(), out, err
         finally:
             chan.close()
+            if feeder is not None:
+                feeder.join(timeout)
 
     def can_exec(self) -> bool:
         """Whether this account may run commands (SFTP-only accounts may not)."""
@@ -344,3 +348,13 @@ class Control:
         status, out, _ = self.run(scripts.FREE_BYTES, scripts.encode_path(path), timeout=30)
         text = out.decode("ascii", "replace").strip()
         return int(text) if status == 0 and text.isdigit() else None
+
+
+def _feed(chan, stdin: bytes) -> None:
+    """``stdin`` to a command's channel, then its end; a channel that closes meanwhile is the reader's to say."""
+    try:
+        if stdin:
+            chan.sendall(stdin)
+        chan.shutdown_write()
+    except (OSError, EOFError, paramiko.SSHException):
+        return

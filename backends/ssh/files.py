@@ -11,12 +11,13 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Arriving, Sink, TransferOptions
 from ..core.claims import new_token, replaced
 from ..core.errors import Corrupt, LocalError, NoSpace, RemoteChanged, TransferError
+from ..core.made import Made, described, whole_sha256
 from ..core.words import human_size
 from ..destination import Identity, PartFile
 from ..host import portable
 from ..streams.chunks import ChunkMap, total
 from ..streams.folder import FileOutcome
-from ..streams.hashing import FollowingHasher, hash_file
+from ..streams.hashing import FollowingHasher
 from ..streams.holds import Held
 from ..streams.ratelimit import limiter_for
 from .claim import claim, release
@@ -155,24 +156,24 @@ class UploadRecord(Held):
         self.let_go()
 
 
-async def upload_file(session: SshSession, local: Path, remote: str, options: TransferOptions, sink: Sink | None,
+async def upload_file(session: SshSession, local: Path | Made, remote: str, options: TransferOptions, sink: Sink | None,
                       records: Path, arriving: Arriving | None = None, on_ranges=None) -> FileOutcome:
     """Local file → ``remote`` via ``remote.part`` and a rename, every range hashed on both ends.
 
     ``arriving``: the local file is a relay's spool still being filled; only ready ranges go, and the result is
     compared with the original's SHA-256 (``Arriving.whole``). ``on_ranges``: told the ranges verified on the
-    server as they grow (a relay's first hop, so the agent can send them on)."""
+    server as they grow (a relay's first hop, so the agent can send them on). ``local`` may be a file made on
+    demand (``core.made``: ``--pack``'s archive), read through the same streams."""
     control = session.control
     try:
-        info = local.stat()
+        size, mode, mtime = (arriving.size, arriving.mode, arriving.mtime) if arriving else described(local)
     except OSError as exc:
         raise LocalError(f"Cannot read {local} ({exc.strerror}). Check the path.") from None
-    size, mode, mtime = (arriving.size, arriving.mode, arriving.mtime) if arriving else \
-        (info.st_size, info.st_mode, info.st_mtime)
     part = remote + ".part"
-    local_sum = None if arriving else asyncio.ensure_future(asyncio.to_thread(hash_file, local))
+    local_sum = None if arriving else asyncio.ensure_future(asyncio.to_thread(whole_sha256, local))
     record = UploadRecord(records, f"{session.target.display}|{remote}", told=on_ranges)
-    identity = {"local": str(local), "size": size, "mtime": int(mtime), "remote": remote}
+    identity = {"local": local.key if isinstance(local, Made) else str(local), "size": size, "mtime": int(mtime),
+                "remote": remote}
     try:
         done = record.load(identity)
         record.hold(remote, session.target.host)
@@ -196,7 +197,7 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
             await gate.whole()  # the SFTP paths below read the file straight through: let it arrive first
             gate = None
         if session.openssh is not None and size > 0:
-            run = SshUpload(session.openssh, str(local), part, chunks, record=record, sink=sink,
+            run = SshUpload(session.openssh, local, part, chunks, record=record, sink=sink,
                             limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
                             max_streams=options.max_streams, rtt_s=session.rtt_s, arriving=gate)
             try:
@@ -210,7 +211,7 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         elif session.sftp_ssh is not None and size > 0:  # an SFTP-only account: SFTP sessions over OpenSSH
             from .sftpstreams import SftpUpload
 
-            run = SftpUpload(session.sftp_ssh, str(local), part, chunks, record, sink=sink,
+            run = SftpUpload(session.sftp_ssh, local, part, chunks, record, sink=sink,
                              limiter=limiter_for(options), tuner=session.tuner(options, size), streams=streams,
                              max_streams=options.max_streams, rtt_s=session.rtt_s)
             await run.run()
@@ -223,7 +224,7 @@ async def upload_file(session: SshSession, local: Path, remote: str, options: Tr
         if sink:
             sink.stage("verifying")
         # a relay's spool: the original's digest, as its first hop computed it from the original file
-        digest = (await local_sum)["sha256"] if local_sum is not None else await arriving.whole()
+        digest = await local_sum if local_sum is not None else await arriving.whole()
         if options.verify and not (verified_ranges and resumed == 0 and size > 0):
             # ranges written before a resume (or by SFTP alone) were not each checked: the part is, before the
             # rename, so damaged bytes never reach the final name

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..core.errors import RemoteChanged, TransferError, Transient
+from ..core.made import Made, open_local
 from ..destination import PartFile, os_error
-from ..host import portable
 from ..host.netprobe import connect_time
 from ..host.pipes import PipeSource, StreamSource
 from ..host.procs import reap
@@ -289,19 +289,17 @@ class SshUpload(_SshStreams):
 
     lease_floor = 32 * 1024 * 1024
 
-    def __init__(self, ssh: OpenSsh, local_path: str, remote_part: str, chunks: ChunkMap, **kw) -> None:
+    def __init__(self, ssh: OpenSsh, local: Path | Made, remote_part: str, chunks: ChunkMap, **kw) -> None:
         super().__init__(ssh, chunks, steal=False, **kw)
-        self.local_path, self.remote_part = local_path, remote_part
+        self.local_path, self.remote_part = local, remote_part
         self.packed = False  # the ranges begun from now on go as zstd frames, unpacked by the server's zstd
         self.on_wire = 0
-        self.fd = os.open(local_path, os.O_RDONLY | portable.O_CLOEXEC | portable.O_BINARY)
+        self.source = open_local(local)
         self.ranges_verified = 0
         self.ranges_unverified = 0
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self.source.close()
 
     async def move(self, lease: Lease, stream: Master) -> None:
         block = lease.cursor // BLOCK
@@ -316,7 +314,7 @@ class SshUpload(_SshStreams):
             proc.stdin.write(scripts.encode_path(self.remote_part))
             pos = start
             while pos < lease.end:
-                data = portable.pread(self.fd, min(piece(self.limiter, READ_SIZE), lease.end - pos), pos)
+                data = await self.source.read_at(min(piece(self.limiter, READ_SIZE), lease.end - pos), pos)
                 if not data:
                     raise TransferError(f"{self.local_path} became shorter while Ferry was sending it.")
                 local.update(data)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..core.base import Sink
+from ..core.made import Made, open_local
 from ..destination import PartFile
 from ..streams.chunks import ChunkMap
 from ..streams.hashing import FollowingHasher
@@ -60,7 +61,7 @@ async def sftp_download(session: SshSession, remote: str, chunks: ChunkMap, part
     return await asyncio.to_thread(work), 1
 
 
-async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks: ChunkMap, record,
+async def sftp_upload(session: SshSession, local: Path | Made, remote_part: str, chunks: ChunkMap, record,
                       sink: Sink | None, streams: int, limiter=None) -> tuple[int, int]:
     if sink:
         sink.note("Using SFTP through paramiko for the data (this account cannot run the faster OpenSSH path).")
@@ -69,7 +70,7 @@ async def sftp_upload(session: SshSession, local: Path, remote_part: str, chunks
         moved = 0
         sftp = session.control.own_sftp()
         try:
-            with dropped_is_transient(session.target.host), open(local, "rb") as src, \
+            with dropped_is_transient(session.target.host), open_local(local) as src, \
                     sftp.open(remote_part, "r+b") as fh:
                 fh.set_pipelined(True)
                 while (lease := chunks.lease(LEASE)) is not None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
-from typing import BinaryIO
+from pathlib import Path
 
 from ..core.errors import RemoteChanged, TransferError, Transient
+from ..core.made import LocalReader, Made, open_local
 from ..destination import PartFile
 from ..host.netprobe import connect_time
 from ..streams.chunks import ChunkMap, Lease
@@ -33,7 +34,7 @@ class _Session:
     master: Master
     channel: SftpChannel
     handle: bytes
-    source: BinaryIO | None = None  # an upload stream's own handle on the local file
+    source: LocalReader | None = None  # an upload stream's own handle on the local file
 
 
 class SftpDownload(ParallelTransfer):
@@ -121,13 +122,13 @@ class SftpDownload(ParallelTransfer):
 class SftpUpload(SftpDownload):
     """The same streams writing ``local`` into ``remote`` (the upload's part, already made at its full size)."""
 
-    def __init__(self, ssh: OpenSsh, local: str, remote: str, chunks: ChunkMap, record, **kw) -> None:
+    def __init__(self, ssh: OpenSsh, local: Path | Made, remote: str, chunks: ChunkMap, record, **kw) -> None:
         ParallelTransfer.__init__(self, chunks, record=record, **kw)
         self.ssh, self.local, self.remote = ssh, local, remote
 
     async def open_stream(self) -> _Session:
         stream = await self._open_session(lambda channel: channel.open_write(self.remote))
-        stream.source = open(self.local, "rb")  # noqa: SIM115 - closed with the stream
+        stream.source = open_local(self.local)  # closed with the stream
         return stream
 
     async def close_stream(self, stream: _Session) -> None:
@@ -145,8 +146,7 @@ class SftpUpload(SftpDownload):
         offset = lease.cursor
         while lease.cursor < lease.end:
             while offset < lease.end and len(channel.asked) < IN_FLIGHT:
-                source.seek(offset)
-                data = source.read(min(REQUEST, lease.end - offset))
+                data = await source.read_at(min(REQUEST, lease.end - offset), offset)
                 if not data:
                     raise RemoteChanged(f"{self.local} became shorter during the upload; starting again.")
                 channel.ask_write(handle, offset, data)

@@ -378,3 +378,35 @@ def test_pack_a_run_folder_and_unpack_it_from_the_local_pane(qtbot, window, tmp_
     for path in run.rglob("*"):
         assert path.is_dir() or _digest(path) == _digest(restore / "run42" / path.relative_to(run))
     qtbot.waitUntil(lambda: "run42" in [e.name for e in left.model.entries], timeout=10_000)  # pane refreshed
+
+
+def test_shift_f6_sends_a_local_folder_to_the_site_as_one_archive(qtbot, window, lab, tmp_path):
+    """Select a run folder in this computer's pane, Shift+F6 (Send to the other pane as one archive): the site's
+    folder gets run42.tar, made as it was sent (nothing written here), which GNU tar reads byte-exact."""
+    import subprocess
+
+    from PySide6.QtTest import QTest
+
+    here = tmp_path / "here"
+    run = here / "run42"
+    (run / "vcf").mkdir(parents=True)
+    for i in range(60):
+        (run / "vcf" / f"s{i}.vcf").write_bytes(os.urandom(300 + i))
+    (run / "lane1.bam").write_bytes(os.urandom(2 << 20))
+    left, right = window.files.panes()
+    window.tabs.setCurrentWidget(window.files)
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    _listed(qtbot, right)
+    left.load(str(here))
+    assert _listed(qtbot, left) == ["run42"]
+    _select(left, "run42")
+    left.view.setFocus()
+    QTest.keyClick(left.view, Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
+    views = _finished(qtbot, window, 1)
+    assert [v.state for v in views] == [JobState.DONE], [v.error for v in views]
+    assert sorted(p.name for p in here.iterdir()) == ["run42"]
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(lab / "run42.tar"), "-C", str(out)]).returncode == 0
+    for path in run.rglob("*"):
+        assert path.is_dir() or _digest(path) == _digest(out / "run42" / path.relative_to(run))

@@ -118,3 +118,60 @@ def test_new_transfer_packs_a_folder_when_what_says_pack(qtbot, window, tmp_path
     assert subprocess.run(["tar", "-xf", str(into / "run42.tar"), "-C", str(out)]).returncode == 0
     for path in (run / "qc").iterdir():
         assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, sshd, tmp_path):
+    """What → Send a folder as one archive, From a run folder, To a site's folder: the site gets run42.tar, made
+    as it was sent (never written here), which GNU tar reads byte-exact."""
+    import os
+    import subprocess
+    import time
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QComboBox, QDialogButtonBox, QFormLayout
+
+    from app.sites import Site, SiteBook
+    from app.store import Store
+    from tests.portable.dialogs import field
+
+    folder = sshd.home / f"packed-{time.monotonic_ns()}"
+    folder.mkdir()
+    sshd.give(folder)
+    with Store() as store:
+        SiteBook(store).save(Site("lab", "sftp", "127.0.0.1", sshd.port, sshd.user, str(folder), "2", str(sshd.key),
+                                  {"known_hosts": str(sshd.known_hosts)}))
+    window.refresh_sites()
+    run = tmp_path / "run42"
+    (run / "qc").mkdir(parents=True)
+    for i in range(30):
+        (run / "qc" / f"s{i}.txt").write_bytes(os.urandom(500 + i))
+
+    def act() -> None:
+        dialog = QApplication.activeModalWidget()
+        if dialog is None:
+            QTimer.singleShot(50, act)
+            return
+        form = dialog.findChild(QFormLayout)
+        what = next(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget() for r in range(form.rowCount())
+                    if isinstance(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget(), QComboBox))
+        what.setFocus()
+        for _ in range(3):
+            QTest.keyClick(what, Qt.Key.Key_Down)  # Copy → … → Send a folder as one archive
+        for label, text in (("From", str(run)), ("To", "site:lab/")):
+            edit = field(dialog, label)
+            edit.clear()
+            QTest.keyClicks(edit, text)
+        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
+                         Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(50, act)
+    window.actions_by_name["new"].trigger()
+    qtbot.waitUntil(lambda: any(v.state.terminal for v in window.queue_model.views()), timeout=60_000)
+    done = window.queue_model.views()[0]
+    assert done.state == JobState.DONE, done.error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run42"]
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(folder / "run42.tar"), "-C", str(out)]).returncode == 0
+    for path in (run / "qc").iterdir():
+        assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()

@@ -270,3 +270,33 @@ def test_remote_disk_full(sshd, tmp_path, ferry_home):
         assert not (full / "big.bin").exists()
     finally:
         subprocess.run(["umount", "-l", str(full)], check=False)
+
+
+def test_checking_many_files_at_once_does_not_stall_on_the_ssh_windows(sshd):
+    """A folder's check over the paramiko control connection sends every name on stdin and reads every checksum
+    back. Sending all the names before reading stalled for good once both outgrew the SSH windows (300,000
+    files: the server's sha256sum blocked on its output, Ferry on its input), and "verifying" never ended."""
+    import hashlib
+    import threading
+
+    from backends.ssh.control import Control
+    from backends.ssh.target import SshOptions, parse_target
+
+    folder = sshd.home / "many-names"
+    folder.mkdir(exist_ok=True)
+    name = "n" * 200 + ".vcf"
+    (folder / name).write_bytes(b"one small file, named 40,000 times")
+    sshd.give(folder)
+    options = SshOptions(identity=str(sshd.key), known_hosts=str(sshd.known_hosts))
+    target = parse_target(sshd.url(str(folder)), options)
+    found: dict = {}
+
+    def check() -> None:
+        with Control(target, options).connect() as control:
+            found["sums"] = control.sha256_many(str(folder), [name] * 40_000)  # 8 MB of names, 11 MB of sums
+
+    worker = threading.Thread(target=check, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the check stalled: names and checksums filled each other's SSH windows"
+    assert found["sums"] == [hashlib.sha256(b"one small file, named 40,000 times").hexdigest()] * 40_000
