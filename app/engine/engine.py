@@ -378,6 +378,9 @@ class Engine:
 
     async def _resume(self, job_id: int) -> JobView:
         job = self._get(job_id)
+        stopping = self._tasks.get(job_id)
+        if stopping is not None and not stopping.done():  # paused a moment ago: its last batch is still ending
+            await asyncio.gather(stopping, return_exceptions=True)
         if job.state in (JobState.PAUSED, JobState.FAILED, JobState.CANCELLED):
             if job.state == JobState.CANCELLED:
                 job.bytes_done = 0  # its data was deleted: Retry starts it over

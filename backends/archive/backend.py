@@ -70,7 +70,10 @@ class ArchiveBackend:
         began = time.monotonic()
         work = asyncio.ensure_future(asyncio.to_thread(self._run, action, request, target, compress, extra, progress))
         try:
-            return self._result(await asyncio.shield(work), action, target, time.monotonic() - began)
+            done = await asyncio.shield(work)
+            for note in done.notes:  # said on the job as a transfer's notes are ("went on from …", a FIFO left out)
+                sink.note(note)
+            return self._result(done, action, target, time.monotonic() - began)
         except asyncio.CancelledError:
             halt.set()  # paused or cancelled: the thread stops at its next batch; a pack keeps its part file
             try:

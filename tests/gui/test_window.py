@@ -478,3 +478,36 @@ def test_a_schedule_typed_in_settings_shows_its_cap_in_the_status_bar(qtbot, win
     qtbot.waitUntil(lambda: label.isVisible() and label.text().startswith("Cap 84 Mbit/s (10 MiB/s)"), timeout=10_000)
     with Store() as store:
         assert store.settings.get("rate_schedule") == schedule
+
+
+def test_a_paused_pack_goes_on_from_where_it_stopped(qtbot, window, tmp_path):
+    """Pack a run folder from the Files tab, Pause it from the toolbar once it is under way: run42.tar.part and
+    its record stay, no archive; Resume writes only what is missing ("went on from …") and GNU tar reads the
+    archive byte-exact."""
+    import os
+    import subprocess
+
+    run = tmp_path / "run42"
+    (run / "vcf").mkdir(parents=True)
+    for i in range(300):
+        (run / "vcf" / f"s{i}.vcf").write_bytes(os.urandom(2000 + i))
+    for i in range(24):
+        write_random(run / f"lane{i}.bam", 32 * MiB, seed=90 + i)
+    window.files.archive("pack", [str(run)], str(tmp_path))
+    qtbot.waitUntil(lambda: (j := job(window, "run42")) is not None and j.bytes_done > 0, timeout=30_000)
+    select(window, job(window, "run42"))
+    window.actions_by_name["pause"].trigger()
+    qtbot.waitUntil(lambda: job(window, "run42").state == JobState.PAUSED, timeout=30_000)
+    paused_at = job(window, "run42").bytes_done
+    # the pack's thread stops at its next batch and records what it wrote
+    qtbot.waitUntil(lambda: (tmp_path / "run42.tar.part.ferry").exists(), timeout=70_000)
+    assert (tmp_path / "run42.tar.part").exists()
+    assert not (tmp_path / "run42.tar").exists() and paused_at < 24 * 32 * MiB
+    window.actions_by_name["resume"].trigger()
+    qtbot.waitUntil(lambda: job(window, "run42").state == JobState.DONE, timeout=120_000)
+    assert any("went on from" in note for note in job(window, "run42").notes), job(window, "run42").notes
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(tmp_path / "run42.tar"), "-C", str(out)]).returncode == 0
+    for path in run.rglob("*"):
+        assert path.is_dir() or (out / "run42" / path.relative_to(run)).read_bytes() == path.read_bytes()
