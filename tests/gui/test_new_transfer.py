@@ -79,11 +79,6 @@ def test_new_transfer_packs_a_folder_when_what_says_pack(qtbot, window, tmp_path
     import os
     import subprocess
 
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication, QComboBox, QDialogButtonBox, QFormLayout
-
-    from tests.portable.dialogs import field
-
     run = tmp_path / "run42"
     (run / "qc").mkdir(parents=True)
     for i in range(30):
@@ -91,27 +86,7 @@ def test_new_transfer_packs_a_folder_when_what_says_pack(qtbot, window, tmp_path
     into = tmp_path / "archives"
     into.mkdir()
 
-    def act() -> None:
-        dialog = QApplication.activeModalWidget()
-        if dialog is None:
-            QTimer.singleShot(50, act)
-            return
-        form = dialog.findChild(QFormLayout)
-        what = next(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget() for r in range(form.rowCount())
-                    if isinstance(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget(), QComboBox))
-        what.setFocus()
-        QTest.keyClick(what, Qt.Key.Key_Down)  # Copy → Pack into an archive, as arrow keys choose
-        for label, text in (("From", str(run)), ("To", str(into))):
-            edit = field(dialog, label)
-            edit.clear()
-            QTest.keyClicks(edit, text)
-        QTest.mouseClick(dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok),
-                         Qt.MouseButton.LeftButton)
-
-    QTimer.singleShot(50, act)
-    window.actions_by_name["new"].trigger()
-    qtbot.waitUntil(lambda: any(v.state.terminal for v in window.queue_model.views()), timeout=60_000)
-    done = window.queue_model.views()[0]
+    done = what_through_dialog(qtbot, window, 1, str(run), str(into))  # Copy → Pack into an archive
     assert done.state == JobState.DONE, done.error
     out = tmp_path / "gnu"
     out.mkdir()
@@ -127,12 +102,8 @@ def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, ssh
     import subprocess
     import time
 
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication, QComboBox, QDialogButtonBox, QFormLayout
-
     from app.sites import Site, SiteBook
     from app.store import Store
-    from tests.portable.dialogs import field
 
     folder = sshd.home / f"packed-{time.monotonic_ns()}"
     folder.mkdir()
@@ -146,6 +117,24 @@ def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, ssh
     for i in range(30):
         (run / "qc" / f"s{i}.txt").write_bytes(os.urandom(500 + i))
 
+    done = what_through_dialog(qtbot, window, 3, str(run), "site:lab/")  # Copy → … → Send a folder as one archive
+    assert done.state == JobState.DONE, done.error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run42"]
+    out = tmp_path / "gnu"
+    out.mkdir()
+    assert subprocess.run(["tar", "-xf", str(folder / "run42.tar"), "-C", str(out)]).returncode == 0
+    for path in (run / "qc").iterdir():
+        assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
+
+
+def what_through_dialog(qtbot, window, downs: int, source: str, dest: str):
+    """New transfer from the toolbar's action: What moved ``downs`` choices down with the arrow key, From and
+    To typed, OK clicked; returns the job once it ended."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QComboBox, QDialogButtonBox, QFormLayout
+
+    from tests.portable.dialogs import field
+
     def act() -> None:
         dialog = QApplication.activeModalWidget()
         if dialog is None:
@@ -155,9 +144,9 @@ def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, ssh
         what = next(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget() for r in range(form.rowCount())
                     if isinstance(form.itemAt(r, QFormLayout.ItemRole.FieldRole).widget(), QComboBox))
         what.setFocus()
-        for _ in range(3):
-            QTest.keyClick(what, Qt.Key.Key_Down)  # Copy → … → Send a folder as one archive
-        for label, text in (("From", str(run)), ("To", "site:lab/")):
+        for _ in range(downs):
+            QTest.keyClick(what, Qt.Key.Key_Down)
+        for label, text in (("From", source), ("To", dest)):
             edit = field(dialog, label)
             edit.clear()
             QTest.keyClicks(edit, text)
@@ -167,11 +156,4 @@ def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, ssh
     QTimer.singleShot(50, act)
     window.actions_by_name["new"].trigger()
     qtbot.waitUntil(lambda: any(v.state.terminal for v in window.queue_model.views()), timeout=60_000)
-    done = window.queue_model.views()[0]
-    assert done.state == JobState.DONE, done.error
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run42"]
-    out = tmp_path / "gnu"
-    out.mkdir()
-    assert subprocess.run(["tar", "-xf", str(folder / "run42.tar"), "-C", str(out)]).returncode == 0
-    for path in (run / "qc").iterdir():
-        assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
+    return window.queue_model.views()[0]
