@@ -87,7 +87,8 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
                    runner=None) -> dict[int, list[str]]:
     """Every piece written (but those ``record`` holds); returns each member's digests (one, or one a piece)."""
     by_piece: dict[int, str] = dict(record.done)
-    jobs = [_job(n, piece, layout.members[piece.member]) for n, piece in enumerate(layout.pieces)
+    cut = {i for i, n in pieces_per_member(layout).items() if n > 1}
+    jobs = [_job(n, piece, layout.members[piece.member], piece.member in cut) for n, piece in enumerate(layout.pieces)
             if n not in by_piece]
     batches = _batches(jobs, [layout.pieces[job[0]] for job in jobs], count)
     done = [sum(layout.pieces[n].length for n in by_piece)]
@@ -104,7 +105,7 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
         workers.run(batches, workers.pack_batch, part, count, finished, runner,
                     cost=lambda batch: sum(j[7] + OPEN_COST for j in batch))
         whole.join()
-    return assembled(layout, by_piece, whole.digests)
+    return assembled(layout, whole.fill(by_piece), whole.digests)
 
 
 def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) -> int:
@@ -116,15 +117,16 @@ def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) 
 
         def tail() -> bytes:
             whole.join()
-            return writer.tail(assembled(layout, by_piece, whole.digests))
+            return writer.tail(assembled(layout, whole.fill(by_piece), whole.digests))
 
         return write_frames(layout, archive, count, tail, LEVEL, progress, by_piece.update)
 
 
-def _job(number: int, piece: Piece, member: Member) -> workers.PackJob:
+def _job(number: int, piece: Piece, member: Member, whole: bool) -> workers.PackJob:
+    """``whole``: the member is a large file cut in pieces, whose digests the in-order pass makes."""
     source = member.source if member.kind == "file" and piece.length else ""
     return (number, source, member.identity, member.meta if piece.first else None, member.offset,
-            member.data + piece.start, piece.start, piece.length)
+            member.data + piece.start, piece.start, piece.length, not whole)
 
 
 def _batches(jobs: list, pieces: list[Piece], count: int) -> list[list]:
@@ -147,12 +149,15 @@ def _batches(jobs: list, pieces: list[Piece], count: int) -> list[list]:
 
 
 class _WholeDigests(threading.Thread):
-    """Large files' own SHA-256s, read in order while the workers write their pieces."""
+    """Large files' own SHA-256s and their pieces', read in order while the workers have the kernel copy the
+    pieces: each large byte is read through Ferry once, and hashed once."""
 
     def __init__(self, layout: Layout, members: list[int]) -> None:
         super().__init__(daemon=True, name="whole-file digests")
         self.layout, self.members = layout, members
         self.digests: dict[int, str] = {}
+        self.pieces: dict[int, list[str]] = {}
+        self.cut = {p.member: p.length for p in layout.pieces if p.first and p.member in set(members)}
         self.error: BaseException | None = None
         self.halt = threading.Event()
 
@@ -174,7 +179,7 @@ class _WholeDigests(threading.Thread):
         try:
             for i in self.members:
                 m = self.layout.members[i]
-                self.digests[i] = workers.whole_digest(m.source, m.identity, self.halt)
+                self.digests[i], self.pieces[i] = workers.whole_digest(m.source, m.identity, self.halt, self.cut[i])
         except BaseException as exc:  # handed to the caller in ``join``
             self.error = exc
 
@@ -182,6 +187,13 @@ class _WholeDigests(threading.Thread):
         super().join(timeout)
         if self.error is not None and raising:
             raise self.error
+
+    def fill(self, by_piece: dict[int, str]) -> dict[int, str]:
+        """The pieces' digests the workers left to this pass ("" from a worker), from its reading."""
+        for number, piece in enumerate(self.layout.pieces):
+            if not by_piece.get(number) and piece.member in self.pieces:
+                by_piece[number] = self.pieces[piece.member][piece.start // self.cut[piece.member]]
+        return by_piece
 
 
 def _write_index(writer: IndexWriter, part: SharedPart, digests: dict[int, list[str]]) -> None:

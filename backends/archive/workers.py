@@ -29,8 +29,9 @@ SMALL = 1 << 20
 READERS = 4
 
 #: (piece number, source file or "", walk identity, the header's ``meta`` (first pieces) or None, header offset,
-#: data offset, start, length)
-PackJob = tuple[int, str, tuple, tuple | None, int, int, int, int]
+#: data offset, start, length, hashed: False for a piece of a large file, whose own SHA-256 and pieces' are made
+#: by the pack's in-order pass (the worker then has the kernel copy it, never reading it through itself))
+PackJob = tuple[int, str, tuple, tuple | None, int, int, int, int, bool]
 #: small files read by one reader thread at a time (a future a file cost more than the reading)
 READ_GROUP = 32
 #: the most bytes gathered before one write: small files side by side in the archive go out together
@@ -123,15 +124,18 @@ class _Run:
 
 
 def _pack_one(part: SharedPart, fd: int, job: PackJob) -> tuple[int, str]:
-    """A folder's or link's header, or a large file's piece (read and written ``CHUNK`` at a time)."""
-    number, source, identity, meta, header_at, data_at, start, length = job
+    """A folder's or link's header, or a large file's piece: copied by the kernel where its digest is the
+    in-order pass's to make (``hashed`` False), else read, hashed and written ``CHUNK`` at a time."""
+    number, source, identity, meta, header_at, data_at, start, length, hashed = job
     if meta is not None:
         part.write(fd, headers.header(*meta), header_at)
     if not source:
         return number, hashlib.sha256().hexdigest()
     with checked_source(source, identity) as src:
+        if not hashed and part.copy_in(fd, src, length, start, data_at):
+            return number, ""
         digest = _copy(part, fd, src, start, data_at, length, source, identity)
-    return number, digest.hexdigest()
+    return number, digest.hexdigest() if hashed else ""
 
 
 def read_source(source: str, identity: tuple, start: int, length: int) -> bytes:
@@ -193,16 +197,21 @@ def changed(source: str, why: str) -> LocalError:
                       "command again once nothing writes to it.")
 
 
-def whole_digest(source: str, identity: tuple, halt) -> str:
-    """A large file's own SHA-256, read in order (its pieces went to several workers); ``halt``: an event
-    that ends it early (the pack stopped)."""
-    digest = hashlib.sha256()
+def whole_digest(source: str, identity: tuple, halt, piece: int) -> tuple[str, list[str]]:
+    """A large file's own SHA-256 and each ``piece``'s, read in order in one pass (its pieces went to several
+    workers, which had the kernel copy them); ``halt``: an event that ends it early (the pack stopped)."""
+    digest, pieces = hashlib.sha256(), []
     with checked_source(source, identity) as src:
-        for start in range(0, identity[2], CHUNK):
-            if halt.is_set():
-                return ""
-            digest.update(_read(src, start, min(CHUNK, identity[2] - start), source, identity))
-    return digest.hexdigest()
+        for at in range(0, identity[2], piece):
+            own = hashlib.sha256()
+            for start in range(at, min(at + piece, identity[2]), CHUNK):
+                if halt.is_set():
+                    return "", []
+                data = _read(src, start, min(CHUNK, at + piece - start, identity[2] - start), source, identity)
+                digest.update(data)
+                own.update(data)
+            pieces.append(own.hexdigest())
+    return digest.hexdigest(), pieces
 
 
 #: (piece number, member name, data offset in the archive, length, expected SHA-256 or "",

@@ -70,6 +70,24 @@ class SharedPart:
         except OSError as exc:
             raise os_error(exc, Path(self.path), "write to") from None
 
+    def copy_in(self, fd: int, src: int, length: int, src_offset: int, offset: int) -> bool:
+        """``length`` bytes of the file ``src`` from ``src_offset`` written at ``offset`` by the kernel (no copy
+        through this process); False, with nothing or part of it written, where the kernel cannot: the caller
+        writes it all the ordinary way."""
+        if offset < 0 or offset + length > self.size:
+            raise LocalError(f"A write past the planned end of {self.path} was refused (a bug in Ferry's plan: "
+                             "please report it).")
+        done = 0
+        try:
+            while done < length:
+                moved = portable.copy_range(src, fd, length - done, src_offset + done, offset + done)
+                if moved <= 0:
+                    return False
+                done += moved
+        except OSError as exc:
+            raise os_error(exc, Path(self.path), "write to") from None
+        return True
+
     def finish(self, dest: Path, mtime_ns: int | None = None, mode: int | None = None) -> Path:
         """The part file under its final name, when it is still the one the owner made."""
         try:

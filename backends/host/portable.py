@@ -55,6 +55,20 @@ def pwrite_all(fd: int, data, offset: int) -> None:
         view, offset = view[done:], offset + done
 
 
+def copy_range(src: int, dst: int, length: int, src_offset: int, dst_offset: int) -> int:
+    """Bytes copied from ``src`` at ``src_offset`` to ``dst`` at ``dst_offset`` by the kernel, never through
+    this process (``copy_file_range``: Linux, FreeBSD); 0 where the OS or the file systems cannot (then the
+    caller reads and writes)."""
+    if not hasattr(os, "copy_file_range"):
+        return 0
+    try:
+        return os.copy_file_range(src, dst, length, src_offset, dst_offset)
+    except OSError as exc:
+        if exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF):
+            return 0
+        raise
+
+
 def pread(fd: int, size: int, offset: int) -> bytes:
     """Read up to ``size`` bytes at ``offset``."""
     if hasattr(os, "pread"):

@@ -400,6 +400,8 @@ def test_shift_f6_sends_a_local_folder_to_the_site_as_one_archive(qtbot, window,
     left.load(str(here))
     assert _listed(qtbot, left) == ["run42"]
     _select(left, "run42")
+    window.activateWindow()  # a shortcut reaches the active window only (under X11 too)
+    qtbot.waitUntil(window.isActiveWindow, timeout=10_000)
     left.view.setFocus()
     QTest.keyClick(left.view, Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
     views = _finished(qtbot, window, 1)

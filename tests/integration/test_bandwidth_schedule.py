@@ -34,7 +34,9 @@ def test_a_running_download_follows_the_schedule_across_a_boundary(nginx, tmp_pa
     proc = popen_labferry("copy", nginx.url("scheduled.bin"), str(dest), "--ca-file", nginx.ca_file,
                           "--bwlimit", schedule, "--json", env_home=ferry_home)
     samples = []
-    while time.monotonic() - began < boundary - 0.5 and proc.poll() is None:
+    # the schedule names whole seconds: the boundary comes up to a second before ``boundary``, so the capped
+    # part is sampled until 1.5 s before it (sampling to 0.5 s before counted uncapped bytes one run in five)
+    while time.monotonic() - began < boundary - 1.5 and proc.poll() is None:
         samples.append((time.monotonic() - began, _arrived(dest)))
         time.sleep(0.25)
     out, err = proc.communicate(timeout=120)
