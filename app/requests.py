@@ -120,6 +120,9 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     source, dest = local_path_of(source), local_path_of(os.fspath(dest))  # file:///C:/x is a local path
     _check_authorities(source, dest)
     if overrides.via:
+        if overrides.pack:
+            raise BadRequest("--pack does not go through a relay yet: pack with labferry pack, then copy the archive "
+                             "with --via.")
         return _resolve_relay(source, dest, overrides, defaults, registry, store, sites)
     source, dest, site = _expand_sites(source, dest, store, sites)
     _check_authorities(source, dest)

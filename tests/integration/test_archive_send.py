@@ -129,15 +129,16 @@ def test_a_source_changed_while_it_is_sent_stops_the_upload(sshd, tmp_path, ferr
     assert not (target / "run10.tar").exists()
 
 
-@pytest.mark.parametrize("case", ["remote source", "compressed name", "https"])
+@pytest.mark.parametrize("case", ["remote source", "compressed name", "https", "relay"])
 def test_pack_refuses_what_it_cannot_send_in_one_sentence(sshd, nginx, tmp_path, ferry_home, case):
     local = run_folder(tmp_path / "run11", small=3, large=0)
-    src, dest = {
-        "remote source": (sshd.url(str(sshd.home)), str(tmp_path)),
-        "compressed name": (str(local), sshd.url(str(sshd.home / "run11.tar.zst"))),
-        "https": (str(local), nginx.url("/upload/run11.tar")),
+    src, dest, extra = {
+        "remote source": (sshd.url(str(sshd.home)), str(tmp_path), []),
+        "compressed name": (str(local), sshd.url(str(sshd.home / "run11.tar.zst")), []),
+        "https": (str(local), nginx.url("/upload/run11.tar"), []),
+        "relay": (str(local), sshd.url(str(sshd.home)) + "/", ["--via", "site:dtn"]),  # never a folder relayed
     }[case]
-    proc = labferry("copy", src, dest, *sshd.args(), "--pack", env_home=ferry_home)
+    proc = labferry("copy", src, dest, *sshd.args(), "--pack", *extra, env_home=ferry_home)
     assert proc.returncode == 2, proc.stderr
     assert "--pack" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
