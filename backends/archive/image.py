@@ -69,20 +69,24 @@ class ArchiveImage:
             at = stop
         return b"".join(out)
 
-    def sha256(self) -> str:
-        """The whole archive's SHA-256, read in order; the members' digests for the index come with it."""
-        self._index_tail()
+    def sha256(self, halt: threading.Event | None = None) -> str:
+        """The whole archive's SHA-256, read in order; the members' digests for the index come with it. ""
+        once ``halt`` is set (the upload stopped)."""
+        try:
+            self._index_tail(halt)
+        except _Halted:
+            return ""
         return self._whole or ""
 
-    def _index_tail(self) -> bytes:
+    def _index_tail(self, halt: threading.Event | None = None) -> bytes:
         """The index member and the tar's end. A second caller waits on the lock while the first reads: the
         pass is bounded by the layout, and it is the wait the user sees as "verifying"."""
         with self._lock:
             if self._tail is None:
-                self._tail, self._whole = self._read_in_order()
+                self._tail, self._whole = self._read_in_order(halt)
             return self._tail
 
-    def _read_in_order(self) -> tuple[bytes, str]:
+    def _read_in_order(self, halt: threading.Event | None) -> tuple[bytes, str]:
         layout = self.layout
         whole = hashlib.sha256()
         by_piece: dict[int, str] = {}
@@ -90,6 +94,8 @@ class ArchiveImage:
         counts = pieces_per_member(layout)
         own: hashlib._Hash | None = None
         for number, piece in enumerate(layout.pieces):
+            if halt is not None and halt.is_set():
+                raise _Halted()
             m = layout.members[piece.member]
             if piece.first:
                 whole.update(_header(m))
@@ -109,6 +115,10 @@ class ArchiveImage:
         tail = self.writer.tail(assembled(layout, by_piece, wholes))
         whole.update(tail)
         return tail, whole.hexdigest()
+
+
+class _Halted(Exception):
+    """The in-order pass was asked to stop (the upload stopped)."""
 
 
 def _header(m: Member) -> bytes:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import threading
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -31,8 +32,9 @@ class Made(Protocol):
 
     def pread(self, length: int, offset: int) -> bytes: ...
 
-    def sha256(self) -> str:
-        """The whole file's SHA-256, made in order (a thread beside the streams runs it)."""
+    def sha256(self, halt: threading.Event | None = None) -> str:
+        """The whole file's SHA-256, made in order (a thread beside the streams runs it); "" once ``halt`` is
+        set (the upload stopped: Ctrl-C must not wait for a pass over 300 GB)."""
         ...
 
 
@@ -79,20 +81,23 @@ def open_local(local: Path | str | Made) -> LocalReader:
     return LocalReader(local)
 
 
-def whole_sha256(local: Path | str | Made) -> str:
-    """The whole file's SHA-256 (blocking: run it in a thread)."""
-    return whole_digest(local, "sha256")
+def whole_sha256(local: Path | str | Made, halt: threading.Event | None = None) -> str:
+    """The whole file's SHA-256 (blocking: run it in a thread); "" once ``halt`` is set."""
+    return whole_digest(local, "sha256", halt)
 
 
-def whole_digest(local: Path | str | Made, algorithm: str) -> str:
+def whole_digest(local: Path | str | Made, algorithm: str, halt: threading.Event | None = None) -> str:
     """The whole file's digest (blocking: run it in a thread); a made file's SHA-256 is its own in-order pass,
-    another algorithm (a server that offers only MD5) one more read of it."""
+    another algorithm (a server that offers only MD5) one more read of it. "" once ``halt`` is set: the
+    transfer stopped, and a thread still reading would keep the process from ending."""
     if isinstance(local, Made) and algorithm == "sha256":
-        return local.sha256()
+        return local.sha256(halt)
     digest = hashlib.new(algorithm)
     with open_local(local) as reader:
         at = 0
         while data := reader.pread(4 << 20, at):
+            if halt is not None and halt.is_set():
+                return ""
             digest.update(data)
             at += len(data)
     return digest.hexdigest()

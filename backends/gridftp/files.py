@@ -14,14 +14,15 @@ The bytes move with globus-url-copy; Ferry adds what an expert would do by hand 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.claims import replaced
 from ..core.errors import Corrupt, LocalError, TransferError
+from ..core.made import whole_sha256
 from ..core.options import read_options
-from ..streams.hashing import hash_file
 from . import guc
 from .claim import claim, release
 from .control import Control, Entry, open_control
@@ -105,16 +106,18 @@ async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOpt
 async def _upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
                   control: Control | None, size: int, began: float) -> Result:
     staged = remote.sibling(remote.name + ".part") if control else remote
-    local_sum = asyncio.ensure_future(asyncio.to_thread(hash_file, source))
+    halt = threading.Event()  # set when the upload stops: the digest's thread ends then, not at the file's end
+    local_sum = asyncio.ensure_future(asyncio.to_thread(whole_sha256, source, halt))
     verify = None if control else "SHA256"
     copy = Copy(local_url(source), staged.text(), guc_options(plan, options, verify), sink, size)
     try:
         await copy.run()
         sink.stage("verifying")
-        digest = (await local_sum)["sha256"]
+        digest = await local_sum
         verified, method = await _finish_remote(control, staged, remote, digest, size, options,
                                                  mtime=source.stat().st_mtime)
     except BaseException:
+        halt.set()
         local_sum.cancel()
         if control is not None:
             await asyncio.to_thread(_remove_quietly, remote, staged.path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -170,7 +171,8 @@ async def upload_file(session: SshSession, local: Path | Made, remote: str, opti
     except OSError as exc:
         raise LocalError(f"Cannot read {local} ({exc.strerror}). Check the path.") from None
     part = remote + ".part"
-    local_sum = None if arriving else asyncio.ensure_future(asyncio.to_thread(whole_sha256, local))
+    halt = threading.Event()  # set when this upload stops: the digest's thread ends then, not at the file's end
+    local_sum = None if arriving else asyncio.ensure_future(asyncio.to_thread(whole_sha256, local, halt))
     record = UploadRecord(records, f"{session.target.display}|{remote}", told=on_ranges)
     identity = {"local": local.key if isinstance(local, Made) else str(local), "size": size, "mtime": int(mtime),
                 "remote": remote}
@@ -241,6 +243,7 @@ async def upload_file(session: SshSession, local: Path | Made, remote: str, opti
         return FileOutcome(size, moved, peak, digest, verified, method, resumed, on_wire)
     except BaseException:
         record.let_go()
+        halt.set()
         if local_sum is not None:
             local_sum.cancel()
         raise

@@ -300,3 +300,27 @@ def test_checking_many_files_at_once_does_not_stall_on_the_ssh_windows(sshd):
     worker.join(120)
     assert not worker.is_alive(), "the check stalled: names and checksums filled each other's SSH windows"
     assert found["sums"] == [hashlib.sha256(b"one small file, named 40,000 times").hexdigest()] * 40_000
+
+
+def test_ctrl_c_during_an_upload_ends_at_once_not_after_the_whole_file_is_hashed(sshd, tmp_path, ferry_home):
+    """The whole file's SHA-256 is read in a thread beside the streams. Ctrl-C stopped the streams at once but
+    the process then waited for that thread to reach the file's end (30 s on `copy --pack` of 300,000 files;
+    minutes on a 300 GB BAM). A 16 GiB sparse file, sent at 2 MiB/s: Ferry ends within seconds of Ctrl-C."""
+    import signal
+    import time
+
+    local = tmp_path / "huge.bam"
+    with open(local, "wb") as fh:
+        fh.truncate(16 << 30)  # read back as zeros: hashing it takes ~10 s here, sending it hours
+    target = sshd.home / "up-ctrl-c"
+    target.mkdir(exist_ok=True)
+    sshd.give(target)
+    proc = popen_labferry("copy", str(local), sshd.url(str(target)) + "/", *sshd.args(), "--streams", "2",
+                          "--limit-rate", "2M", env_home=ferry_home)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
+    _, err = proc.communicate(timeout=120)
+    spent = time.monotonic() - stopped
+    assert proc.returncode == 130, err
+    assert spent < 4, f"Ferry ended {spent:.1f} s after Ctrl-C"
