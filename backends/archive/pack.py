@@ -87,10 +87,6 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
                    runner=None) -> dict[int, list[str]]:
     """Every piece written (but those ``record`` holds); returns each member's digests (one, or one a piece)."""
     by_piece: dict[int, str] = dict(record.done)
-    cut = {i for i, n in pieces_per_member(layout).items() if n > 1}
-    jobs = [_job(n, piece, layout.members[piece.member], piece.member in cut) for n, piece in enumerate(layout.pieces)
-            if n not in by_piece]
-    batches = _batches(jobs, [layout.pieces[job[0]] for job in jobs], count)
     done = [sum(layout.pieces[n].length for n in by_piece)]
 
     def finished(results: list[tuple[int, str]]) -> None:
@@ -101,7 +97,10 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
         if progress:
             progress(done[0], layout.data_bytes)
 
-    with _WholeDigests.beside(layout) as whole:
+    with _WholeDigests.beside(layout) as whole:  # its ``cut``: the large files, whose pieces it hashes
+        jobs = [_job(n, piece, layout.members[piece.member], piece.member in whole.cut)
+                for n, piece in enumerate(layout.pieces) if n not in by_piece]
+        batches = _batches(jobs, [layout.pieces[job[0]] for job in jobs], count)
         workers.run(batches, workers.pack_batch, part, count, finished, runner,
                     cost=lambda batch: sum(j[7] + OPEN_COST for j in batch))
         whole.join()
@@ -157,7 +156,9 @@ class _WholeDigests(threading.Thread):
         self.layout, self.members = layout, members
         self.digests: dict[int, str] = {}
         self.pieces: dict[int, list[str]] = {}
-        self.cut = {p.member: p.length for p in layout.pieces if p.first and p.member in set(members)}
+        chosen = set(members)
+        #: each large file's piece size, by member
+        self.cut = {p.member: p.length for p in layout.pieces if p.first and p.member in chosen}
         self.error: BaseException | None = None
         self.halt = threading.Event()
 

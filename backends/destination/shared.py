@@ -62,9 +62,7 @@ class SharedPart:
         return fd
 
     def write(self, fd: int, data, offset: int) -> None:
-        if offset < 0 or offset + len(data) > self.size:
-            raise LocalError(f"A write past the planned end of {self.path} was refused (a bug in Ferry's plan: "
-                             "please report it).")
+        self._within(offset, len(data))
         try:
             portable.pwrite_all(fd, data, offset)
         except OSError as exc:
@@ -74,9 +72,7 @@ class SharedPart:
         """``length`` bytes of the file ``src`` from ``src_offset`` written at ``offset`` by the kernel (no copy
         through this process); False, with nothing or part of it written, where the kernel cannot: the caller
         writes it all the ordinary way."""
-        if offset < 0 or offset + length > self.size:
-            raise LocalError(f"A write past the planned end of {self.path} was refused (a bug in Ferry's plan: "
-                             "please report it).")
+        self._within(offset, length)
         done = 0
         try:
             while done < length:
@@ -87,6 +83,11 @@ class SharedPart:
         except OSError as exc:
             raise os_error(exc, Path(self.path), "write to") from None
         return True
+
+    def _within(self, offset: int, length: int) -> None:
+        if offset < 0 or offset + length > self.size:
+            raise LocalError(f"A write past the planned end of {self.path} was refused (a bug in Ferry's plan: "
+                             "please report it).")
 
     def finish(self, dest: Path, mtime_ns: int | None = None, mode: int | None = None) -> Path:
         """The part file under its final name, when it is still the one the owner made."""
