@@ -58,6 +58,7 @@ class Overrides:
     max_depth: int | None = None  # folder levels below the source (``--max-depth``)
     schedule: tuple | None = None  # a bandwidth schedule for this process's jobs (``--bwlimit``), over Settings'
     pack: bool | None = None  # send the folder as one tar made on demand (``--pack``)
+    unpack: bool | None = None  # unpack the archive SRC into the folder DEST as it arrives (``--unpack``)
 
 
 @dataclass(frozen=True)
@@ -120,15 +121,17 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     source, dest = local_path_of(source), local_path_of(os.fspath(dest))  # file:///C:/x is a local path
     _check_authorities(source, dest)
     if overrides.via:
-        if overrides.pack:
-            raise BadRequest("--pack does not go through a relay yet: pack with labferry pack, then copy the archive "
-                             "with --via.")
+        if overrides.pack or overrides.unpack:
+            raise BadRequest("--pack and --unpack do not go through a relay yet: copy the archive with --via, then "
+                             "run labferry unpack (or pack with labferry pack first).")
         return _resolve_relay(source, dest, overrides, defaults, registry, store, sites)
     source, dest, site = _expand_sites(source, dest, store, sites)
     _check_authorities(source, dest)
     options = _merge(overrides, defaults, site)
     source = _absolute_local(source)
     backend = registry.for_route(source, dest, overrides.backend)
+    if options.pack and options.unpack:
+        raise BadRequest("--pack and --unpack go in opposite directions; give one of them.")
     if options.pack:
         _check_pack(source, dest, backend)
     options = replace(options, backend_options=check_backend_options(backend, options.backend_options,
@@ -141,16 +144,31 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
         options = replace(options, transport_advice=_transport_advice(store, source, dest, backend.name))
     given = dest = _absolute_local(dest, keep_slash=True)
     dest = resolve_destination(source, dest)
-    if "://" not in dest and Path(dest) != Path(given):
+    if options.unpack:
+        _check_unpack(source, dest, given)
+    elif "://" not in dest and Path(dest) != Path(given):
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
+
+
+def _check_unpack(source: str, dest: str, given: str) -> None:
+    """``--unpack``: a tar on a server, unpacked into a folder here (the archive arrives as ``DEST/NAME.tar``,
+    named as the source is: a server's other name for it would hide it from the unpacking)."""
+    from backends.archive.follow import followed
+
+    if "://" not in source or "://" in dest or Path(dest) == Path(given):
+        raise BadRequest("--unpack copies an archive from a server into a folder here: give SRC as its address and "
+                         "DEST as a folder (ending in /).")
+    if not followed(Path(dest).name):
+        raise BadRequest(f"--unpack opens .tar, .tar.zst and .tzst archives, not {Path(dest).name}; copy it, then "
+                         "unpack it with the tool that made it.")
 
 
 def _check_pack(source: str, dest: str, backend) -> None:
     """``--pack`` sends a folder here as one tar made on demand: only to a backend that uploads such a file."""
     if "://" in source or not os.path.exists(source):
-        raise BadRequest("--pack packs a folder on this machine: give SRC as a local folder (to unpack an archive "
-                         "that is on a server, copy it here and run labferry unpack).")
+        raise BadRequest("--pack packs a folder on this machine: give SRC as a local folder (an archive on a "
+                         "server is unpacked here with --unpack).")
     if not backend.caps.made:
         raise BadRequest(f"--pack sends to sftp://, scp://, ftp:// and ftps:// addresses so far, not through "
                          f"{backend.name}; pack with labferry pack and copy the archive.")
@@ -349,6 +367,7 @@ def _merge(overrides: Overrides, defaults: Defaults, site) -> TransferOptions:
         max_depth=overrides.max_depth or MAX_DEPTH,
         site=site.name if site else None,
         pack=bool(overrides.pack),
+        unpack=bool(overrides.unpack),
     )
 
 

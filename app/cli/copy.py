@@ -55,6 +55,9 @@ def add_parser(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace DEST if it exists")
     p.add_argument("--pack", action="store_true",
                    help="send the folder SRC as one tar (DEST/NAME.tar), made as it is sent: never written here")
+    p.add_argument("--unpack", action="store_true",
+                   help="SRC is a .tar or .tar.zst on a server: unpack it into the folder DEST as it arrives, check "
+                        "every member against its index, then remove the archive")
     p.add_argument("--backend", metavar="NAME",
                    help="use this backend for the address (gridftp for a GridFTP server reached over ftp://, for "
                         "its parallel streams, server checksums and server-to-server copies)")
@@ -122,6 +125,7 @@ def overrides_from(args: argparse.Namespace) -> Overrides:
         keep=getattr(args, "keep", False) or None,
         agent_command=getattr(args, "agent_command", None) if getattr(args, "via", None) else None,
         pack=getattr(args, "pack", False) or None,
+        unpack=getattr(args, "unpack", False) or None,
     )
 
 

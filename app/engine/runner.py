@@ -86,49 +86,57 @@ class JobRunner:
 
     async def run(self) -> Result:
         """Transfer until done; raises the last error when retries run out."""
-        job, engine = self.job, self.engine
-        backend = engine.registry.get(job.backend)
-        sink = JobSink(engine, job)
+        sink = JobSink(self.engine, self.job)
         ticker = asyncio.create_task(self._tick())
         try:
-            while True:
-                before = job.bytes_done
-                try:
-                    options = self._options()
-                    request = TransferRequest(self.source, self.dest, options, ask_trust=engine.ask_trust,
-                                              state_dir=engine.state_dir, made=await self._made(options))
-                    log.info("job %s: %s %s → %s (streams %s, attempt %s)", job.id, job.backend, redact(self.source),
-                             redact(self.dest), request.options.streams, job.attempts + 1)
-                    if request.options.files:  # a list job (an accession's files): ``ListFetcher``
-                        return await backend.fetch_list(request, sink)
-                    return await backend.transfer(request, sink)
-                except TransferError as exc:
-                    if isinstance(exc, BadAnswer):  # what this server sent can never become the file: none stays
-                        await asyncio.to_thread(backend.discard, request)
-                    if not self._retryable(exc):
-                        raise
-                    if job.bytes_done - before >= MOVING:
-                        job.attempts = 0  # it was moving: this is a new fault, not the same one again
-                    endpoint = await self.network.gone(exc)
-                    if endpoint is not None:  # a closed lid, a lost VPN: no attempt is spent while it lasts
-                        await self.network.wait(exc, endpoint)
-                        self.retries += 1
-                        continue
-                    job.attempts += 1
-                    if job.attempts > engine.retry.max_retries:
-                        raise exc.given_up(job.attempts) from exc
-                    self.retries += 1
-                    delay = engine.retry.delay(job.attempts)
-                    message = f"{exc} Retrying in {delay:.0f} s (attempt {job.attempts} of {engine.retry.max_retries})."
-                    log.info("job %s: %s", job.id, message)
-                    job.notes.append(message)
-                    job.state = JobState.RUNNING
-                    engine.persist(job)
-                    engine.publish(RETRYING, job, message)
-                    await asyncio.sleep(delay)
+            if self.job.options.unpack:  # the archive unpacked as it arrives (``--unpack``)
+                from .unpacking import unpacking
+
+                return await unpacking(lambda: self._attempts(sink), self.dest, sink)
+            return await self._attempts(sink)
         finally:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
+
+    async def _attempts(self, sink: JobSink) -> Result:
+        """The backend's run, again after each fault it may recover from."""
+        job, engine = self.job, self.engine
+        backend = engine.registry.get(job.backend)
+        while True:
+            before = job.bytes_done
+            try:
+                options = self._options()
+                request = TransferRequest(self.source, self.dest, options, ask_trust=engine.ask_trust,
+                                          state_dir=engine.state_dir, made=await self._made(options))
+                log.info("job %s: %s %s → %s (streams %s, attempt %s)", job.id, job.backend, redact(self.source),
+                         redact(self.dest), request.options.streams, job.attempts + 1)
+                if request.options.files:  # a list job (an accession's files): ``ListFetcher``
+                    return await backend.fetch_list(request, sink)
+                return await backend.transfer(request, sink)
+            except TransferError as exc:
+                if isinstance(exc, BadAnswer):  # what this server sent can never become the file: none stays
+                    await asyncio.to_thread(backend.discard, request)
+                if not self._retryable(exc):
+                    raise
+                if job.bytes_done - before >= MOVING:
+                    job.attempts = 0  # it was moving: this is a new fault, not the same one again
+                endpoint = await self.network.gone(exc)
+                if endpoint is not None:  # a closed lid, a lost VPN: no attempt is spent while it lasts
+                    await self.network.wait(exc, endpoint)
+                    self.retries += 1
+                    continue
+                job.attempts += 1
+                if job.attempts > engine.retry.max_retries:
+                    raise exc.given_up(job.attempts) from exc
+                self.retries += 1
+                delay = engine.retry.delay(job.attempts)
+                message = f"{exc} Retrying in {delay:.0f} s (attempt {job.attempts} of {engine.retry.max_retries})."
+                log.info("job %s: %s", job.id, message)
+                job.notes.append(message)
+                job.state = JobState.RUNNING
+                engine.persist(job)
+                engine.publish(RETRYING, job, message)
+                await asyncio.sleep(delay)
 
     def say(self, message: str) -> None:
         """A line in the job's log, shown by the window and the command line as it happens."""

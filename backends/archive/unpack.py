@@ -55,6 +55,17 @@ class Unpacked:
 
 def catalogue(archive: Path, *, scan: bool = False) -> Catalogue:
     """The archive's members: from its index, or from one pass over its headers when it has none."""
+    lines, size, frames = index_lines(archive, scan=scan)
+    if lines is None:
+        members, cut = _scanned(archive)
+        return Catalogue(members, {}, False, size, cut)
+    members = [index.as_member(x) for x in lines]
+    return Catalogue(members, digests_of(lines), True, size, frames=frames)
+
+
+def index_lines(archive: Path, *, scan: bool = False) -> tuple[list[dict] | None, int, seekable.FrameMap | None]:
+    """The index's lines (None: the archive has none, or ``scan`` asked not to use it), the tar's length, and a
+    .tar.zst's frames."""
     try:
         fd = os.open(archive, os.O_RDONLY | portable.O_BINARY)
     except OSError as exc:
@@ -73,12 +84,12 @@ def catalogue(archive: Path, *, scan: bool = False) -> Catalogue:
             lines = None if scan else index.read(fd, size, str(archive))
     finally:
         os.close(fd)
-    if lines is None:
-        members, cut = _scanned(archive)
-        return Catalogue(members, {}, False, size, cut)
-    members = [index.as_member(x) for x in lines]
-    digests = {x["n"]: (x.get("h", ""), x.get("p", []), int(x.get("q", 0))) for x in lines}
-    return Catalogue(members, digests, True, size, frames=frames)
+    return lines, size, frames
+
+
+def digests_of(lines: list[dict]) -> dict[str, tuple[str, list[str], int]]:
+    """name → (its SHA-256, its pieces' SHA-256s, the size they were cut at), from the index's lines."""
+    return {x["n"]: (x.get("h", ""), x.get("p", []), int(x.get("q", 0))) for x in lines}
 
 
 def _scanned(archive: Path) -> tuple[list[Member], str]:
@@ -90,7 +101,7 @@ def _scanned(archive: Path) -> tuple[list[Member], str]:
             for info in tar:
                 if len(members) >= MOST_SCANNED:
                     raise Corrupt(f"{archive} holds more than {MOST_SCANNED:,} members; Ferry stopped reading it.")
-                member = _from_info(info)
+                member = from_info(info)
                 if member is not None:
                     members.append(member)
     except tarfile.ReadError as exc:
@@ -100,7 +111,7 @@ def _scanned(archive: Path) -> tuple[list[Member], str]:
     return members, ""
 
 
-def _from_info(info: tarfile.TarInfo) -> Member | None:
+def from_info(info: tarfile.TarInfo) -> Member | None:
     kind = ("file" if info.isreg() else "dir" if info.isdir() else "symlink" if info.issym()
             else "hardlink" if info.islnk() else None)
     if kind is None:
@@ -147,8 +158,8 @@ def unpack(archive: Path, dest: Path, *, only: list[str] | None = None, workers_
         if m.kind == "dir":
             target.folder(target.claim(m.name, folder=True))
     _files(archive, cat, [m for m in members if m.kind == "file"], target, (count, runner), result, progress)
-    _links(target, [m for m in members if m.kind in ("symlink", "hardlink")], result)
-    _folder_times(target, [m for m in members if m.kind == "dir"])
+    make_links(target, [m for m in members if m.kind in ("symlink", "hardlink")], result)
+    folder_times(target, [m for m in members if m.kind == "dir"])
     renamed = target.renamed_note(origin="the archive")
     if renamed:
         result.notes.append(renamed)
@@ -244,7 +255,7 @@ def _split_large(batch: list) -> list[list]:
     return out + ([small] if small else [])
 
 
-def _links(target: Destination, links: list[Member], result: Unpacked) -> None:
+def make_links(target: Destination, links: list[Member], result: Unpacked) -> None:
     from ..destination.links import make_hard_link, make_symlink
 
     for m in links:
@@ -259,7 +270,7 @@ def _links(target: Destination, links: list[Member], result: Unpacked) -> None:
             result.notes.append(str(exc))
 
 
-def _folder_times(target: Destination, folders: list[Member]) -> None:
+def folder_times(target: Destination, folders: list[Member]) -> None:
     """Folders' modes and times last (restoring a file inside changes its folder's time), deepest first."""
     for m in sorted(folders, key=lambda m: -m.name.count("/")):
         path = target.path(target.claim(m.name, folder=True))

@@ -123,6 +123,9 @@ class TransferOptions:
     job: str | None = None
     #: send the folder SRC as one tar made on demand (``--pack``: ``TransferRequest.made``), never written here
     pack: bool = False
+    #: DEST names where the archive SRC arrives; it is unpacked beside it as it arrives, then removed
+    #: (``--unpack``: ``backends.archive.follow``)
+    unpack: bool = False
 
     @property
     def rate_cap(self) -> int | None:
@@ -163,6 +166,7 @@ class TransferOptions:
             d["site"] = self.site
         if self.shared_schedule:
             d["shared_schedule"] = [list(entry) for entry in self.shared_schedule]
+        d.update({k: True for k in ("pack", "unpack") if getattr(self, k)})
         return d
 
     @classmethod
@@ -191,6 +195,8 @@ class TransferOptions:
             max_depth=int(d.get("max_depth") or MAX_DEPTH),
             site=d.get("site"),
             shared_schedule=tuple(tuple(entry) for entry in d.get("shared_schedule") or ()),
+            pack=bool(d.get("pack", False)),
+            unpack=bool(d.get("unpack", False)),
         )
 
 

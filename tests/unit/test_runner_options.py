@@ -34,3 +34,11 @@ def test_overwrite_and_an_explicit_sync_stay_as_asked():
     checksum = runner(sync="checksum")
     checksum.job.bytes_done = 5
     assert checksum._options().sync == "checksum"
+
+
+def test_a_stored_job_keeps_pack_and_unpack():
+    """A queued --pack or --unpack job read back after a restart (the store keeps ``to_dict``) is still one: a
+    --pack that came back as a plain folder copy would send thousands of files instead of one archive."""
+    for asked in ({"pack": True}, {"unpack": True}, {}):
+        back = TransferOptions.from_dict(TransferOptions(**asked).to_dict())
+        assert (back.pack, back.unpack) == (asked.get("pack", False), asked.get("unpack", False))
