@@ -80,19 +80,24 @@ class FilesTab(QWidget):
             if not pane.listing and pane.shows(view.dest):
                 pane.refresh()
 
-    def _send(self, pane: FolderPane, packed: bool = False) -> None:
+    def _send(self, pane: FolderPane, how: str = "") -> None:
         target = self.other(pane)
-        self.copy_into(pane.items(pane.selected()), target, target.path, packed)
+        self.copy_into(pane.items(pane.selected()), target, target.path, how)
 
-    def copy_into(self, items: list[str], pane: FolderPane, folder: str, packed: bool = False) -> None:
+    def copy_into(self, items: list[str], pane: FolderPane, folder: str, how: str = "") -> None:
         """Copy ``items`` (local paths or ``site:NAME/path``) into ``folder`` of ``pane``, one transfer each;
-        ``packed``: each local item as one archive made as it is sent (``--pack``)."""
+        ``how``: "pack", each local item as one archive made as it is sent (``--pack``); "unpack", each archive
+        of a site unpacked into ``folder`` as it arrives (``--unpack``)."""
         remote = [i for i in items if i.startswith("site:")]
         local = [i for i in items if not i.startswith("site:")]
-        chosen = self.existing_choice() | ({"pack": True} if packed else {})
-        if packed and (pane.site is None or remote):
+        chosen = self.existing_choice() | ({how: True} if how else {})
+        if how == "pack" and (pane.site is None or remote):
             self._show_error("Send as one archive packs folders of this computer for a site: open the site in the "
                              "other pane and select folders here.")
+            return
+        if how == "unpack" and (pane.site is not None or local):
+            self._show_error("Copy and unpack fetches archives of a site into this computer: select them in the "
+                             "site's pane, with a folder of this computer in the other.")
             return
         if pane.site is None:
             if local:

@@ -56,6 +56,7 @@ PANE_ACTIONS = {
     "copy_path": ("Copy path", "mdi6.content-copy", "Ctrl+Shift+C"),
     "send": ("Copy to the other pane", "mdi6.swap-horizontal", "F6"),
     "send_packed": ("Send to the other pane as one archive", "mdi6.package-up", "Shift+F6"),
+    "send_unpacked": ("Copy to the other pane and unpack", "mdi6.package-down", "Ctrl+Shift+F6"),
     "pack": ("Pack into an archive", "mdi6.archive-arrow-down-outline", "Ctrl+Alt+P"),
     "unpack": ("Unpack here", "mdi6.archive-arrow-up-outline", "Ctrl+Alt+U"),
     "filter": ("Filter", "mdi6.filter-outline", "Ctrl+F"),
@@ -66,7 +67,8 @@ class FolderPane(QWidget):
     dropped = Signal(list, object, str)  # what was dropped (local paths or site:NAME/path lines), pane, folder
     #: "pack" or "unpack", the local paths chosen, the folder they are in (``archive_actions``)
     archive_requested = Signal(str, list, str)
-    send_requested = Signal(object, bool)  # this pane, and packed: copy its selection to the other pane
+    #: this pane, and how its selection goes to the other: "" a copy, "pack" as one archive, "unpack" unpacked
+    send_requested = Signal(object, str)
     said = Signal(str)  # an action's failure, as the sentence to show
     _arrived = Signal(int, object)  # generation, entries: emitted from the engine's or a scan's thread
 
@@ -347,20 +349,23 @@ class FolderPane(QWidget):
             return [os.path.join(self.path, e.name) for e in entries]
         return [self.site_path(self.child(e.name), e.is_dir) for e in entries]
 
-    def send(self) -> None:
+    def send(self, how: str = "") -> None:
         if self.selected():
-            self.send_requested.emit(self, False)
+            self.send_requested.emit(self, how if isinstance(how, str) else "")  # ``triggered`` passes a bool
 
     def send_packed(self) -> None:
         """Each selected item as one tar made as it is sent (``copy --pack``), never written here."""
-        if self.selected():
-            self.send_requested.emit(self, True)
+        self.send("pack")
+
+    def send_unpacked(self) -> None:
+        """Each selected archive of a site unpacked into the other pane's folder as it arrives (``--unpack``)."""
+        self.send("unpack")
 
     def _menu(self, point) -> None:
         menu = QMenu(self)
         names = ["send", "mkdir", "rename", "delete", "copy_path", "refresh"]
-        if self.site is None:  # packing and unpacking happen on this computer's disk
-            names[1:1] = ["send_packed", "pack", "unpack"]
+        # packing and unpacking happen on this computer's disk; a site's archive is unpacked as it arrives here
+        names[1:1] = ["send_packed", "pack", "unpack"] if self.site is None else ["send_unpacked"]
         for name in names:
             menu.addAction(self.actions_by_name[name])
         menu.exec(self.view.viewport().mapToGlobal(point))

@@ -254,11 +254,13 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
             if values["on"]:  # the whole job on that site's agent, SRC and DEST as its host sees them
                 self.run_on_agent(values)
                 return
-            via = self.relay_choice(values) if values["what"] == "copy" else what_overrides(values["what"])
+            copy = values["what"] == "copy"
+            via = self.relay_choice(values) if copy else {}
             note_folder(self, values["dest"])
             for item in [values["source"], *more]:
                 self.submit(item, values["dest"], streams=values["streams"], checksum=values["checksum"],
-                            limit_rate=values["limit_rate"], **values["existing"], **via)
+                            limit_rate=values["limit_rate"], **values["existing"],
+                            **(via if copy else what_overrides(values["what"], item)))
 
     def browse_site(self, parent, folder: bool = False) -> str | None:
         """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""

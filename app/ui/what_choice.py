@@ -9,11 +9,14 @@ WHAT_CHOICES = (("Copy", "copy"), ("Pack into an archive (.tar)", "pack"), ("Unp
                 ("Send a folder as one archive", "send-packed"))
 
 
-def what_overrides(what: str) -> dict:
+def what_overrides(what: str, source: str = "") -> dict:
     """The front door's overrides for a What choice other than Copy: the folder sent as one tar made as it goes
-    (``--pack``), or a Pack or Unpack here (the ``archive`` backend)."""
+    (``--pack``), an archive on a site or server unpacked here as it arrives (``--unpack``), or a Pack or Unpack
+    of this computer's files (the ``archive`` backend)."""
     if what == "send-packed":
         return {"pack": True}
+    if what == "unpack" and ("://" in source or source.startswith("site:")):
+        return {"unpack": True}
     return {"backend": "archive", "backend_options": {"action": what}}
 
 
@@ -22,6 +25,6 @@ def what_box(parent) -> QComboBox:
     for label, key in WHAT_CHOICES:
         box.addItem(label, key)
     box.setToolTip("Copy From to To; or pack the folder From into an archive in To (one .tar, written by several "
-                   "workers); or unpack the archive From into the folder To; or send the folder From to a server "
-                   "as one .tar made as it goes, never written here")
+                   "workers); or unpack the archive From (here, or on a site as it arrives) into the folder To; or "
+                   "send the folder From to a server as one .tar made as it goes, never written here")
     return box

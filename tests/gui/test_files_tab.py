@@ -412,3 +412,36 @@ def test_shift_f6_sends_a_local_folder_to_the_site_as_one_archive(qtbot, window,
     assert subprocess.run(["tar", "-xf", str(lab / "run42.tar"), "-C", str(out)]).returncode == 0
     for path in run.rglob("*"):
         assert path.is_dir() or _digest(path) == _digest(out / "run42" / path.relative_to(run))
+
+
+def test_ctrl_shift_f6_unpacks_a_sites_archive_into_this_computers_folder(qtbot, window, lab, tmp_path):
+    """Select run42.tar in the site's pane, Ctrl+Shift+F6 (Copy to the other pane and unpack): this computer's
+    folder gets run42/ byte-exact, each member checked against the index; the archive itself is not kept."""
+    import subprocess
+    import sys
+
+    from PySide6.QtTest import QTest
+
+    source = tmp_path / "src" / "run42"
+    (source / "vcf").mkdir(parents=True)
+    for i in range(50):
+        (source / "vcf" / f"s{i}.vcf").write_bytes(os.urandom(200 + i))
+    subprocess.run([sys.executable, "-m", "app", "pack", str(source), str(lab / "run42.tar"), "-q"], check=True)
+    here = tmp_path / "here"
+    here.mkdir()
+    left, right = window.files.panes()
+    window.tabs.setCurrentWidget(window.files)
+    right.show_site(next(s for s in window._sites() if s.name == "lab"))
+    assert "run42.tar" in _listed(qtbot, right)
+    left.load(str(here))
+    _listed(qtbot, left)
+    _select(right, "run42.tar")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=10_000)
+    right.view.setFocus()
+    QTest.keyClick(right.view, Qt.Key.Key_F6, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    views = _finished(qtbot, window, 1)
+    assert [v.state for v in views] == [JobState.DONE], [v.error for v in views]
+    assert sorted(p.name for p in here.iterdir()) == ["run42"]
+    for path in source.rglob("*"):
+        assert path.is_dir() or _digest(path) == _digest(here / "run42" / path.relative_to(source))

@@ -127,6 +127,31 @@ def test_new_transfer_sends_a_folder_as_one_archive_to_a_site(qtbot, window, ssh
         assert (out / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
 
 
+def test_new_transfer_unpacks_an_archive_of_a_site_as_it_arrives(qtbot, window, nginx, tmp_path):
+    """What → Unpack an archive, From an https:// address of a .tar, To a folder here: the folder gets the
+    members (checked against the archive's index), not the archive."""
+    import os
+    import subprocess
+    import sys
+
+    run = tmp_path / "src" / "run42"
+    (run / "qc").mkdir(parents=True)
+    for i in range(30):
+        (run / "qc" / f"s{i}.txt").write_bytes(os.urandom(500 + i))
+    (nginx.data / "gui-unpack").mkdir(exist_ok=True)
+    subprocess.run([sys.executable, "-m", "app", "pack", str(run), str(nginx.data / "gui-unpack" / "run42.tar"), "-q"],
+                   check=True)
+    into = tmp_path / "into"
+    into.mkdir()
+    url = nginx.url("gui-unpack/run42.tar").replace("https://", "http://").replace(str(nginx.port),
+                                                                                  str(nginx.http_port))
+    done = what_through_dialog(qtbot, window, 2, url, str(into) + "/")  # Copy → Pack → Unpack an archive
+    assert done.state == JobState.DONE, done.error
+    assert sorted(p.name for p in into.iterdir()) == ["run42"]
+    for path in (run / "qc").iterdir():
+        assert (into / "run42" / "qc" / path.name).read_bytes() == path.read_bytes()
+
+
 def what_through_dialog(qtbot, window, downs: int, source: str, dest: str):
     """New transfer from the toolbar's action: What moved ``downs`` choices down with the arrow key, From and
     To typed, OK clicked; returns the job once it ended."""

@@ -156,3 +156,15 @@ def test_what_unpack_cannot_do_is_one_sentence(nginx, tmp_path, ferry_home):
         proc = labferry("copy", *args, "--unpack", env_home=ferry_home)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing was fetched or made
+
+
+def test_an_archive_over_gridftp_unpacks_too(gridftp, tmp_path, ferry_home):
+    """globus-url-copy writes the part file itself (a prefix record): the follower reads what it has written."""
+    into = gridftp.data / "fetch7"
+    source = _packed(tmp_path, ferry_home, into, small=80, large=1, large_size=6 * MiB)
+    gridftp.give(into)
+    proc, out = _unpacked(gridftp.url(into / "run7.tar"), tmp_path / "dest", ferry_home, "--streams", "2",
+                          "--backend", "gridftp")
+    assert proc.returncode == 0, proc.stderr
+    assert tree_digests(tmp_path / "dest" / "run7") == tree_digests(source)
+    assert out["verified"] is True and "matched the archive's index" in out["verify_method"]
