@@ -5,6 +5,10 @@ worker processes (``workers.run``), it deals them to every rank instead, itself 
 ranks finish together, and gathers each rank's digests. The other ranks only ``serve``: they take a share,
 write or read it at its offsets on the shared file system, and hand back the results, until rank 0 says done.
 A rank's failure is one sentence that rank 0 says; nothing hangs waiting for a rank that failed.
+
+The shares go out in ``ROUNDS`` rounds, each gathered before the next: rank 0 learns what every rank wrote as
+the job goes, and records it (``resume.Record``). A batch system's SIGTERM at the time limit (or ``scancel``)
+then costs the round under way, not the job: the same command, under any number of ranks, goes on from there.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import os
 
 from ..core.errors import TransferError, Unavailable
 
+#: how many times rank 0 gathers what the ranks did (and can record it) during one ``run``
+ROUNDS = 16
 #: what the launchers set: Open MPI's mpirun, MPICH's and Slurm's PMI, PMIx (srun --mpi=pmix)
 _LAUNCHED = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -70,6 +76,12 @@ class Runner:
 
     def run(self, batches: list, work, common, on_done, cost=len) -> None:
         shares = deal(batches, self.ranks, cost)
+        rounds = min(ROUNDS, max((len(share) for share in shares), default=0))
+        for k in range(rounds):
+            self._round([share[k * len(share) // rounds:(k + 1) * len(share) // rounds] for share in shares],
+                        work, common, on_done)
+
+    def _round(self, shares: list[list], work, common, on_done) -> None:
         self.comm.bcast(("work", work, common), root=0)
         mine = self.comm.scatter(shares, root=0)
         own = _run_share(work, common, mine)

@@ -20,6 +20,9 @@ from .layout import Layout
 
 #: how often the record is written while a pack runs (and always when it stops)
 SAVE_EVERY = 5.0
+#: the same under MPI, where a stopped rank 0 may not get to write it (a batch system kills the job's ranks
+#: together): what the ranks did reaches it once a round (``ranks.ROUNDS``), and is kept each second
+SAVE_EVERY_RANKED = 1.0
 #: the largest record read back (a digest a piece: 300,000 files make about 25 MB)
 MOST_RECORD = 512 << 20
 
@@ -39,6 +42,7 @@ class Record:
         self.key = key
         self.done: dict[int, str] = {}
         self.saved = time.monotonic()
+        self.every = SAVE_EVERY
 
     def load(self, part: Path, size: int) -> dict[int, str]:
         """What an earlier run of the same plan wrote; nothing when there was none or it was another plan."""
@@ -56,7 +60,7 @@ class Record:
 
     def note(self, results: list[tuple[int, str]]) -> None:
         self.done.update(results)
-        if time.monotonic() - self.saved >= SAVE_EVERY:
+        if time.monotonic() - self.saved >= self.every:
             self.save()
 
     def save(self) -> None:

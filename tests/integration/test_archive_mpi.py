@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import MiB
+from .conftest import MiB, tree_digests
 from .test_archive import _same, _tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,3 +73,47 @@ def test_started_by_mpirun_without_mpi4py_is_one_sentence(tmp_path, ferry_home):
     assert proc.returncode == 2, proc.stderr
     assert "mpi4py is not installed" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "a.tar").exists()
+
+
+def test_a_pack_under_mpirun_stopped_by_sigterm_goes_on_under_other_ranks(tmp_path, ferry_home):
+    """As a Slurm time limit does: SIGTERM to mpirun once rank 0's record holds some pieces; the part file and
+    its record stay, and the same command under 3 ranks instead of 2 writes only the rest, byte-exact."""
+    import json
+    import signal
+    import time
+
+    run = tmp_path / "src" / "run42"
+    for i in range(100_000):  # small files: read and written by the ranks themselves, not copied by the kernel
+        folder = run / f"s{i % 1000:03d}"
+        if i < 1000:
+            folder.mkdir(parents=True)
+        (folder / f"f{i:05d}.vcf").write_bytes(b"%d\n" % i * 200)
+    archive = tmp_path / "run42.tar"
+    record = Path(f"{archive}.part.ferry")
+    mpirun = shutil.which("mpirun")
+    env = dict(os.environ, LABFERRY_HOME=str(ferry_home), OMPI_MCA_btl="self,vader,tcp")
+    args = ["pack", str(run), str(archive)]
+    proc = subprocess.Popen([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, "-m",
+                             "app", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if len(json.loads(record.read_text())["done"]) >= 2000:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and not archive.exists(), err
+    kept = len(json.loads(record.read_text())["done"])
+    assert 2000 <= kept < 100_000 + 1000, kept
+    again = _mpirun(3, *args, home=ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert "went on from" in again.stderr, again.stderr
+    into = tmp_path / "out"
+    into.mkdir()
+    assert subprocess.run(["tar", "-xf", str(archive), "-C", str(into)]).returncode == 0
+    assert tree_digests(into / "run42") == tree_digests(run)
