@@ -88,7 +88,12 @@ def _on_ranks(run, args: argparse.Namespace) -> int:
     if comm is None:
         return run(args, None)
     if comm.Get_rank() > 0:
-        ranks.serve(comm)
+        from app import stops
+
+        try:
+            ranks.serve(comm)
+        except stops.STOPS as stop:  # rank 0 says what was kept; the others only end
+            return stops.status(stop)
         return 0
     runner = ranks.Runner(comm)
     try:

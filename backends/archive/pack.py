@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import BadRequest, TransferError
+from ..core.errors import TransferError
 from ..core.words import human_size
 from ..destination import check_destination
 from ..destination.shared import SharedPart
@@ -51,15 +51,12 @@ def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None,
     format (``zpack.py``), which starts over after a stop. ``runner``: the ranks of an MPI job
     (``ranks.Runner``), instead of worker processes here."""
     began = time.monotonic()
-    if runner is not None and compress:
-        raise BadRequest("--compress zstd is not made across MPI ranks yet; pack without mpirun, or without "
-                         "--compress and compress later.")
     layout = plan(sources, dereference=dereference, piece=piece)
     archive = Path(archive).expanduser()
     check_destination(archive, overwrite)
     count = runner.ranks if runner is not None else worker_count(workers_asked)
     if compress == "zstd":
-        size = _pack_zstd(layout, archive, count, piece, progress)
+        size = _pack_zstd(layout, archive, count, piece, progress, runner)
         return Packed(archive, len(layout.members), sum(m.kind == "file" for m in layout.members),
                       layout.data_bytes, size, time.monotonic() - began, count, layout.notes)
     lines_ready = IndexWriter(layout, piece)
@@ -108,7 +105,8 @@ def _write_members(layout: Layout, part: SharedPart, count: int, progress, recor
     return assembled(layout, whole.fill(by_piece), whole.digests)
 
 
-def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) -> int:
+def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress, runner=None) -> int:
+    """``runner``: the MPI job's ranks make and write the frames (``zranks``), else ``count`` workers here."""
     from .zpack import LEVEL, write_frames
 
     writer = IndexWriter(layout, piece)
@@ -119,6 +117,10 @@ def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress) 
             whole.join()
             return writer.tail(assembled(layout, whole.fill(by_piece), whole.digests))
 
+        if runner is not None:
+            from .zranks import write_frames_ranked
+
+            return write_frames_ranked(layout, archive, runner, tail, LEVEL, progress, by_piece.update)
         return write_frames(layout, archive, count, tail, LEVEL, progress, by_piece.update)
 
 

@@ -78,10 +78,11 @@ class Runner:
         shares = deal(batches, self.ranks, cost)
         rounds = min(ROUNDS, max((len(share) for share in shares), default=0))
         for k in range(rounds):
-            self._round([share[k * len(share) // rounds:(k + 1) * len(share) // rounds] for share in shares],
+            self.round([share[k * len(share) // rounds:(k + 1) * len(share) // rounds] for share in shares],
                         work, common, on_done)
 
-    def _round(self, shares: list[list], work, common, on_done) -> None:
+    def round(self, shares: list[list], work, common, on_done) -> None:
+        """``shares[r]``: the batches rank ``r`` runs, once; ``on_done`` gets every batch's result here."""
         self.comm.bcast(("work", work, common), root=0)
         mine = self.comm.scatter(shares, root=0)
         own = _run_share(work, common, mine)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import LocalError
@@ -108,6 +108,18 @@ class SharedPart:
         except OSError as exc:
             raise os_error(exc, dest, "write") from None
         return dest
+
+    def cut(self, size: int) -> SharedPart:
+        """The part file cut to ``size`` (a plan's bound, once the real end is known), when it is still the one
+        the owner made."""
+        fd = self.open()
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:
+            raise os_error(exc, Path(self.path), "write") from None
+        finally:
+            os.close(fd)
+        return replace(self, size=size)
 
     def discard(self) -> None:
         try:
