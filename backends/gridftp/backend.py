@@ -6,7 +6,7 @@ careful expert adds by hand: streams and TCP buffers chosen for the path
 (``tuning``), staging names so nothing half-written appears under a final name, a
 server-side sha256 that runs while the data moves, restart on faults (``-rst``),
 progress parsed from ``-vb`` into the engine's events, and third-party transfers where
-two servers send to each other. See docs/architecture.md, "GridFTP".
+two servers send to each other. See docs/backends/gridftp.md.
 """
 
 from __future__ import annotations

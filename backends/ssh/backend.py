@@ -3,7 +3,7 @@
 Metadata and checksums go over a paramiko control connection (SFTP needs no shell, so
 file names never meet one); bulk data goes over parallel OpenSSH connections running
 fixed ``dd`` scripts at offsets; folders of small files go as one ``tar`` stream. See
-docs/architecture.md for the measurements behind that split.
+docs/backends/ssh.md for the measurements behind that split.
 """
 
 from __future__ import annotations

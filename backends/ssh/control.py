@@ -3,7 +3,7 @@
 SFTP answers stat, listing, mkdir, rename, chmod and utime without any shell, so file
 names never meet a parser. Exec runs only the fixed scripts of ``scripts.py`` (checksums,
 free space). Bulk data does not go through here: paramiko moves ~250 Mbit/s per core
-(measured, docs/architecture.md), so big files travel over parallel OpenSSH processes.
+(measured, docs/backends/ssh.md), so big files travel over parallel OpenSSH processes.
 
 paramiko is blocking: callers run these methods in a thread (``asyncio.to_thread``).
 """

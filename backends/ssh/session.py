@@ -37,7 +37,7 @@ LONG_COMMAND = 3600.0
 #: from this round trip on, ``auto`` starts with several waves of logins (they queue for the handshake slots):
 #: at 100 ms / 0.1 % loss one TCP connection settles at ~30 Mbit/s, so the first wave of 8 fills a third of
 #: 1 Gbit/s and the tuner's verdict on doubling it came ~3 s into the transfer; 1 GiB measured ~620 Mbit/s with
-#: ``auto`` from 8 against ~700 with 32 or 48 streams from the start (A/B in docs/architecture.md, *SSH*)
+#: ``auto`` from 8 against ~700 with 32 or 48 streams from the start (A/B in docs/backends/ssh.md)
 LONG_PATH_RTT = 0.08
 LONG_PATH_WAVES = 4
 

@@ -3,7 +3,7 @@
 ``labferry copy FILE.torrent|magnet:… DEST [--peer HOST:PORT …]`` fetches into the folder
 DEST; ``labferry seed FILE.torrent --data PATH`` serves. Lab defaults and the tuning for
 fat pipes are in ``lab.py``; why a seed listens on several ports is explained there and in
-docs/architecture.md.
+docs/backends/torrent.md.
 """
 
 from __future__ import annotations

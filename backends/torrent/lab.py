@@ -37,7 +37,7 @@ One TCP connection between two peers is bound by the same window and loss limits
 scp stream (Mathis: MSS / (RTT·√p)). So a seed runs **several sessions on consecutive
 ports** over the same data (``--connections K``), and a fetcher told ``--peer host:PORT``
 dials ``PORT … PORT+K-1``: K connections between the two hosts, K windows — the parallel
-streams of GridFTP, in BitTorrent's terms. See docs/architecture.md for the measurements.
+streams of GridFTP, in BitTorrent's terms. See docs/backends/torrent.md for the measurements.
 """
 
 from __future__ import annotations
