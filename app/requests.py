@@ -23,7 +23,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.core.base import Checksum, ListedFile, TransferOptions, Warmer
+from backends.core.abilities import Warmer
+from backends.core.base import Checksum, ListedFile, TransferOptions
 from backends.core.depth import MAX_DEPTH
 from backends.core.errors import BadRequest, TransferError
 from backends.core.options import check_backend_options
@@ -32,6 +33,7 @@ from backends.core.registry import registry as default_registry
 from backends.core.urls import check_authority, host_of, local_path_of
 from backends.host import portable
 
+from .packing import check_pack, check_unpack
 from .routes import resolve_destination
 
 
@@ -133,48 +135,20 @@ def resolve(source: str, dest: str | os.PathLike, overrides: Overrides | None = 
     if options.pack and options.unpack:
         raise BadRequest("--pack and --unpack go in opposite directions; give one of them.")
     if options.pack:
-        _check_pack(source, dest, backend)
+        check_pack(source, dest, backend)
     options = replace(options, backend_options=check_backend_options(backend, options.backend_options,
                                                                               strict=strict))
-    if advice and store is not None and options.streams == "auto" and not options.initial_streams:
-        options = replace(options, initial_streams=_advised_streams(store, source, dest, backend.name))
-    if advice and store is not None and not options.path_rate:
-        options = replace(options, path_rate=_path_rate(store, source, dest, backend.name))
-    if advice and store is not None and not options.transport_advice:
-        options = replace(options, transport_advice=_transport_advice(store, source, dest, backend.name))
+    if advice and store is not None:
+        from app.store.advice import advised
+
+        options = advised(store, options, _peer(source, dest), backend.name)
     given = dest = _absolute_local(dest, keep_slash=True)
     dest = resolve_destination(source, dest)
     if options.unpack:
-        _check_unpack(source, dest, given)
+        check_unpack(source, dest, given)
     elif "://" not in dest and Path(dest) != Path(given):
         options = replace(options, name_from_source=True)  # DEST was a folder: the name is the source's
     return Request(source, dest, options, backend.name, site)
-
-
-def _check_unpack(source: str, dest: str, given: str) -> None:
-    """``--unpack``: a tar on a server, unpacked into a folder here (the archive arrives as ``DEST/NAME.tar``,
-    named as the source is: a server's other name for it would hide it from the unpacking)."""
-    from backends.archive.follow import followed
-
-    if "://" not in source or "://" in dest or Path(dest) == Path(given):
-        raise BadRequest("--unpack copies an archive from a server into a folder here: give SRC as its address and "
-                         "DEST as a folder (ending in /).")
-    if not followed(Path(dest).name):
-        raise BadRequest(f"--unpack opens .tar, .tar.zst and .tzst archives, not {Path(dest).name}; copy it, then "
-                         "unpack it with the tool that made it.")
-
-
-def _check_pack(source: str, dest: str, backend) -> None:
-    """``--pack`` sends a folder here as one tar made on demand: only to a backend that uploads such a file."""
-    if "://" in source or not os.path.exists(source):
-        raise BadRequest("--pack packs a folder on this machine: give SRC as a local folder (an archive on a "
-                         "server is unpacked here with --unpack).")
-    if not backend.caps.made:
-        raise BadRequest(f"--pack sends to sftp://, scp://, ftp:// and ftps:// addresses so far, not through "
-                         f"{backend.name}; pack with labferry pack and copy the archive.")
-    if dest.endswith((".zst", ".tzst", ".gz", ".tgz")):
-        raise BadRequest("--pack sends a plain tar, whose layout is known before it is sent; name DEST NAME.tar "
-                         "(the SSH streams compress on the way with --compress).")
 
 
 def _check_authorities(*locations: str) -> None:
@@ -263,8 +237,11 @@ def resolve_list(label: str, files: list[ListedFile], folder: str | os.PathLike,
     options = _merge(overrides, defaults or Defaults(), None)
     options = replace(options, files=tuple(files),
                       backend_options=check_backend_options(backend, options.backend_options))
-    if store is not None and options.streams == "auto" and not options.initial_streams:
-        options = replace(options, initial_streams=_advised_streams(store, files[0].address, "", backend.name))
+    host = _peer(files[0].address, "")
+    if store is not None and options.streams == "auto" and not options.initial_streams and host:
+        from app.store.advice import advised_streams
+
+        options = replace(options, initial_streams=advised_streams(store, host, backend.name))
     return Request(label, str(Path(folder).expanduser().absolute()), options, backend.name)
 
 
@@ -385,53 +362,6 @@ def _absolute_local(location: str, *, keep_slash: bool = False) -> str:
 def _peer(source: str, dest: str) -> str | None:
     """The host at the other end (the source's, else the destination's), whose measurements advise the job."""
     return host_of(source) if "://" in source else host_of(dest) if "://" in dest else None
-
-
-def _advised_streams(store, source: str, dest: str, backend: str) -> int | None:
-    """A fresh preflight of the host first, then the fastest recent transfer there."""
-    from app.store.advice import advised_streams
-
-    host = _peer(source, dest)
-    if not host:
-        return None
-    return advised_streams(store, host, backend)
-
-
-def _path_rate(store, source: str, dest: str, backend: str) -> int | None:
-    """The best rate (bytes/s) the benchmark log holds for this host and backend: what ``--compress auto`` weighs
-    the compressor's speed against (compressed transfers are logged at their wire rate)."""
-    host = _peer(source, dest)
-    mbps = store.benchmarks.best_by_backend(host).get(backend) if host else None
-    return int(mbps * 1e6 / 8) if mbps else None
-
-
-def _transport_advice(store, source: str, dest: str, backend: str) -> dict | None:
-    """What a fresh preflight of the host measured about its transports, for ``--transport auto`` (GridFTP's UDT)."""
-    from app.store.advice import fresh_transport
-
-    host = _peer(source, dest)
-    return fresh_transport(store, host, backend) if host else None
-
-
-def _site_backend(protocol: str, registry: Registry | None):
-    """The backend a site of ``protocol`` reaches its host with."""
-    return (registry or default_registry).for_url(f"{protocol}://host/")
-
-
-def site_option_spec(protocol: str, registry: Registry | None = None) -> tuple[str, type | None]:
-    """The backend a site of ``protocol`` reaches its host with, and that backend's declared options (the site
-    dialog's protocol fields come from them, as ``labferry copy``'s flags do)."""
-    backend = _site_backend(protocol, registry)
-    return backend.name, getattr(backend, "options_type", None)
-
-
-def checked_site_options(protocol: str, values: dict, registry: Registry | None = None) -> dict:
-    """A site's protocol options as the front door will take them: unknown or ill-typed ones refused here, with
-    the same sentence a transfer would get (``ca_file`` is every TLS protocol's, not one backend's)."""
-    backend = _site_backend(protocol, registry)
-    own = {k: v for k, v in values.items() if k != "ca_file"}
-    checked = check_backend_options(backend, own)
-    return checked | ({"ca_file": values["ca_file"]} if values.get("ca_file") else {})
 
 
 def overrides_to_wire(overrides: Overrides) -> dict:

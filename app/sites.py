@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from backends.core.errors import AuthError, BadRequest, NotFound
+from backends.core.options import check_backend_options
+from backends.core.registry import Registry
+from backends.core.registry import registry as default_registry
 from backends.core.urls import reads_as_option
 
 SERVICE = "labferry"
@@ -247,3 +250,24 @@ def site_of(address: str, sites: list[dict]) -> str | None:
                 and (not site.get("port") or not port or site["port"] == port):
             return site["name"]
     return None
+
+
+def _site_backend(protocol: str, registry: Registry | None):
+    """The backend a site of ``protocol`` reaches its host with."""
+    return (registry or default_registry).for_url(f"{protocol}://host/")
+
+
+def site_option_spec(protocol: str, registry: Registry | None = None) -> tuple[str, type | None]:
+    """The backend a site of ``protocol`` reaches its host with, and that backend's declared options (the site
+    dialog's protocol fields come from them, as ``labferry copy``'s flags do)."""
+    backend = _site_backend(protocol, registry)
+    return backend.name, getattr(backend, "options_type", None)
+
+
+def checked_site_options(protocol: str, values: dict, registry: Registry | None = None) -> dict:
+    """A site's protocol options as the front door will take them: unknown or ill-typed ones refused here, with
+    the same sentence a transfer would get (``ca_file`` is every TLS protocol's, not one backend's)."""
+    backend = _site_backend(protocol, registry)
+    own = {k: v for k, v in values.items() if k != "ca_file"}
+    checked = check_backend_options(backend, own)
+    return checked | ({"ca_file": values["ca_file"]} if values.get("ca_file") else {})

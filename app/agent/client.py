@@ -124,9 +124,9 @@ class AgentLink:
 def site_client(site, command: str = REMOTE_COMMAND) -> AgentClient:
     """The agent on an SSH site's host, reached over that site's own SSH login (its key and known_hosts)."""
     from app.requests import site_options
+    from backends.ssh.address import parse_target
     from backends.ssh.openssh import OpenSsh
     from backends.ssh.session import ssh_options
-    from backends.ssh.target import parse_target
 
     if site.protocol not in ("sftp", "scp"):
         raise BadRequest(f"The agent is reached over SSH; site {site.name} is {site.protocol}. Use an SSH site of "

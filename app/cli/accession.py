@@ -57,14 +57,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, overrides) -> int:
-    from app.cli import EXIT_STATUSES
-
     folder = Path(args.dest).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise BadRequest(f"{folder} is a file; an accession's files go into a folder. Give a folder (DEST/).")
     if not 1 <= args.host_connections <= HOST_CONNECTIONS_MOST:
         raise BadRequest(f"--host-connections {args.host_connections} is not a number of connections Ferry opens; "
                          f"give 1 to {HOST_CONNECTIONS_MOST} (default {BUDGET}).")
+    plan = _planned(args, overrides, folder)
+    if getattr(args, "dry_run", False):
+        return _dry_run(args, plan, folder)
+    unlinked = _announce(args, plan, folder)
+    outcome, stopped, unconverted, short = _fetched(args, plan, folder, overrides)
+    return _ended(args, plan, folder, (outcome, stopped, unconverted, short), unlinked)
+
+
+def _planned(args: argparse.Namespace, overrides, folder: Path):
+    """What the accessions hold, as ENA's (and NCBI's) reports say, narrowed by ``--filter`` and ``--runs``;
+    while the portal is asked, the fetchers load and the first files are asked for ahead."""
     filters = parse_filters(getattr(args, "filters", None))
     preload, ahead = None, None
     if not getattr(args, "dry_run", False):
@@ -79,8 +88,12 @@ def run(args: argparse.Namespace, overrides) -> int:
                             getattr(args, "layout", "flat"))
         if args.files == "fastq":
             reroute_completed(plan, folder, overrides.ca_file)  # runs an earlier run completed from NCBI
-    if getattr(args, "dry_run", False):
-        return _dry_run(args, plan, folder)
+    return plan
+
+
+def _announce(args: argparse.Namespace, plan, folder: Path) -> bool:
+    """What is about to be fetched, where from, and what has nothing public; True when a GEO accession links to
+    no reads."""
     files = counted(len(plan.files), f"{args.files} file")
     _say(args, f"labferry: {plan.label}: {counted(plan.runs, 'run')}, {files}, {format_bytes(plan.total_bytes)} → "
                f"{folder}")
@@ -95,6 +108,12 @@ def run(args: argparse.Namespace, overrides) -> int:
         archives = "ENA and NCBI have" if plan.source != "ena" and args.files != "submitted" else "ENA has"
         _say(args, f"labferry: {archives} nothing public for {missing} (not public yet, suppressed, or a typo).",
              always=True)
+    return unlinked
+
+
+def _fetched(args: argparse.Namespace, plan, folder: Path, overrides) -> tuple:
+    """Every file fetched as one job (a progress line), then ``.sra`` files converted where FASTQ were asked for;
+    returns the outcome, the stop (Ctrl-C, SIGTERM) or None, what was not converted, and runs left short."""
     from app.store import Store  # sqlite, once the portal has answered
 
     with Store() as store:
@@ -120,6 +139,14 @@ def run(args: argparse.Namespace, overrides) -> int:
             unconverted, short = _convert_and_complete(args, plan, folder, overrides, defaults, outcome)
         except stops.STOPS as stop:
             stopped = stop
+    return outcome, stopped, unconverted, short
+
+
+def _ended(args: argparse.Namespace, plan, folder: Path, ended: tuple, unlinked: bool) -> int:
+    """The metadata and the samplesheet written, what went wrong said, and the exit status."""
+    from app.cli import EXIT_STATUSES
+
+    outcome, stopped, unconverted, short = ended
     for sentence in unconverted:
         print(f"labferry: {sentence}", file=sys.stderr)
     write_metadata(plan, folder)

@@ -63,6 +63,13 @@ def add_parser(sub) -> None:
                         "its parallel streams, server checksums and server-to-server copies)")
     p.add_argument("--sync", nargs="?", const="size-mtime", choices=("size-mtime", "checksum"),
                    help="skip files already at DEST with the same size and time (or checksum); for folders")
+    _protocol_and_job_flags(p)
+    p.set_defaults(handler=run)
+
+
+def _protocol_and_job_flags(p: argparse.ArgumentParser) -> None:
+    """Each protocol's own flags (from its declared options), an accession's, and how the job runs: depth,
+    retries, waiting for the network, output, the DTN agent (``--on``) and the relay (``--via``)."""
     add_ssh_arguments(p)
     from .torrent import add_torrent_arguments
 
@@ -95,13 +102,12 @@ def add_parser(sub) -> None:
                         "computer's hop over the last mile, the agent's over the backbone; the far side as that host "
                         "sees it")
     p.add_argument("--keep", action="store_true", help="with --via: keep the relay's copy after DEST verified it")
-    p.set_defaults(handler=run)
 
 
 def add_ssh_arguments(p: argparse.ArgumentParser) -> None:
     """The SSH login options every command that reaches a server takes (copy, preflight, compare): the SSH
     backend's declared options."""
-    from backends.ssh.target import SshOptions
+    from backends.ssh.options import SshOptions
 
     add_option_flags(p.add_argument_group("SSH (sftp:// and scp://)"), SshOptions)
 
@@ -133,7 +139,7 @@ def backend_options(args: argparse.Namespace) -> dict:
     """Every backend's options given as flags; the front door refuses those the chosen backend lacks."""
     from backends.gridftp.options import GridftpOptions
     from backends.https.options import HttpsOptions
-    from backends.ssh.target import SshOptions
+    from backends.ssh.options import SshOptions
 
     from .torrent import torrent_options
 

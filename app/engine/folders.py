@@ -7,7 +7,8 @@ nothing is queued, retried or kept in history. A backend offers them through the
 
 from __future__ import annotations
 
-from backends.core.base import EntriesSink, FolderEditor, FolderEntry, FolderLocator, Lister, TransferOptions
+from backends.core.abilities import EntriesSink, FolderEditor, FolderEntry, FolderLocator, Lister
+from backends.core.base import TransferOptions
 from backends.core.errors import BadRequest, TransferError
 from backends.core.registry import Registry
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.store.advice import fresh_streams, max_age_days
-from backends.core.base import BufferAdvisor, TransferOptions
+from backends.core.abilities import BufferAdvisor
+from backends.core.base import TransferOptions
 from backends.core.errors import AuthError, BadRequest
 from backends.core.urls import redact
 from backends.host.hosttcp import host_tcp

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from app.units import format_ms
-from backends.core.base import PathProber, Sweeper, TransferOptions, TransportProber
+from backends.core.abilities import PathProber, Sweeper, TransportProber
+from backends.core.base import TransferOptions
 from backends.core.errors import BadRequest, TransferError, Unreachable
 from backends.host.netprobe import connect_time
 

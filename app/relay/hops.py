@@ -7,7 +7,8 @@ import asyncio
 import threading
 import time
 
-from backends.core.base import Sink, StreamRatesSink
+from backends.core.abilities import StreamRatesSink
+from backends.core.base import Sink
 from backends.core.errors import TransferError
 from backends.streams.chunks import Interval
 

@@ -36,3 +36,22 @@ def fresh_transport(store, host: str, backend: str) -> dict | None:
 def advised_streams(store, host: str, backend: str) -> int | None:
     """A fresh preflight of the host first, then the fastest recent transfer there."""
     return fresh_streams(store, host, backend) or store.benchmarks.best_streams(host, backend)
+
+
+def advised(store, options, host: str | None, backend: str):
+    """``options`` with what the store knows of the route, where the user left it open: the streams ``auto``
+    starts from (a fresh preflight of the host, then the fastest recent transfer there), the path's best rate
+    (what ``--compress auto`` weighs the compressor's speed against; compressed transfers are logged at their
+    wire rate) and a fresh preflight's transport advice (``--transport auto``: GridFTP's UDT)."""
+    from dataclasses import replace
+
+    if not host:
+        return options
+    if options.streams == "auto" and not options.initial_streams:
+        options = replace(options, initial_streams=advised_streams(store, host, backend))
+    if not options.path_rate:
+        mbps = store.benchmarks.best_by_backend(host).get(backend)
+        options = replace(options, path_rate=int(mbps * 1e6 / 8) if mbps else None)
+    if not options.transport_advice:
+        options = replace(options, transport_advice=fresh_transport(store, host, backend))
+    return options

@@ -79,16 +79,7 @@ class AccessionDialog(QDialog):
         for label, key in SOURCE_LABELS:
             self.source.addItem(label, key)
         self.full: ena.Plan | None = None  # the look-up's answer, before the filter
-        self.look = QPushButton("Look up", self)
-        self.look.clicked.connect(self.look_up)
-        self.summary = QLabel("Give accessions and press Look up.", self)
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.table = QTableWidget(0, 4, self)
-        self.table.setTabKeyNavigation(False)  # Tab moves on to the next control, as everywhere else
-        self.table.setHorizontalHeaderLabels(["Run", "File", "Size", "MD5"])
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self._answer_area()
         self.dest = QLineEdit(folder, self)
         self._base = folder  # the download folder: a study goes into a folder of its own below it
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
@@ -113,6 +104,19 @@ class AccessionDialog(QDialog):
         self.source.currentIndexChanged.connect(lambda _: self.look_up() if self.plan else None)
         if words_of(text):
             self.look_up()
+
+    def _answer_area(self) -> None:
+        """Look up, the one-line summary of what the accessions hold, and the table of their runs' files."""
+        self.look = QPushButton("Look up", self)
+        self.look.clicked.connect(self.look_up)
+        self.summary = QLabel("Give accessions and press Look up.", self)
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.table = QTableWidget(0, 4, self)
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next control, as everywhere else
+        self.table.setHorizontalHeaderLabels(["Run", "File", "Size", "MD5"])
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
 
     @property
     def folder(self) -> Path:

@@ -22,8 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.requests import checked_site_options, site_option_spec
-from app.sites import PROTOCOLS, Site
+from app.sites import PROTOCOLS, Site, checked_site_options, site_option_spec
 from app.ui.option_fields import OptionFields
 from app.units import parse_rate, parse_schedule
 from backends.core.checksums import parse_checksum
@@ -116,18 +115,7 @@ class NewTransferDialog(QDialog):
             hint = QLabel("Sites: " + ", ".join(f"site:{s.name}/" for s in sites), self)
             hint.setWordWrap(True)
             form.addRow("", hint)
-        ssh = [s.name for s in sites or [] if s.protocol in ("sftp", "scp")]
-        self.run_on = QComboBox(self)
-        self.run_on.addItem("This computer", "")
-        self.via = QComboBox(self)
-        self.via.addItem("Directly", "")
-        for name in ssh:
-            self.run_on.addItem(f"the agent on {name}", name)
-            self.via.addItem(f"through the agent on {name} (relay)", name)
-        self.run_on.setToolTip("Run the whole transfer on a site's host (Ferry's agent there): it goes on when this "
-                               "computer sleeps; From and To are as that host sees them")
-        self.via.setToolTip("Store-and-forward through a site's host: this computer's hop over the last mile, the "
-                            "agent's over the backbone, both at once")
+        ssh = self._agent_choices([s.name for s in sites or [] if s.protocol in ("sftp", "scp")])
         form.addRow("Streams", self.streams)
         if ssh:
             form.addRow("Run on", self.run_on)
@@ -144,6 +132,21 @@ class NewTransferDialog(QDialog):
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+
+    def _agent_choices(self, ssh: list[str]) -> list[str]:
+        """Run on and Send: this computer and directly, or an SSH site's agent (``--on``, ``--via``)."""
+        self.run_on = QComboBox(self)
+        self.run_on.addItem("This computer", "")
+        self.via = QComboBox(self)
+        self.via.addItem("Directly", "")
+        for name in ssh:
+            self.run_on.addItem(f"the agent on {name}", name)
+            self.via.addItem(f"through the agent on {name} (relay)", name)
+        self.run_on.setToolTip("Run the whole transfer on a site's host (Ferry's agent there): it goes on when this "
+                               "computer sleeps; From and To are as that host sees them")
+        self.via.setToolTip("Store-and-forward through a site's host: this computer's hop over the last mile, the "
+                            "agent's over the backbone, both at once")
+        return ssh
 
     def _browse_site(self, browse, folder: bool = False) -> None:
         chosen = browse(self, folder)

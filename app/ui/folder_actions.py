@@ -18,6 +18,23 @@ from backends.core.errors import TransferError
 from backends.core.urls import entry_name
 from backends.core.words import counted
 
+#: pane actions: name → (label, icon, shortcut)
+PANE_ACTIONS = {
+    "back": ("Back", "mdi6.arrow-left", "Alt+Left"),
+    "up": ("Up one folder", "mdi6.arrow-up-bold-outline", "Alt+Up"),
+    "refresh": ("Refresh", "mdi6.refresh", "F5"),
+    "mkdir": ("New folder", "mdi6.folder-plus-outline", "F7"),
+    "rename": ("Rename", "mdi6.rename-box", "F2"),
+    "delete": ("Delete", "mdi6.delete-outline", "Shift+Del"),
+    "copy_path": ("Copy path", "mdi6.content-copy", "Ctrl+Shift+C"),
+    "send": ("Copy to the other pane", "mdi6.swap-horizontal", "F6"),
+    "send_packed": ("Send to the other pane as one archive", "mdi6.package-up", "Shift+F6"),
+    "send_unpacked": ("Copy to the other pane and unpack", "mdi6.package-down", "Ctrl+Shift+F6"),
+    "pack": ("Pack into an archive", "mdi6.archive-arrow-down-outline", "Ctrl+Alt+P"),
+    "unpack": ("Unpack here", "mdi6.archive-arrow-up-outline", "Ctrl+Alt+U"),
+    "filter": ("Filter", "mdi6.filter-outline", "Ctrl+F"),
+}
+
 
 class FolderPane(Protocol):
     """What the actions use of a folder pane (``folder_pane.FolderPane``, which calls them: named here, not

@@ -15,7 +15,7 @@ import time
 from PySide6.QtCore import QAbstractTableModel, QMimeData, QModelIndex, Qt, QUrl
 
 from app.units import format_bytes
-from backends.core.base import FolderEntry
+from backends.core.abilities import FolderEntry
 
 from .icons import icon
 

@@ -21,19 +21,18 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine import JobState, JobView
-from app.requests import Defaults, Overrides, resolve, site_options
-from app.sites import Site, SiteBook, site_of
+from app.requests import Defaults, Overrides, resolve
+from app.sites import site_of
 from app.store import Store
 from app.units import counted, format_rate
 from backends.core.errors import TransferError
 
 from . import cap_status
-from .agents_tab import AgentsTab, RemoteJobs, agent_note
+from .agents_tab import AgentsTab, RemoteJobs
 from .asking import leaving_choice, remove_site
 from .bridge import EngineBridge
-from .browser import RemoteBrowser
 from .details import DetailsPane
-from .dialogs import NewTransferDialog, SettingsDialog, SiteDialog
+from .dialogs import NewTransferDialog, SettingsDialog
 from .files_tab import FilesTab
 from .history_model import HistoryModel
 from .history_tab import HistoryTab
@@ -46,6 +45,7 @@ from .queue_menu import queue_menu
 from .queue_model import QueueModel, queue_table, selected_views
 from .remembered import note_folder, remember, restore, start_folder
 from .reporting import ReportExporter
+from .site_actions import SiteActions
 from .torrents import SeedingView
 from .what_choice import what_overrides
 from .window_actions import build_actions
@@ -54,7 +54,7 @@ from .words import for_window
 log = logging.getLogger(__name__)
 
 
-class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
+class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, SiteActions, QMainWindow):
     def __init__(self, engine, db_path: Path, data_folder: Path) -> None:
         super().__init__()
         self.engine, self.db_path, self.data_folder = engine, db_path, data_folder
@@ -262,23 +262,6 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
                             limit_rate=values["limit_rate"], **values["existing"],
                             **(via if copy else what_overrides(values["what"], item)))
 
-    def browse_site(self, parent, folder: bool = False) -> str | None:
-        """Pick a file or folder on a site (``folder``: the folder an upload goes into); ``site:NAME/path``."""
-        sites = self._sites()
-        if not sites:
-            self._show_error("There is no site to browse yet; add one first (Add site).")
-            return None
-        name, ok = QInputDialog.getItem(parent, "Browse a site", "Site:", [s.name for s in sites], 0, False)
-        if not ok:
-            return None
-        site = next(s for s in sites if s.name == name)
-        browser = RemoteBrowser(self.bridge, site, self.secret_of(site), parent, folder=folder)
-        return browser.chosen if browser.exec() else None
-
-    def upload_to_site(self, name: str, paths: list[str]) -> None:
-        for path in paths:
-            self.submit(path, f"site:{name}/")
-
     def fetch_torrent(self, torrent: str, folder: str, peer: str | None = None) -> None:
         """A .torrent or magnet link: ask which peer holds it (blank: its web seeds, trackers and the DHT)."""
         if peer is None:
@@ -299,44 +282,7 @@ class MainWindow(HistoryTab, PublicData, Opening, RemoteJobs, QMainWindow):
         self.preflight_wizard.site_changed.connect(lambda _: self.refresh_sites())
         self.preflight_wizard.show()
 
-    # -- sites and settings ----------------------------------------------------------------------
-    def _sites(self) -> list[Site]:
-        with Store(self.db_path) as store:
-            return SiteBook(store).all()
-
-    def secret_of(self, site: Site) -> str | None:
-        with Store(self.db_path) as store:
-            return SiteBook(store).secrets.get(site.name)
-
-    def refresh_sites(self) -> None:
-        sites = self._sites()
-        with Store(self.db_path) as store:
-            agents = {s.name: (agent_note(store, s.name) or {}).get("version") for s in sites}
-        self.sidebar.set_sites(sites, agents)
-        self.files.refresh_sites()
-        self.agents.refresh_sites()
-
-    def edit_site(self, name: str | None) -> None:
-        site = None
-        if name:
-            with Store(self.db_path) as store:
-                site = SiteBook(store).get(name)
-        dialog = SiteDialog(self, site, test=self._test_site)
-        if dialog.exec():
-            with Store(self.db_path) as store:
-                SiteBook(store).save(dialog.site(), dialog.secret_to_keep())
-            self.refresh_sites()
-
-    def _test_site(self, site: Site, secret: str | None, report) -> None:
-        """Connect to the site on the engine's thread; ``report`` shows the outcome in the dialog."""
-        options = site_options(site)
-
-        def answered(info) -> None:
-            report(f"Connected: {site.url()} is a {'folder' if info.is_dir else 'file'}.", True)
-
-        self.bridge.call("stat", site.url("", secret), options, done=answered, error=lambda msg: report(msg, False))
-        report("Connecting…", True)
-
+    # -- settings ----------------------------------------------------------------------------------
     def _load_settings(self) -> dict:
         with Store(self.db_path) as store:
             return store.settings.all()

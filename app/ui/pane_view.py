@@ -7,7 +7,7 @@ import os
 
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from backends.core.base import FolderEntry
+from backends.core.abilities import FolderEntry
 
 from .folder_model import EntryRole, site_paths
 from .panels import local_paths

@@ -109,6 +109,16 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
     painter.drawText(QRectF(-plot.height() / 2, -10, plot.height(), 20), Qt.AlignmentFlag.AlignCenter, y_label)
     painter.restore()
     painter.drawRect(plot)
+    _draw_series(painter, series, at, plot, lines)
+    if not points:
+        painter.setPen(QPen(QColor("#888888")))
+        painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "no finished transfers in this period")
+    painter.end()
+    return _png(image)
+
+
+def _draw_series(painter: QPainter, series: dict, at, plot: QRectF, lines: bool) -> None:
+    """Each named series in its colour: points (joined in x order with ``lines``) and its name at the top right."""
     for index, (name, pts) in enumerate(series.items()):
         color = QColor(PALETTE[index % len(PALETTE)])
         painter.setPen(QPen(color, 2))
@@ -121,10 +131,9 @@ def chart(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: 
             painter.drawEllipse(at(*p), 3.5, 3.5)
         painter.drawText(QRectF(plot.right() - 200, plot.top() + 4 + 16 * index, 192, 16),
                          Qt.AlignmentFlag.AlignRight, name)
-    if not points:
-        painter.setPen(QPen(QColor("#888888")))
-        painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "no finished transfers in this period")
-    painter.end()
+
+
+def _png(image: QImage) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)

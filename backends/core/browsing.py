@@ -5,7 +5,8 @@ function named ``action`` on the path of ``url``."""
 
 from __future__ import annotations
 
-from .base import EntriesSink, FolderEntry, TransferOptions
+from .abilities import EntriesSink, FolderEntry
+from .base import TransferOptions
 from .urls import entry_name
 
 

@@ -15,7 +15,8 @@ import logging
 import re
 from urllib.parse import urlsplit
 
-from .base import Backend, RouteClaimer
+from .abilities import RouteClaimer
+from .base import Backend
 from .errors import BadRequest
 
 GROUP = "labferry.backends"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ..core.base import EntriesSink, FolderEntry
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.errors import BadRequest, NotFound
 from .control import Entry, FtpControl, entry_mtime
 from .faults import ftp_error

@@ -206,34 +206,10 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
                 note(f"Resuming: {human_size(resumed)} of {human_size(entry.size)} was already here.")
             elif not entry.modified:
                 note(f"The FTP server gives no modification time for {source}, so an interrupted copy starts over.")
-            hasher = FollowingHasher(part.part, algorithms_for(opts.checksum))
-            tuner = None
-            rtt = lead.feat_seconds
-            if opts.streams == "auto" and lead.can_resume:
-                # what this path taught before, else a guess from its round trip (64 streams at 80 ms)
-                guess = initial_streams(rtt, entry.size, opts.max_streams, MIN_BYTES_PER_STREAM) if rtt else None
-                start = min(opts.initial_streams or guess or START_STREAMS, opts.max_streams)
-                tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=rtt or 0.05, ceiling=opts.rate_cap)
-            streams = 1 if not lead.can_resume else (tuner.streams if tuner else int(opts.streams))
-            run = FtpStreams(address, connect, ChunkMap(entry.size, done), part=part, sink=sink,
-                             limiter=limiter_for(opts), tuner=tuner, streams=streams, max_streams=opts.max_streams,
-                             rtt_s=rtt)
-            run.hasher = hasher
-            run.stall_seconds, run.stall_what = lead.stall_seconds, f"The FTP server at {address.where}"
-            # the lead connection is idle while the streams work: it asks for the server's checksum meanwhile
-            looking = asyncio.create_task(_published(address, lead, opts.checksum, opts.verify))
-            try:
-                await run.run()
-                expected = await looking
-                # the SHA-256 reads what it has not followed yet while the server is asked whether the file changed
-                digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, entry.size),
-                                                    _look_again(lead, address.path))
-            finally:
-                looking.cancel()
-                await asyncio.gather(looking, return_exceptions=True)
-                hasher.stop()
-                fetched += run.moved
-                peak = max(peak, run.peak_streams)
+            run, tuner, expected, digests, now = await _one_pass(address, entry, done, part, request, sink, connect,
+                                                                 lead)
+            fetched += run.moved
+            peak = max(peak, run.peak_streams)
             if run.lowered_to:
                 note(f"The FTP server took at most {run.lowered_to} connections at once, so Ferry used "
                      f"{counted(run.lowered_to, 'stream')}.")
@@ -255,8 +231,44 @@ async def download_file(address: FtpAddress, entry: Entry, request: TransferRequ
         notes.append("Streams: " + ", ".join(f"{n} → {r * 8 / 1e6:.0f} Mbit/s" for n, r in tuner.history))
     return Result(bytes=entry.size, seconds=time.monotonic() - began, streams=peak, sha256=digests["sha256"],
                   verified=verified, verify_method=method, peer_host=address.host, restarts=restarts,
-                  rtt_ms=rtt * 1000 if rtt else None, bytes_fetched=fetched,
+                  rtt_ms=lead.feat_seconds * 1000 if lead.feat_seconds else None, bytes_fetched=fetched,
                   resumed_from=resumed if restarts == 0 else 0, notes=notes)
+
+
+async def _one_pass(address: FtpAddress, entry: Entry, done: list, part: PartFile, request: TransferRequest,
+                    sink: Sink, connect, lead: FtpControl) -> tuple:
+    """One pass over the file by the ranged streams (``auto``: from what the path taught before, else a guess
+    from its round trip), hashed as it lands, while the lead connection asks for the server's checksum and then
+    whether the file changed. Returns (the streams' run, the tuner, the published checksum, the digests, the
+    file's entry now)."""
+    opts = request.options
+    hasher = FollowingHasher(part.part, algorithms_for(opts.checksum))
+    tuner = None
+    rtt = lead.feat_seconds
+    if opts.streams == "auto" and lead.can_resume:
+        # what this path taught before, else a guess from its round trip (64 streams at 80 ms)
+        guess = initial_streams(rtt, entry.size, opts.max_streams, MIN_BYTES_PER_STREAM) if rtt else None
+        start = min(opts.initial_streams or guess or START_STREAMS, opts.max_streams)
+        tuner = StreamTuner(start, maximum=opts.max_streams, rtt_s=rtt or 0.05, ceiling=opts.rate_cap)
+    streams = 1 if not lead.can_resume else (tuner.streams if tuner else int(opts.streams))
+    run = FtpStreams(address, connect, ChunkMap(entry.size, done), part=part, sink=sink,
+                     limiter=limiter_for(opts), tuner=tuner, streams=streams, max_streams=opts.max_streams,
+                     rtt_s=rtt)
+    run.hasher = hasher
+    run.stall_seconds, run.stall_what = lead.stall_seconds, f"The FTP server at {address.where}"
+    # the lead connection is idle while the streams work: it asks for the server's checksum meanwhile
+    looking = asyncio.create_task(_published(address, lead, opts.checksum, opts.verify))
+    try:
+        await run.run()
+        expected = await looking
+        # the SHA-256 reads what it has not followed yet while the server is asked whether the file changed
+        digests, now = await asyncio.gather(asyncio.to_thread(hasher.finish, entry.size),
+                                            _look_again(lead, address.path))
+    finally:
+        looking.cancel()
+        await asyncio.gather(looking, return_exceptions=True)
+        hasher.stop()
+    return run, tuner, expected, digests, now
 
 
 async def _look_again(lead: FtpControl, path: str) -> Entry:

@@ -46,45 +46,9 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
     """``step``: connect, tls, login, feat, stat, list, read, write. ``started``: bytes had flowed."""
     if isinstance(exc, TransferError):
         return exc
-    where, shown = address.where, address.shown
+    where = address.where
     if isinstance(exc, aioftp.StatusCodeError):
-        code, text = reply_of(exc)
-        said = f"'{code} {text}'".strip()
-        if code == "421":
-            return ServerFull(f"The FTP server at {where} takes no more connections now ({said}); Ferry will "
-                              "retry with fewer.")
-        if step == "login" and address.scheme == "ftp" and code.startswith("5") and _asks_for_tls(text):
-            return TlsError(f"The FTP server at {where} accepts only encrypted logins ({said}). Use "
-                            f"{replace(address, scheme='ftps').shown} (explicit FTPS; pass --ca-file if its "
-                            "certificate comes from your lab's own authority).")
-        if code == "530" and step == "login":
-            if not address.named_user:
-                return AuthError(f"The FTP server at {where} does not take anonymous logins ({said}). Give the "
-                                 "user in the address (ftp://USER@host/…; Ferry asks for the password) or use a "
-                                 "site profile with a saved password.")
-            return AuthError(f"Wrong user or password for {shown}: the FTP server refused the login ({said}). "
-                             "Check them (labferry sites add … --ask-secret stores the password in the keyring).")
-        if code == "534" or (step == "tls" and code.startswith("5")):
-            return TlsError(f"The FTP server at {where} does not offer TLS ({said}). Use ftp:// if plain FTP is "
-                            "acceptable on this network.")
-        if code == "550" and step == "read":  # the file was there a moment ago (SIZE or MLST answered)
-            return PermissionDenied(f"The FTP server refused to send {shown} ({said}): this login may not read "
-                                    "it. Ask the server's owner for access.")
-        if code.startswith("55") and code in ("550", "551", "553") and step in ("stat", "read", "list"):
-            return NotFound(f"The FTP server has no {'folder' if step == 'list' else 'file'} at {shown}"
-                            f"{f' ({path})' if path and path != address.path else ''} ({said}). Check the address: "
-                            "ftp://host/path is relative to the login folder, ftp://host//path is absolute.")
-        if code in ("452", "552") and step == "write":
-            return NoSpace(f"The FTP server at {where} has no room for {path or shown} ({said}): its disk or your "
-                           "quota there is full. Free space on the server (or ask its owner), then run the same "
-                           "command again; what arrived so far is kept and resumed.")
-        if code in ("550", "553") and step == "write":
-            return PermissionDenied(f"The FTP server refused to write {path or shown} ({said}). Check that the "
-                                    "login may write there.")
-        if code.startswith("4") or _session_broke(code, text):
-            return Transient(f"The FTP server at {where} answered {said}; Ferry will retry.")
-        return TransferError(f"The FTP server at {where} answered {said} when asked to {_verb(step)} "
-                             f"{path or shown}.")
+        return _reply_error(exc, address, step, path)
     if isinstance(exc, ssl.SSLCertVerificationError):
         return certificate_error(address.host, exc.verify_message)
     if isinstance(exc, ssl.SSLError):
@@ -108,6 +72,49 @@ def ftp_error(exc: BaseException, address: FtpAddress, *, step: str, path: str |
         return Transient(f"The connection to the FTP server at {where} broke ({exc or type(exc).__name__}); "
                          "Ferry will retry.")
     return TransferError(f"Unexpected error talking to the FTP server at {where}: {exc!r}.")
+
+
+def _reply_error(exc: aioftp.StatusCodeError, address: FtpAddress, step: str, path: str | None) -> TransferError:
+    """A server's reply that is not what the step asked for, as a sentence (``ftp_error``)."""
+    where, shown = address.where, address.shown
+    code, text = reply_of(exc)
+    said = f"'{code} {text}'".strip()
+    if code == "421":
+        return ServerFull(f"The FTP server at {where} takes no more connections now ({said}); Ferry will "
+                          "retry with fewer.")
+    if step == "login" and address.scheme == "ftp" and code.startswith("5") and _asks_for_tls(text):
+        return TlsError(f"The FTP server at {where} accepts only encrypted logins ({said}). Use "
+                        f"{replace(address, scheme='ftps').shown} (explicit FTPS; pass --ca-file if its "
+                        "certificate comes from your lab's own authority).")
+    if code == "530" and step == "login":
+        if not address.named_user:
+            return AuthError(f"The FTP server at {where} does not take anonymous logins ({said}). Give the "
+                             "user in the address (ftp://USER@host/…; Ferry asks for the password) or use a "
+                             "site profile with a saved password.")
+        return AuthError(f"Wrong user or password for {shown}: the FTP server refused the login ({said}). "
+                         "Check them (labferry sites add … --ask-secret stores the password in the keyring).")
+    if code == "534" or (step == "tls" and code.startswith("5")):
+        return TlsError(f"The FTP server at {where} does not offer TLS ({said}). Use ftp:// if plain FTP is "
+                        "acceptable on this network.")
+    if code == "550" and step == "read":  # the file was there a moment ago (SIZE or MLST answered)
+        return PermissionDenied(f"The FTP server refused to send {shown} ({said}): this login may not read "
+                                "it. Ask the server's owner for access.")
+    if code.startswith("55") and code in ("550", "551", "553") and step in ("stat", "read", "list"):
+        return NotFound(f"The FTP server has no {'folder' if step == 'list' else 'file'} at {shown}"
+                        f"{f' ({path})' if path and path != address.path else ''} ({said}). Check the address: "
+                        "ftp://host/path is relative to the login folder, ftp://host//path is absolute.")
+    if code in ("452", "552") and step == "write":
+        return NoSpace(f"The FTP server at {where} has no room for {path or shown} ({said}): its disk or your "
+                       "quota there is full. Free space on the server (or ask its owner), then run the same "
+                       "command again; what arrived so far is kept and resumed.")
+    if code in ("550", "553") and step == "write":
+        return PermissionDenied(f"The FTP server refused to write {path or shown} ({said}). Check that the "
+                                "login may write there.")
+    if code.startswith("4") or _session_broke(code, text):
+        return Transient(f"The FTP server at {where} answered {said}; Ferry will retry.")
+    return TransferError(f"The FTP server at {where} answered {said} when asked to {_verb(step)} "
+                         f"{path or shown}.")
+
 
 
 def not_utf8(address: FtpAddress, path: str) -> TransferError:

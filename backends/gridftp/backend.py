@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from pathlib import Path
 
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.base import (
     Availability,
     Capabilities,
-    EntriesSink,
-    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,
@@ -33,17 +31,16 @@ from ..core.errors import BadRequest, LocalError, NotFound, TransferError
 from ..core.options import read_options
 from ..core.registry import scheme_of
 from ..core.words import human_size
-from ..destination import STATE_SUFFIX, check_destination
+from ..destination import STATE_SUFFIX
 from ..host.netprobe import connect_time
-from ..streams.hashing import hash_file, manifest_digest
-from . import fetch, files, folders, guc, probing, transport
+from . import checks, download, folder, guc, probing, transport, upload
+from .address import SCHEMES, GridUrl, trailing_slash
 from .claim import token_for
 from .control import Control, Entry, open_control
-from .copy import INSTALL_HINT, Copy, tool
+from .copy import INSTALL_HINT, tool
 from .options import GridftpOptions
 from .tuning import choose_buffer, needs_rtt
 from .tuning import plan as make_plan
-from .urls import SCHEMES, GridUrl, local_url, trailing_slash
 
 
 def _is_remote(location: str) -> bool:
@@ -228,13 +225,13 @@ class GridftpBackend(BrowsesFolders):
             guessed = rtt is not None and not rtt_probe.done()
             plan = make_plan(request.options, rtt_s=rtt, size=None)
             try:
-                result = await fetch.download(remote, looked_up, dest, plan, request.options, sink)
+                result = await download.download(remote, looked_up, dest, plan, request.options, sink)
                 measured = await rtt_probe
                 if guessed and measured:
                     result.notes.append(f"Started before the round trip was known (over {SHORT_PATH_S * 1000:.0f} "
                                         f"ms; it was {measured * 1000:.0f} ms).")
                 return _finish(result, plan, measured)
-            except files.IsFolder:
+            except checks.IsFolder:
                 pass
         entry, listing = await self._source_entry(remote)
         rtt = await rtt_probe
@@ -244,50 +241,11 @@ class GridftpBackend(BrowsesFolders):
         size = sum(e.size for e in listing if not e.is_dir) if entry is not None else None
         plan = make_plan(request.options, rtt_s=rtt, size=size)
         if entry is None:
-            result = await self._download_blind(remote, dest, plan, request.options, sink,
-                                                folder=trailing_slash(request.source))
+            result = await download.download_blind(remote, dest, plan, request.options, sink,
+                                                is_folder=trailing_slash(request.source))
         else:
-            result = await folders.download(remote, listing, dest, plan, request.options, sink)
+            result = await folder.download(remote, listing, dest, plan, request.options, sink)
         return _finish(result, plan, rtt)
-
-    async def _download_blind(self, remote: GridUrl, dest: Path, plan, options: TransferOptions,
-                              sink: Sink, folder: bool) -> Result:
-        """gsiftp:// or sshftp://, which Ferry cannot stat or list itself: sizes known only at the end.
-
-        A file is checked by globus-url-copy's ``-verify-checksum``; a folder cannot be
-        (that option fails with ``-r``), so only Ferry's local manifest is recorded.
-        """
-        began = time.monotonic()
-        part = files.part_path(dest)
-        if folder:
-            if dest.exists():
-                raise LocalError(f"{dest} already exists. Choose another destination.")
-            opts = folders.folder_options(plan, options, 8, None)
-            copy = Copy(remote.text(folder=True), local_url(part, folder=True), opts, sink, None)
-        else:
-            check_destination(dest, options.overwrite)
-            copy = Copy(remote.text(), local_url(part), files.guc_options(plan, options, "SHA256"), sink, None)
-        try:
-            await copy.run()
-            sink.stage("verifying")
-            if folder:
-                rels = [str(p.relative_to(part)) for p in part.rglob("*") if p.is_file()]
-                hashes = await asyncio.to_thread(folders.hash_tree, part, rels)
-                digest, size = manifest_digest(hashes), sum((part / rel).stat().st_size for rel in rels)
-            else:
-                digest = (await asyncio.to_thread(hash_file, part))["sha256"]
-                size = part.stat().st_size
-            part.replace(dest)
-        except BaseException:
-            if part.is_dir():
-                shutil.rmtree(part, ignore_errors=True)
-            else:
-                part.unlink(missing_ok=True)
-            raise
-        method = ("sha256 computed here; sizes not checked (Ferry cannot list this server itself)" if folder
-                  else "sha256 checked by globus-url-copy (-verify-checksum)")
-        return Result(size, time.monotonic() - began, plan.streams, digest, not folder, method,
-                      peer_host=remote.host, bytes_fetched=size)
 
     async def _destination(self, url: str, name: str, options: TransferOptions, is_dir: bool
                            ) -> tuple[GridUrl, Control | None, bool]:
@@ -320,9 +278,9 @@ class GridftpBackend(BrowsesFolders):
             size = None if is_dir else source.stat().st_size
             plan, rtt = await self._plan(remote, request.options, size)
             if is_dir:
-                result = await folders.upload(source, remote, plan, request.options, sink, control, exists)
+                result = await folder.upload(source, remote, plan, request.options, sink, control, exists)
             else:
-                result = await files.upload(source, remote, plan, request.options, sink, control,
+                result = await upload.upload(source, remote, plan, request.options, sink, control,
                                             token_for(request.state_dir, remote.text()))
         finally:
             if control is not None:
@@ -339,10 +297,10 @@ class GridftpBackend(BrowsesFolders):
             size = sum(e.size for e in listing if not e.is_dir) if is_dir else (entry.size if entry else None)
             plan, rtt = await self._plan(source, request.options, size)
             if is_dir:
-                result = await folders.third_party(source, listing, dest, plan, request.options, sink, control,
+                result = await folder.third_party(source, listing, dest, plan, request.options, sink, control,
                                                    exists)
             else:
-                result = await files.third_party(source, entry, dest, plan, request.options, sink, control)
+                result = await upload.third_party(source, entry, dest, plan, request.options, sink, control)
         finally:
             if control is not None:
                 await asyncio.to_thread(control.close)

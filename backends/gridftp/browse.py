@@ -13,9 +13,10 @@ import asyncio
 import ftplib
 import posixpath
 
-from ..core.base import EntriesSink, FolderEntry
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.errors import BadRequest, NotFound, Transient
-from .control import Control, explain_reply
+from .control import Control
+from .faults import explain, explain_reply
 
 
 def list_folder(control: Control, path: str, on_entries: EntriesSink | None = None) -> list[FolderEntry]:
@@ -97,7 +98,6 @@ def parse_tool_listing(text: str) -> list[FolderEntry]:
 
 async def list_with_tool(url: str, on_entries: EntriesSink | None = None) -> list[FolderEntry]:
     from ..host.procs import child_argv, child_kwargs
-    from . import guc
     from .copy import tool
 
     folder = url if url.endswith("/") else url + "/"
@@ -111,7 +111,7 @@ async def list_with_tool(url: str, on_entries: EntriesSink | None = None) -> lis
         await proc.wait()
         raise
     if proc.returncode != 0:
-        raise guc.explain(err.decode("utf-8", "replace"), source=folder, dest="")
+        raise explain(err.decode("utf-8", "replace"), source=folder, dest="")
     found = parse_tool_listing(out.decode("utf-8", "surrogateescape"))
     if on_entries is not None and found:
         on_entries(found)

@@ -12,7 +12,8 @@ import io
 import socket
 
 from ..core.claims import LOCK_SUFFIX, OWNER_BYTES, OWNER_FILE, owner_record, read_owner, taken
-from .control import Control, explain_reply
+from .control import Control
+from .faults import explain_reply
 
 
 def token_for(state_dir: str | None, remote: str) -> str:

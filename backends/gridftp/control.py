@@ -21,8 +21,9 @@ import socket
 import time
 from dataclasses import dataclass
 
-from ..core.errors import AuthError, BadRequest, NotFound, PermissionDenied, TransferError, Transient, Unreachable
-from .urls import GridUrl
+from ..core.errors import BadRequest, NotFound, Transient, Unreachable
+from .address import GridUrl
+from .faults import explain_reply
 
 TIMEOUT = 30.0
 
@@ -65,26 +66,6 @@ def _entry(facts: dict[str, str], rel: str) -> Entry:
             mode = None
     kind = facts.get("type", "").lower()
     return Entry(rel, kind in ("dir", "cdir", "pdir"), int(facts.get("size", "0") or 0), mtime, mode)
-
-
-def explain_reply(reply: str, url: GridUrl, path: str, doing: str) -> TransferError:
-    """A server's error reply (possibly multi-line) as one sentence for the user."""
-    text = reply.lower()
-    where = f"{path} on {url.where}"
-    if "no such file" in text or "path_not_found" in text or "not found" in text:
-        return NotFound(f"There is no {where}. Check the path.", detail=reply)
-    if "permission denied" in text or "permission_denied" in text or "not allowed" in text:
-        return PermissionDenied(
-            f"The GridFTP server refused to {doing} {where} (permission denied). "
-            "Ask the server's administrator for access, or choose another folder.", detail=reply)
-    if reply.startswith("530") or "login incorrect" in text:
-        return AuthError(f"The GridFTP server at {url.where} refused the login. "
-                         "Check the user name, or whether it allows anonymous access.", detail=reply)
-    if reply.startswith("4"):
-        return Transient(f"The GridFTP server at {url.where} is busy ({reply.splitlines()[0]}); Ferry will retry.",
-                         detail=reply)
-    first = reply.splitlines()[0] if reply else "no answer"
-    return TransferError(f"The GridFTP server could not {doing} {where}: {first}.", detail=reply)
 
 
 class Control:

@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 from ..core.base import Sink
 from ..core.errors import BadAnswer, Unavailable
 from . import guc
+from .faults import explain
 
 INSTALL_HINT = ("Install the Globus command-line tools: on Debian/Ubuntu 'apt install globus-gass-copy-progs', "
                 "on RHEL/Fedora 'dnf install globus-gass-copy-progs' (EPEL), on macOS/conda "
@@ -47,7 +48,7 @@ class Copy:
         progress = guc.Progress(self._on_bytes, self._on_file, self._on_source)
         status, err = await guc.run(guc.argv(self.options, self.source, self.dest, tool()), progress)
         if status != 0:
-            raise guc.explain(err, source=self.source, dest=self.dest)
+            raise explain(err, source=self.source, dest=self.dest)
         if self.total is not None:
             self.done = self.total
             self.sink.progress(self.total, self.total, self._running_streams)

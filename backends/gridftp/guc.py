@@ -1,4 +1,4 @@
-"""Running ``globus-url-copy``: its argv, its ``-vb`` progress, its errors in words.
+"""Running ``globus-url-copy``: its argv and its ``-vb`` progress (its errors in words: ``faults.py``).
 
 The process is started with an argv list (never a shell), in its own process group so a
 cancel stops it and whatever it forked, and with the parent-death signal so it never
@@ -20,29 +20,11 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.errors import (
-    LocalError,
-    NoSpace,
-    NotFound,
-    PermissionDenied,
-    TransferError,
-    Transient,
-    Unreachable,
-)
 from ..host.procs import child_argv, child_kwargs
 
 TOOL = "globus-url-copy"
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
 _INST = re.compile(rb"([\d.]+) MB/sec inst")
-
-
-class NoUdt(TransferError):
-    """UDT could not start: the server does not allow it, or this computer lacks the driver. ``reason`` is the
-    short cause, for a note when ``--transport auto`` then goes over TCP."""
-
-    def __init__(self, message: str, *, reason: str = "it was refused", detail: str | None = None) -> None:
-        super().__init__(message, detail=detail)
-        self.reason = reason
 
 
 @dataclass
@@ -154,56 +136,3 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def explain(stderr: str, *, source: str, dest: str) -> TransferError:
-    """globus-url-copy's error text as one sentence that says what to do."""
-    text = stderr.lower()
-    detail = stderr.strip()
-    host = re.search(r"unable to connect to ([^\s]+)", stderr, re.I)
-    where = host.group(1) if host else "The server"
-    if "name or service not known" in text or "getaddrinfo" in text:
-        return Unreachable(f"{where} could not be found. Check the address for typos.", detail=detail)
-    if "connection refused" in text:
-        return Unreachable(f"{where} refused the connection. Check that the GridFTP server is running and that "
-                           "the port is right.", detail=detail)
-    if "no space left" in text:
-        local = dest[len("file://"):] if dest.startswith("file://") else None
-        where_to = f"The disk holding {os.path.dirname(local.rstrip('/'))}" if local else "The destination disk"
-        return NoSpace(f"{where_to} is full. Free some space there and run the transfer again.", detail=detail)
-    opened = re.search(r"unable to open file ([^\n]+)", stderr, re.I)
-    path = opened.group(1).strip() if opened else None
-    if path and path.endswith(".part"):
-        path = path.rsplit("/", 1)[0] or "/"  # a staging name means nothing to the user; its folder does
-    local = "globus_ftp_client" not in text and "500" not in text
-    if "no such file or directory" in text:
-        if local:
-            return LocalError(f"The local folder for {path or dest} does not exist. Create it first.", detail=detail)
-        return NotFound(f"The server has no {path or source}. Check the path.", detail=detail)
-    if "permission denied" in text:
-        if local:
-            return LocalError(f"Ferry cannot write {path or dest} here (permission denied). "
-                              "Choose a folder you can write to.", detail=detail)
-        return PermissionDenied(f"The GridFTP server refused access to {path or 'the file'} (permission denied). "
-                                "Ask its administrator for access, or choose another folder.", detail=detail)
-    if "is a directory" in text:
-        return LocalError(f"{path or dest} is a folder. Give a file name, or end a folder address with '/'.",
-                          detail=detail)
-    if "udt driver not whitelisted" in text or "setting data channel driver stack failed" in text:
-        return NoUdt("The GridFTP server does not allow UDT on its data channel. Run the copy with --transport "
-                     "tcp (or auto), or ask its administrator to start it with -allow-udt and udt in -dc-whitelist.",
-                     reason="the server does not allow it", detail=detail)
-    if "udt" in text and ("driver" in text and ("load" in text or "not found" in text or "could not" in text)):
-        return NoUdt("This computer's globus-url-copy cannot load the UDT driver. Install it (Debian/Ubuntu: apt "
-                     "install libglobus-xio-udt-driver), or run with --transport tcp (or auto).",
-                     reason="this computer's globus-url-copy cannot load the UDT driver", detail=detail)
-    if "530" in text or "login incorrect" in text or "authentication" in text or "gss" in text:
-        return PermissionDenied("The GridFTP server refused the login. Check your credentials (a valid GSI proxy "
-                                "for gsiftp://, your SSH key for sshftp://) or whether it allows anonymous access.",
-                                detail=detail)
-    if "checksum" in text and ("mismatch" in text or "do not match" in text or "differ" in text):
-        return Transient("The checksums of the two copies differed; Ferry will transfer the file again.",
-                         detail=detail)
-    first = next((line.strip() for line in stderr.splitlines() if line.strip()), "it stopped without a reason")
-    first = first.removeprefix("error: ")
-    return Transient(f"globus-url-copy failed ({first}); Ferry will retry.", detail=detail)

@@ -12,8 +12,9 @@ import time
 from ..core.base import ProbeResult
 from ..host.netprobe import connect_time
 from . import guc
+from .address import GridUrl
 from .copy import tool
-from .urls import GridUrl
+from .faults import explain
 
 #: the shortest probe worth running: globus-url-copy's -t counts whole seconds and -vb reports every ~2 s
 PROBE_MIN_S = 5
@@ -38,7 +39,7 @@ async def probe(url: str, streams: int, seconds: float, *, udt: bool = False) ->
     began = time.monotonic()
     status, err = await guc.run(guc.argv(opts, remote.text(), "file:///dev/null", tool()), progress)
     if status != 0 and not seen[0]:
-        raise guc.explain(err, source=url, dest="/dev/null")
+        raise explain(err, source=url, dest="/dev/null")
     flows = 1 if udt else streams
     if progress.last_inst:
         return ProbeResult(flows, int(progress.last_inst), 1.0, rtt * 1000 if rtt else None)

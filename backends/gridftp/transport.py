@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from ..core.base import Result, Sink, TransferRequest
 from ..core.options import read_options
 from ..core.registry import scheme_of
-from .guc import NoUdt
+from .address import SCHEMES
+from .faults import NoUdt
 from .options import GridftpOptions
-from .urls import SCHEMES
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,10 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.base import (
     Availability,
     Capabilities,
-    EntriesSink,
-    FolderEntry,
     ProbeResult,
     RemoteInfo,
     Result,

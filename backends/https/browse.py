@@ -13,7 +13,7 @@ import calendar
 import re
 import time
 
-from ..core.base import EntriesSink, FolderEntry
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.errors import BadRequest
 from ..core.urls import redact
 from .index import Listing, fetch_listing

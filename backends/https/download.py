@@ -19,9 +19,9 @@ from ..streams.handoff import Handoff
 from ..streams.hashing import FollowingHasher, algorithms_for, hash_file
 from ..streams.ratelimit import limiter_for
 from ..streams.tuner import StreamTuner
-from .fetch import RangedFetch
 from .identity import RangesIgnored, Validators, same_etag
 from .options import HttpsOptions
+from .ranged import RangedFetch
 from .remote import find_sidecar, head
 from .whole import fetch_whole
 

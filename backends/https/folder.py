@@ -37,10 +37,11 @@ from ..streams.folder import (
 )
 from ..streams.hashing import finished_in_thread, read_back
 from ..streams.ratelimit import limiter_for, pieces
+from .faults import answer_error, map_error
 from .index import Listing, walk
 from .options import LARGE_FROM, TELL_EVERY, HttpsOptions
 from .remote import SIDECAR_LIMIT, head
-from .session import answer_error, map_error, read_up_to
+from .session import read_up_to
 from .whole import inflater_for
 
 HEADS_AT_ONCE = 16

@@ -22,7 +22,8 @@ from ..core.errors import BadRequest, TransferError
 from ..core.urls import redact
 from ..core.words import counted
 from ..destination.names import Renamed, one_part
-from .session import answer_error, map_error, read_up_to
+from .faults import answer_error, map_error
+from .session import read_up_to
 from .whole import inflater_for
 
 PAGE_LIMIT = 32 * 1024 * 1024  # a listing of ~200,000 names

@@ -14,7 +14,7 @@ import time
 import aiohttp
 
 from ..core.errors import TransferError
-from .session import answer_error, map_error
+from .faults import answer_error, map_error
 
 #: how long the first level may wait for every stream's handshake and first byte
 CONNECT_WAIT = 30.0

@@ -12,7 +12,8 @@ from ..core.base import Checksum, RemoteInfo
 from ..core.checksums import SIDECARS, parse_sidecar
 from ..core.errors import TransferError
 from ..core.urls import remote_name
-from .session import answer_error, map_error, read_up_to
+from .faults import answer_error, map_error
+from .session import read_up_to
 
 SIDECAR_LIMIT = 64 * 1024
 

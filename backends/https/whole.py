@@ -15,9 +15,9 @@ from ..streams.floor import RateFloor
 from ..streams.hashing import FollowingHasher
 from ..streams.inflate import Inflater
 from ..streams.ratelimit import RateLimit, pieces
+from .faults import answer_error, map_error
 from .identity import Validators, refuse_web_page, transport_coding
 from .options import STALL_SECONDS
-from .session import answer_error, map_error
 
 TICK = 0.1
 

@@ -33,7 +33,8 @@ from ..core.registry import scheme_of
 from ..destination import PartFile, check_destination
 from ..host.netprobe import begin_handshake
 from ..streams.arriving import arrivals_of
-from .target import SCHEMES, SshOptions, parse_target, remote_join
+from .address import SCHEMES, parse_target, remote_join
+from .options import SshOptions
 
 if TYPE_CHECKING:
     from .session import SshSession
@@ -203,11 +204,11 @@ class SshBackend(BrowsesFolders):
             raise NotFound(f"There is no file or folder {remote} on {session.target.host}. Check the path.")
         dest = Path(request.dest)
         if entry.is_dir:
-            from .tree import download_tree
+            from .folder import download_tree
 
             return await download_tree(session, remote, dest, request.options, sink)
         check_destination(dest, request.options.overwrite)
-        from .files import download_file
+        from .download import download_file
 
         return await download_file(session, entry, remote, dest, request.options, sink, _source_id(request),
                                    arrivals_of(request))
@@ -221,7 +222,7 @@ class SshBackend(BrowsesFolders):
             remote = remote_join(remote, local.name)
             existing = await asyncio.to_thread(control.stat, remote)
         if request.made is None and local.is_dir():
-            from .uptree import upload_tree
+            from .folder_upload import upload_tree
 
             there = existing if existing is not None and existing.is_dir else None
             records = request.state_folder("uploads")
@@ -231,7 +232,7 @@ class SshBackend(BrowsesFolders):
         parent = remote.rsplit("/", 1)[0] or "/"
         if await asyncio.to_thread(control.stat, parent) is None:
             raise NotFound(f"The folder {parent} does not exist on {session.target.host}. Create it first.")
-        from .files import upload_file
+        from .upload import upload_file
 
         return await upload_file(session, local, remote, request.options, sink, request.state_folder("uploads"),
                                  arrivals_of(request), request.on_ranges)
@@ -274,7 +275,7 @@ def _record_of(request: TransferRequest, key: str) -> Path | None:
     """The upload's resume record here (it holds the owner token), None without a state folder."""
     if not request.state_dir:
         return None
-    from .files import UploadRecord
+    from .upload import UploadRecord
 
     return UploadRecord(request.state_folder("uploads"), key).path
 

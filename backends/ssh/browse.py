@@ -14,11 +14,11 @@ from __future__ import annotations
 import errno
 import stat as statmod
 
-from ..core.base import EntriesSink, FolderEntry
+from ..core.abilities import EntriesSink, FolderEntry
 from ..core.errors import BadRequest, NotFound, TransferError
+from .address import remote_join
 from .control import Control, sftp_error
 from .faults import dropped_is_transient
-from .target import remote_join
 
 READ_AHEAD = 64
 BATCH = 500  # entries per ``on_entries`` call: a pane repaints a few times a second, not per name

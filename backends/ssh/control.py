@@ -32,8 +32,9 @@ from ..core.errors import (
     NoSpace as NoSpaceError,
 )
 from . import scripts
+from .address import Entry, Target, known_hosts_path, remote_join
 from .faults import dropped_is_transient, login_prints
-from .target import Entry, SshOptions, Target, known_hosts_path, remote_join
+from .options import SshOptions
 from .trust import AskTrust, KnownHostsPolicy, changed_key_error
 
 CONNECT_TIMEOUT = 20.0

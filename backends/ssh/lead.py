@@ -17,8 +17,8 @@ import zlib
 
 from ..core.errors import TransferError
 from . import scripts
+from .address import Entry, Target, remote_join
 from .openssh import Master, ssh_error
-from .target import Entry, Target, remote_join
 
 STAT_TIMEOUT = 20.0
 JUNK_LINES = 50  # what a chatty login script may print before the first answer

@@ -32,8 +32,9 @@ from ..host import portable
 from ..host.pipes import PipeSource, StreamSource
 from ..host.procs import child_argv, child_kwargs, other_process_alive, reap
 from ..streams.slots import server_slots
+from .address import Target, known_hosts_path
 from .dialer import Dial, resolve_dial
-from .target import SshOptions, Target, known_hosts_path
+from .options import SshOptions
 
 # AES-GCM first: AES-NI makes it several times cheaper than chacha20 on servers and laptops alike
 CIPHERS = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes256-ctr"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 import stat as statmod
 
-from .target import Entry
+from .address import Entry
 
 # read one encoded path from stdin into $f (the trailing "." keeps trailing newlines)
 _PATH = 'IFS= read -r p || exit 90; f=$(printf "$p."); f=${f%.}'

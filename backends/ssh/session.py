@@ -21,10 +21,11 @@ from ..host import portable
 from ..host.netprobe import connect_time
 from ..streams.tuner import LAN_RTT, StreamTuner, initial_streams
 from . import lead, scripts
+from .address import Entry, Target, parse_target
 from .direct import DirectSsh
 from .openssh import OpenSsh
+from .options import SshOptions
 from .ranged import BLOCK
-from .target import Entry, SshOptions, Target, parse_target
 
 if TYPE_CHECKING:
     from .control import Control
@@ -140,6 +141,39 @@ async def _probe_rtt(target: Target, openssh: OpenSsh | None) -> float | None:
             openssh.handshake_done()
 
 
+async def _streams_for(control: Control, openssh: OpenSsh | None, target: Target,
+                       rtt_task: asyncio.Future) -> tuple[OpenSsh | None, OpenSsh | None]:
+    """What carries a big file's data once the control login says what the account may do: the OpenSSH
+    streams (a shell account), SFTP sessions over those connections (an SFTP-only account), or nothing but
+    paramiko (a login per stream would cost more). Returns (openssh, sftp_ssh); on a failure nothing stays
+    open."""
+    try:
+        sftp_ssh = None
+        if not control.can_exec() and control.noise is not None:
+            # a login that prints before every command: SFTP is left, unless sshd starts it through the same
+            # shell (not internal-sftp), which garbles it too: then one sentence (``faults.login_prints``)
+            await asyncio.to_thread(getattr, control, "sftp")
+        if openssh is not None and not control.can_exec():  # answered in the login thread
+            openssh.early_channel = None
+            if openssh.multiplexed:  # its connections, logged in already, carry SFTP sessions instead
+                sftp_ssh, openssh = openssh, None  # (``sftpstreams.py``)
+            else:  # a login per SFTP session would cost more than paramiko's channels over one
+                await openssh.cleanup()
+                openssh = None
+        if openssh is None and target.scheme == "scp":
+            raise TransferError(
+                f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
+                "(with key or agent login). Use the sftp:// address instead."
+            )
+    except BaseException:
+        control.close()
+        if openssh:
+            await openssh.cleanup()
+        rtt_task.cancel()
+        raise
+    return openssh, sftp_ssh
+
+
 def ssh_options(options: TransferOptions) -> SshOptions:
     return read_options(SshOptions, options.backend_options)
 
@@ -214,30 +248,7 @@ class SshSession:
                 await openssh.cleanup()
             rtt_task.cancel()
             raise
-        try:
-            sftp_ssh = None
-            if not control.can_exec() and control.noise is not None:
-                # a login that prints before every command: SFTP is left, unless sshd starts it through the same
-                # shell (not internal-sftp), which garbles it too: then one sentence (``faults.login_prints``)
-                await asyncio.to_thread(getattr, control, "sftp")
-            if openssh is not None and not control.can_exec():  # answered in the login thread
-                openssh.early_channel = None
-                if openssh.multiplexed:  # its connections, logged in already, carry SFTP sessions instead
-                    sftp_ssh, openssh = openssh, None  # (``sftpstreams.py``)
-                else:  # a login per SFTP session would cost more than paramiko's channels over one
-                    await openssh.cleanup()
-                    openssh = None
-            if openssh is None and target.scheme == "scp":
-                raise TransferError(
-                    f"scp:// needs the OpenSSH client and an account that may run commands on {target.host} "
-                    "(with key or agent login). Use the sftp:// address instead."
-                )
-        except BaseException:
-            control.close()
-            if openssh:
-                await openssh.cleanup()
-            rtt_task.cancel()
-            raise
+        openssh, sftp_ssh = await _streams_for(control, openssh, target, rtt_task)
         session = cls(target, options, control, openssh, await rtt_task, max(1, warm), None, ask)
         session.sftp_ssh = sftp_ssh
         return session

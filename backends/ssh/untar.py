@@ -36,8 +36,8 @@ from ..core.words import counted, human_size
 from ..destination import Destination, WholeFile, move_into_place, os_error
 from ..host.procs import child_argv, child_kwargs
 from . import scripts, squeeze
+from .address import Entry
 from .openssh import ssh_error
-from .target import Entry
 
 #: bytes the pump moves at a time from ssh to tar (it counts them for the progress bar)
 PUMP_BLOCK = 1 << 20

@@ -2,7 +2,7 @@
 
 SSH sends a folder's small files as one tar stream; a web server or an FTP server cannot, so a folder is many
 files at once: the small ones ``at_once`` at a time over connections the backend reuses, the large ones one
-after another with the backend's parallel ranges, both lanes running together (as ``ssh/tree.py`` runs its
+after another with the backend's parallel ranges, both lanes running together (as ``ssh/folder.py`` runs its
 tar stream beside its large files). A file arrives as ``NAME.part`` and takes its name once whole and
 checked, so what a failed run finished stays, and the runner's retry (``--sync``) keeps it.
 
@@ -277,54 +277,68 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
     HTTPS's lean path), so the streams said are connections."""
     smalls = [f for f in files if f.size is not None and f.size < large_from]
     larges = [f for f in files if f.size is None or f.size >= large_from]
-    done: dict[str, FileDone] = {}
-    arrived: dict[str, int] = {}  # rel → bytes of the file as it landed
+    run = _FolderRun(destination, sink, totals, failures, on_state or (lambda rel, state, error: None))
     gate = asyncio.Semaphore(max(1, at_once))
-    busy = [0]
-    said = on_state or (lambda rel, state, error: None)
+    queue = iter(larges)  # the large lanes share it: each takes the next file when it is free
+    lanes = [run.large_lane(queue, large, min(at_once, len(smalls))) for _ in range(max(1, min(large_at_once,
+                                                                                                 len(larges))))]
+    await asyncio.gather(*lanes, *(run.small_one(f, small, gate, connections) for f in smalls))
+    _account(files, run.done, destination, failures, run.said)
+    return run.outcome(files, len(smalls), len(larges))
 
-    async def one(file: RemoteFile, fetch: Fetch, others: int, tailing: asyncio.Event | None = None) -> None:
-        file_sink = FileSink(totals, file.rel, sink, others, tailing)
-        said(file.rel, FILE_MOVING, None)
+
+class _FolderRun:
+    """One folder's fetch under way: what each file's fetch reports, and the files done."""
+
+    def __init__(self, destination: Destination, sink: Sink | None, totals: Totals,
+                 failures: dict[str, TransferError] | None, said: OnState) -> None:
+        self.destination, self.sink, self.totals, self.failures, self.said = destination, sink, totals, failures, said
+        self.done: dict[str, FileDone] = {}
+        self.arrived: dict[str, int] = {}  # rel → bytes of the file as it landed
+        self.busy = 0
+
+    async def one(self, file: RemoteFile, fetch: Fetch, others: int, tailing: asyncio.Event | None = None) -> None:
+        totals = self.totals
+        file_sink = FileSink(totals, file.rel, self.sink, others, tailing)
+        self.said(file.rel, FILE_MOVING, None)
         try:
-            path = destination.file(file.saved or destination.claim(file.rel))
+            path = self.destination.file(file.saved or self.destination.claim(file.rel))
             outcome = await fetch(file, path, file_sink)
         except TransferError as exc:
             totals.live.pop(file.rel, None)
             totals.live_streams.pop(file.rel, None)
-            if failures is None:
+            if self.failures is None:
                 raise
-            failures[file.rel] = exc
-            said(file.rel, FILE_FAILED, exc)
+            self.failures[file.rel] = exc
+            self.said(file.rel, FILE_FAILED, exc)
             return
         set_mtime(path, file.mtime)
-        done[file.rel] = outcome
-        arrived[file.rel] = os.path.getsize(path)
+        self.done[file.rel] = outcome
+        self.arrived[file.rel] = os.path.getsize(path)
         totals.live.pop(file.rel, None)
         totals.live_streams.pop(file.rel, None)
-        totals.done += arrived[file.rel]
-        totals.report(sink)
-        said(file.rel, FILE_DONE, None)
+        totals.done += self.arrived[file.rel]
+        totals.report(self.sink)
+        self.said(file.rel, FILE_DONE, None)
 
-    async def small_one(file: RemoteFile) -> None:
+    async def small_one(self, file: RemoteFile, fetch: Fetch, gate: asyncio.Semaphore,
+                        connections: int | None) -> None:
         async with gate:
-            busy[0] += 1
-            totals.streams = max(totals.streams, min(busy[0], connections or busy[0]))
+            self.busy += 1
+            self.totals.streams = max(self.totals.streams, min(self.busy, connections or self.busy))
             try:
-                await one(file, small, 0)
+                await self.one(file, fetch, 0)
             finally:
-                busy[0] -= 1
+                self.busy -= 1
 
-    queue = iter(larges)
-
-    async def large_lane() -> None:
+    async def large_lane(self, queue, fetch: Fetch, others: int) -> None:
         """The lanes share one iterator: each takes the next file when it is free, or once the one it fetches
         is in its tail (``FileSink.tail``); then two files of a lane are in flight at most."""
         flying: list[asyncio.Future] = []
         try:
             for file in queue:
                 tailing = asyncio.Event()
-                current = asyncio.ensure_future(one(file, large, min(at_once, len(smalls)), tailing))
+                current = asyncio.ensure_future(self.one(file, fetch, others, tailing))
                 flying.append(current)
                 told = asyncio.ensure_future(tailing.wait())
                 try:
@@ -344,16 +358,15 @@ async def fetch_folder(files: list[RemoteFile], destination: Destination, sink: 
                     task.cancel()
             await asyncio.gather(*flying, return_exceptions=True)
 
-    lanes = [large_lane() for _ in range(max(1, min(large_at_once, len(larges))))]
-    await asyncio.gather(*lanes, *(small_one(f) for f in smalls))
-    _account(files, done, destination, failures, said)
-    streams = max([totals.streams, totals.peak] + [d.streams + (1 if smalls else 0) for d in done.values()])
-    methods = Counter(d.method for d in done.values())
-    shape = f"{counted(len(files), 'file')} ({len(smalls)} one request each, {len(larges)} in parallel streams)"
-    how = "; ".join(f"{m} ({counted(n, 'file')})" for m, n in methods.most_common())
-    return FileOutcome(
-        bytes=sum(arrived.values()), moved=sum(d.moved for d in done.values()),
-        streams=streams, sha256=manifest_digest({rel: d.sha256 for rel, d in done.items()}),
-        verified=bool(done) and all(d.verified for d in done.values()),
-        verify_method=shape + ("; " + how if how else ""),
-    )
+    def outcome(self, files: list[RemoteFile], smalls: int, larges: int) -> FileOutcome:
+        done, totals = self.done, self.totals
+        streams = max([totals.streams, totals.peak] + [d.streams + (1 if smalls else 0) for d in done.values()])
+        methods = Counter(d.method for d in done.values())
+        shape = f"{counted(len(files), 'file')} ({smalls} one request each, {larges} in parallel streams)"
+        how = "; ".join(f"{m} ({counted(n, 'file')})" for m, n in methods.most_common())
+        return FileOutcome(
+            bytes=sum(self.arrived.values()), moved=sum(d.moved for d in done.values()),
+            streams=streams, sha256=manifest_digest({rel: d.sha256 for rel, d in done.items()}),
+            verified=bool(done) and all(d.verified for d in done.values()),
+            verify_method=shape + ("; " + how if how else ""),
+        )

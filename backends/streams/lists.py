@@ -23,17 +23,8 @@ from dataclasses import replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from ..core.base import (
-    FILE_DONE,
-    FILE_KEPT,
-    FILE_WAITING,
-    FileStatesSink,
-    ListedFile,
-    Result,
-    Sink,
-    TransferOptions,
-    TransferRequest,
-)
+from ..core.abilities import FileStatesSink
+from ..core.base import FILE_DONE, FILE_KEPT, FILE_WAITING, ListedFile, Result, Sink, TransferOptions, TransferRequest
 from ..core.errors import Corrupt, TransferError, Transient, Unreachable
 from ..core.urls import host_of
 from ..core.words import counted, some_of

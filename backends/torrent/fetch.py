@@ -180,21 +180,8 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
             if now - redialed >= REDIAL_EVERY and st.num_peers < len(peers) * per_peer:
                 swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
                 redialed = now
-            if now - last_progress > stall_seconds and not st.has_metadata:
-                raise Unreachable(
-                    f"The torrent's description (its metadata) did not arrive within {stall_seconds:.0f} s "
-                    f"({st.num_peers} peers connected). A magnet link works only for a public torrent whose peers "
-                    "are reachable; a private torrent's peers never hand it out. Ask for the .torrent file.")
             if now - last_progress > stall_seconds:
-                who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
-                if swarm.refused and not st.num_peers:
-                    raise AuthError(
-                        f"No peer of this TLS torrent accepted this peer's certificate within {stall_seconds:.0f} s "
-                        f"({'; '.join(f'{p}: {w}' for p, w in swarm.refused.items())}). Ask the torrent's creator for "
-                        "a certificate from its lab CA (labferry torrent cert), and give it with --tls-cert/--tls-key.")
-                raise (Unreachable if not st.num_peers else Transient)(
-                    f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
-                    "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
+                _stalled(st, swarm, peers, stall_seconds)
         sink.stage("verifying")
         digest = digest or TorrentDigest(handle.torrent_file(), dest)
         await _flushed(swarm, handle, digest)
@@ -202,6 +189,33 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
     finally:
         if digest is not None:
             digest.stop()
+    return _outcome(handle, digest, digests, resume_file, (peers, peak, failed_pieces, began), notes)
+
+
+def _stalled(st, swarm: Swarm, peers: list[Peer], stall_seconds: float) -> None:
+    """Nothing arrived for ``stall_seconds``: why, in one sentence (no metadata from a magnet, a TLS torrent's
+    peers refusing this certificate, or no data from the peers asked)."""
+    if not st.has_metadata:
+        raise Unreachable(
+            f"The torrent's description (its metadata) did not arrive within {stall_seconds:.0f} s "
+            f"({st.num_peers} peers connected). A magnet link works only for a public torrent whose peers "
+            "are reachable; a private torrent's peers never hand it out. Ask for the .torrent file.")
+    who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
+    if swarm.refused and not st.num_peers:
+        raise AuthError(
+            f"No peer of this TLS torrent accepted this peer's certificate within {stall_seconds:.0f} s "
+            f"({'; '.join(f'{p}: {w}' for p, w in swarm.refused.items())}). Ask the torrent's creator for "
+            "a certificate from its lab CA (labferry torrent cert), and give it with --tls-cert/--tls-key.")
+    raise (Unreachable if not st.num_peers else Transient)(
+        f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
+        "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
+
+
+def _outcome(handle, digest: TorrentDigest, digests: dict, resume_file: Path, run: tuple, notes: list[str]) -> Result:
+    """The finished torrent as a result: its SHA-256 (a single file's, or the manifest's), how it was checked,
+    what was damaged, shared and already here. ``run``: the peers, the most connected, the pieces that failed,
+    and when it began."""
+    peers, peak, failed_pieces, began = run
     info = handle.torrent_file()
     names = [f.path for f in digest.files]
     resume_file.unlink(missing_ok=True)

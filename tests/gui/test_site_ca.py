@@ -40,7 +40,7 @@ def test_the_site_dialog_shows_each_protocols_declared_options_and_checks_them(q
     from app.ui.dialogs import SiteDialog
     from backends.core.errors import TransferError
     from backends.ftp.options import FtpOptions
-    from backends.ssh.target import SshOptions
+    from backends.ssh.options import SshOptions
 
     dialog = SiteDialog()
     qtbot.addWidget(dialog)

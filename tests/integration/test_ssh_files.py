@@ -279,8 +279,9 @@ def test_checking_many_files_at_once_does_not_stall_on_the_ssh_windows(sshd):
     import hashlib
     import threading
 
+    from backends.ssh.address import parse_target
     from backends.ssh.control import Control
-    from backends.ssh.target import SshOptions, parse_target
+    from backends.ssh.options import SshOptions
 
     folder = sshd.home / "many-names"
     folder.mkdir(exist_ok=True)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from backends.core.base import (
-    Backend,
+from backends.core.abilities import (
     BufferAdvisor,
     FolderEditor,
-    ForwardsArriving,
     Lister,
     ListFetcher,
     PathProber,
@@ -14,6 +12,7 @@ from backends.core.base import (
     Seeder,
     Sweeper,
 )
+from backends.core.base import Backend, ForwardsArriving
 from backends.ftp import FtpBackend
 from backends.gridftp import GridftpBackend
 from backends.https import HttpsBackend

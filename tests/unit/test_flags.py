@@ -6,7 +6,7 @@ from dataclasses import fields
 
 from app.cli import build_parser
 from app.cli.copy import backend_options
-from backends.ssh.target import SshOptions
+from backends.ssh.options import SshOptions
 from backends.torrent.options import TorrentOptions
 
 

@@ -6,9 +6,9 @@ import pytest
 
 from backends.core.base import TransferOptions
 from backends.core.errors import BadRequest, LocalError, NotFound, PermissionDenied, Transient, Unreachable
-from backends.gridftp import guc
+from backends.gridftp import faults, guc
+from backends.gridftp.address import GridUrl, local_url
 from backends.gridftp.tuning import choose_buffer, choose_streams, plan
-from backends.gridftp.urls import GridUrl, local_url
 
 
 def test_grid_urls_parse_and_render():
@@ -64,7 +64,7 @@ def test_vb_output_becomes_progress_and_file_events():
     ("error: something new\n", Transient, "something new"),
 ])
 def test_errors_become_sentences(stderr, kind, words):
-    err = guc.explain(stderr, source="ftp://h/x", dest="/tmp/x")
+    err = faults.explain(stderr, source="ftp://h/x", dest="/tmp/x")
     assert type(err) is kind and words in str(err)
     assert "\n" not in str(err) and str(err).endswith(".")
 
@@ -126,5 +126,5 @@ def test_a_udt_plan_is_one_flow_without_buffers():
     ("error: globus_xio: could not load udt driver: not found\n", "cannot load the UDT driver"),
 ])
 def test_udt_that_cannot_start_is_its_own_error(stderr, reason):
-    err = guc.explain(stderr, source="gsiftp://h/x", dest="/tmp/x")
-    assert isinstance(err, guc.NoUdt) and reason in err.reason and "--transport tcp" in str(err)
+    err = faults.explain(stderr, source="gsiftp://h/x", dest="/tmp/x")
+    assert isinstance(err, faults.NoUdt) and reason in err.reason and "--transport tcp" in str(err)

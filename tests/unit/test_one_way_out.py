@@ -32,12 +32,12 @@ OWN_STATE = {
     "backends/core/base.py": "a backend's state folder in Ferry's data folder",
     "backends/ftp/upload.py": "an upload's resume record in the state folder",
     "backends/host/portable.py": "an empty user-only file in Ferry's data folder (keep_private, private_file)",
-    "backends/ssh/files.py": "an upload's resume record in the state folder",
     "backends/ssh/once.py": "host keys trusted for this session only, in a private temporary folder",
     "backends/ssh/openssh.py": "OpenSSH's control sockets, in a private temporary folder",
     "backends/ssh/trust.py": "the user's known_hosts, when asked to trust a host key",
     "backends/ssh/untar.py": "the private folder below DEST that tar unpacks into (mkdtemp: new, the user's own); "
                              "files leave it through destination.move_into_place",
+    "backends/ssh/upload.py": "an upload's resume record in the state folder",
     "backends/streams/arriving.py": "a relay's record of what has arrived, in the spool",
     "backends/streams/holds.py": "an upload's lock file beside its resume record, in the state folder",
     "backends/streams/lists.py": "the record of verified files, in the state folder",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 
+from backends.ssh.address import Target
 from backends.ssh.lead import Metadata
-from backends.ssh.target import Target
 
 RECORDS = (b"f 10 1600000000.0000000000 644 a b.txt\0d 4096 1600000000.0000000000 755 sub\0"
            b"f 5 1600000001.5000000000 600 sub/new\nline\0")

@@ -8,8 +8,9 @@ import tempfile
 from pathlib import Path
 
 from backends.core.errors import NotFound, Transient
+from backends.ssh.address import parse_target
 from backends.ssh.openssh import _remove_socket_folder, _socket_folder, ssh_error
-from backends.ssh.target import SshOptions, parse_target
+from backends.ssh.options import SshOptions
 
 
 def test_folders_made_by_this_process_survive_the_next_one_and_leftovers_go():

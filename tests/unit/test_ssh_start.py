@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from backends.core.base import TransferOptions
+from backends.ssh.options import SshOptions
 from backends.ssh.session import _auto_streams
-from backends.ssh.target import SshOptions
 
 GIB = 1 << 30
 

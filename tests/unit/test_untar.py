@@ -20,7 +20,7 @@ import pytest
 
 from backends.core.errors import Corrupt, TransferError
 from backends.destination import Destination
-from backends.ssh.target import Entry
+from backends.ssh.address import Entry
 from backends.ssh.untar import _unpack_native, native_tar
 
 

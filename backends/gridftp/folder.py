@@ -36,11 +36,11 @@ from ..destination.place import link_refused
 from ..host import portable
 from ..streams.hashing import hash_file, manifest_digest
 from . import guc
+from .address import GridUrl, local_url
 from .control import Control, Entry, checksums
 from .copy import Copy
 from .options import GridftpOptions
 from .tuning import Plan
-from .urls import GridUrl, local_url
 
 SYNC_LEVELS = {"size": 1, "size-mtime": 2, "checksum": 3}
 

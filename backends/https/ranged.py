@@ -29,9 +29,9 @@ from ..streams.parallel import ParallelTransfer
 from ..streams.ratelimit import RateLimit
 from ..streams.tuner import StreamTuner
 from .address import validate_url
+from .faults import answer_error, map_error
 from .identity import RangesIgnored, Validators, refuse_web_page, transport_coding, unsatisfied_size
 from .options import STALL_SECONDS
-from .session import answer_error, map_error
 
 Identified = Callable[[Validators, str], None]
 

@@ -22,68 +22,12 @@ from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.claims import replaced
 from ..core.errors import Corrupt, LocalError, TransferError
 from ..core.made import whole_sha256
-from ..core.options import read_options
-from . import guc
+from .address import GridUrl, local_url
+from .checks import check_given, guc_options, server_sum
 from .claim import claim, release
 from .control import Control, Entry, open_control
 from .copy import Copy
-from .options import GridftpOptions
 from .tuning import Plan
-from .urls import GridUrl, local_url
-
-
-def part_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + ".part")
-
-
-def guc_options(plan: Plan, options: TransferOptions, verify: str | None = None) -> guc.Options:
-    own = read_options(GridftpOptions, options.backend_options)
-    return guc.Options(streams=plan.streams, tcp_bs=plan.tcp_bs, verify=verify, restart_retries=own.restart_retries,
-                       udt=own.transport == "udt")
-
-
-async def _server_sum(url: GridUrl, path: str, options: TransferOptions | None = None) -> str | None:
-    """The server's sha256 of ``path`` on a connection of its own (so it can run during the copy)."""
-    if options is not None and not options.verify:
-        return None
-    def work() -> str | None:
-        control = open_control(url)
-        if control is None:
-            return None
-        try:
-            return control.checksum(path, "SHA256")
-        finally:
-            control.close()
-    try:
-        return await asyncio.to_thread(work)
-    except TransferError:
-        return None
-
-
-def _check_given(got: str, options: TransferOptions) -> None:
-    """The user's ``--checksum sha256:…``, when given, must match."""
-    if options.checksum and options.checksum.algorithm == "sha256" and options.checksum.hexdigest.lower() != got:
-        raise Corrupt(f"The copy's sha256 ({got[:12]}…) differs from the one you gave "
-                      f"({options.checksum.hexdigest[:12]}…). The source may have changed; check it.")
-
-
-def compare(expected: str | None, got: str, what: str, options: TransferOptions) -> tuple[bool, str]:
-    _check_given(got, options)
-    if expected is None:
-        given = options.checksum is not None and options.checksum.algorithm == "sha256"
-        return given, "sha256 matched the checksum given" if given else "sha256 computed; size checked"
-    if expected != got:
-        raise Corrupt(f"The {what}'s sha256 differs from the copy's ({expected[:12]}… vs {got[:12]}…). "
-                      "The data was damaged on the way; Ferry will not keep it.")
-    return True, f"sha256 computed by the {what} matched"
-
-
-class IsFolder(Exception):
-    """The address named a folder after all; the caller copies it as one."""
-
-    def __init__(self, entry: Entry) -> None:
-        super().__init__(entry.rel)
-        self.entry = entry
 
 
 async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
@@ -132,7 +76,7 @@ async def third_party(source: GridUrl, entry: Entry | None, dest: GridUrl, plan:
     began = time.monotonic()
     size = entry.size if entry else None
     staged = dest.sibling(dest.name + ".part") if control else dest
-    source_sum = asyncio.ensure_future(_server_sum(source, source.path, options))
+    source_sum = asyncio.ensure_future(server_sum(source, source.path, options))
     verify = None if control and source.scheme == "ftp" else "SHA256"
     copy = Copy(source.text(), staged.text(), guc_options(plan, options, verify), sink, size)
     try:
@@ -173,7 +117,7 @@ async def _finish_remote(control: Control | None, staged: GridUrl, final: GridUr
                       f"{digest[:12]}…); Ferry removed it. Run the transfer again.")
     else:
         verified, method = True, f"sha256 computed by the destination server matched the {what} one"
-    _check_given(digest, options)
+    check_given(digest, options)
     if staged.path != final.path:
         await asyncio.to_thread(control.rename, staged.path, final.path)
         if verified:  # the word rests on the file at its final name: a second writer may have replaced it

@@ -1,5 +1,5 @@
 """Folder uploads over SSH: small files as parallel ``tar`` streams into the server's ``tar -x``, large ones
-through ``files.py``'s parallel streams at the same time, then the folders' own modes and times.
+through ``upload.py``'s parallel streams at the same time, then the folders' own modes and times.
 
 Every file is hashed on both ends: here while it is read, and by the server in one ``sha256sum`` pass.
 """
@@ -23,13 +23,13 @@ from ..streams.folder import FileOutcome, FileSink, Totals, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
 from . import scripts, squeeze
+from .address import Entry, remote_join
 from .compression import compress_tar
 from .faults import dropped_is_transient
-from .files import upload_file
+from .folder import check_small, over_masters, split_groups, tar_stream_count
 from .openssh import ssh_error
 from .session import SMALL_FILE, SshSession
-from .target import Entry, remote_join
-from .tree import check_small, over_masters, split_groups, tar_stream_count
+from .upload import upload_file
 
 
 def _walk_local(root: Path) -> tuple[list[tuple[str, os.stat_result]], list[str], list[str]]:
@@ -60,23 +60,7 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     if broken and sink:
         sink.note(f"Left out {len(broken)} symbolic link(s) in {root} that lead nowhere (for example {broken[0]}).")
     existing = {e.rel: e for e in await asyncio.to_thread(control.walk_fast, remote_root)} if there else {}
-    if options.sync:
-        keep = []
-        for rel, st in files:
-            old = existing.get(rel)
-            if old is None or old.size != st.st_size or old.mtime != int(st.st_mtime):
-                keep.append((rel, st))
-        if sink and len(keep) < len(files):
-            same = len(files) - len(keep)
-            sink.note(f"Sync: {counted(same, 'file')} {agrees(same, 'is', 'are')} already on the server, unchanged; "
-                      "skipped.")
-        files = keep
-    elif not options.overwrite:
-        clashes = [rel for rel, _ in files if rel in existing]
-        if clashes:
-            raise LocalError(f"{len(clashes)} of the files already exist in {remote_root} on {session.target.host} "
-                             f"(for example {clashes[0]}). Use --sync (in the app: Skip unchanged files) to keep those "
-                             "that are unchanged, or --overwrite (Replace them) to replace them.")
+    files = _wanted(files, existing, options, sink, (remote_root, session.target.host))
     locked = ([(remote_root, there.mode)] if there and there.mode & 0o700 != 0o700 else []) + [
         (remote_join(remote_root, rel), existing[rel].mode) for rel in folders
         if rel in existing and existing[rel].mode & 0o700 != 0o700]
@@ -126,6 +110,30 @@ async def upload_tree(session: SshSession, root: Path, remote_root: str, options
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
                        all_verified, summary,
                        on_wire=wire_of(plain, wire, outcomes))
+
+
+def _wanted(files: list, existing: dict, options: TransferOptions, sink: Sink | None, where: tuple[str, str]) -> list:
+    """The local files to send: with ``--sync``, those not already on the server unchanged (said); otherwise
+    all, and a file already there is refused unless ``--overwrite``. ``where``: the remote folder and host."""
+    remote_root, host = where
+    if options.sync:
+        keep = []
+        for rel, st in files:
+            old = existing.get(rel)
+            if old is None or old.size != st.st_size or old.mtime != int(st.st_mtime):
+                keep.append((rel, st))
+        if sink and len(keep) < len(files):
+            same = len(files) - len(keep)
+            sink.note(f"Sync: {counted(same, 'file')} {agrees(same, 'is', 'are')} already on the server, unchanged; "
+                      "skipped.")
+        files = keep
+    elif not options.overwrite:
+        clashes = [rel for rel, _ in files if rel in existing]
+        if clashes:
+            raise LocalError(f"{len(clashes)} of the files already exist in {remote_root} on {host} "
+                             f"(for example {clashes[0]}). Use --sync (in the app: Skip unchanged files) to keep those "
+                             "that are unchanged, or --overwrite (Replace them) to replace them.")
+    return files
 
 
 def _open_folders(session: SshSession, locked: list[tuple[str, int]]) -> None:

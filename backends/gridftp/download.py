@@ -17,22 +17,23 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
-from ..core.errors import Corrupt, NotFound, TransferError, Transient
+from ..core.errors import Corrupt, LocalError, NotFound, TransferError, Transient
 from ..destination import check_destination, move_into_place, os_error, room_for
 from ..host import portable
-from ..streams.hashing import FollowingHasher, hash_file, written_prefix
-from . import resume
+from ..streams.hashing import FollowingHasher, hash_file, manifest_digest, written_prefix
+from . import folder, resume
+from .address import GridUrl, local_url
+from .checks import IsFolder, compare, guc_options, part_path
 from .control import Entry, open_control
 from .copy import Copy
-from .files import IsFolder, compare, guc_options
 from .tuning import Plan
-from .urls import GridUrl, local_url
 
 #: how far behind the written prefix the follower stays (a page may still be being copied in)
 MARGIN = 1 << 20
@@ -230,3 +231,43 @@ class Follower:
         self.task.cancel()
         if self.hasher is not None:
             self.hasher.stop()
+
+
+async def download_blind(remote: GridUrl, dest: Path, plan: Plan, options: TransferOptions, sink: Sink,
+                         is_folder: bool) -> Result:
+    """gsiftp:// or sshftp://, which Ferry cannot stat or list itself: sizes known only at the end.
+
+    A file is checked by globus-url-copy's ``-verify-checksum``; a folder cannot be
+    (that option fails with ``-r``), so only Ferry's local manifest is recorded.
+    """
+    began = time.monotonic()
+    part = part_path(dest)
+    if is_folder:
+        if dest.exists():
+            raise LocalError(f"{dest} already exists. Choose another destination.")
+        opts = folder.folder_options(plan, options, 8, None)
+        copy = Copy(remote.text(folder=True), local_url(part, folder=True), opts, sink, None)
+    else:
+        check_destination(dest, options.overwrite)
+        copy = Copy(remote.text(), local_url(part), guc_options(plan, options, "SHA256"), sink, None)
+    try:
+        await copy.run()
+        sink.stage("verifying")
+        if is_folder:
+            rels = [str(p.relative_to(part)) for p in part.rglob("*") if p.is_file()]
+            hashes = await asyncio.to_thread(folder.hash_tree, part, rels)
+            digest, size = manifest_digest(hashes), sum((part / rel).stat().st_size for rel in rels)
+        else:
+            digest = (await asyncio.to_thread(hash_file, part))["sha256"]
+            size = part.stat().st_size
+        part.replace(dest)
+    except BaseException:
+        if part.is_dir():
+            shutil.rmtree(part, ignore_errors=True)
+        else:
+            part.unlink(missing_ok=True)
+        raise
+    method = ("sha256 computed here; sizes not checked (Ferry cannot list this server itself)" if is_folder
+              else "sha256 checked by globus-url-copy (-verify-checksum)")
+    return Result(size, time.monotonic() - began, plan.streams, digest, not is_folder, method,
+                  peer_host=remote.host, bytes_fetched=size)

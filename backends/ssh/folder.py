@@ -1,8 +1,9 @@
-"""Folder downloads over SSH: small files as ``tar`` streams, large ones with parallel streams (uploads: ``uptree.py``).
+"""Folder downloads over SSH: small files as ``tar`` streams, large ones with parallel streams (uploads:
+``folder_upload.py``).
 
 ``scp -r`` spends a round trip per file (≈ 0.2 s each at 50 ms); a tar stream sends
 thousands of small files as fast as one file of the same size. Large files in the same
-folder go through ``files.py`` (parallel streams) at the same time as the tar stream.
+folder go through ``download.py`` (parallel streams) at the same time as the tar stream.
 Every file is hashed on both ends: locally while it is written or read, and by the
 server in one ``sha256sum`` pass over the list.
 
@@ -28,11 +29,11 @@ from ..host import portable
 from ..streams.folder import FileOutcome, FileSink, Totals, choose, wire_of
 from ..streams.hashing import manifest_digest
 from ..streams.ratelimit import limiter_for
+from .address import Entry, remote_join
 from .compression import compress_tar
+from .download import download_file
 from .faults import dropped_is_transient
-from .files import download_file
 from .session import SMALL_FILE, SshSession
-from .target import Entry, remote_join
 from .untar import EarlyTar, tar_get
 
 TAR_STREAMS = 4
@@ -45,21 +46,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     """The folder ``root`` into ``dest``: the listing is the server's word, so every name goes through the
     destination's claims (made safe, nothing outside DEST, no link entered) before anything is written."""
     destination = Destination(dest, named_here=options.name_from_source)
-    walked = await session.walk(root)
-    if deepest([e.rel for e in walked if e.is_dir]) > options.max_depth:
-        raise too_deep(session.target.display, options.max_depth)
-    destination.claim_all([e.rel for e in walked if not e.is_dir], [e.rel for e in walked if e.is_dir])
-    entries = [replace(e, saved=destination.claim(e.rel, folder=e.is_dir)) for e in sorted(walked,
-                                                                                            key=lambda e: e.rel)]
-    files = [e for e in entries if statmod.S_ISREG(e.mode)]
-    files = choose(files, destination, options, sink)
-    folders = [e for e in entries if e.is_dir]
-    destination.folder("")
-    for entry in folders:
-        _writable_folder(destination.folder(entry.saved))
-    renamed = destination.renamed_note()
-    if renamed and sink:
-        sink.note(renamed)
+    files, folders = await _claimed(session, root, destination, options, sink)
     small = [e for e in files if e.size < SMALL_FILE]
     large = [e for e in files if e.size >= SMALL_FILE]
     totals = Totals(sum(e.size for e in files), limiter=limiter_for(options))
@@ -94,13 +81,7 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
         server_sums.cancel()
         raise
     hashes.update(small_hashes)
-    for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):  # every file is in: now their own
-        folder = destination.path(entry.saved)
-        try:
-            portable.set_mode(folder, entry.mode & 0o777)
-            os.utime(folder, (entry.mtime, entry.mtime))
-        except OSError as exc:
-            raise os_error(exc, folder, "write") from None
+    _folder_times(destination, folders)
     check_folder(destination, [(e.rel, e.size) for e in files])
     verified, method = check_small(small_hashes, [e.rel for e in small], await server_sums) if options.verify \
         else (False, NOT_COMPARED)
@@ -114,6 +95,39 @@ async def download_tree(session: SshSession, root: str, dest: Path, options: Tra
     return FileOutcome(totals.total, plain + moved_large, max(1, totals.streams), manifest_digest(hashes),
                        all_verified, summary,
                        on_wire=wire_of(plain, wire, outcomes))
+
+
+async def _claimed(session: SshSession, root: str, destination: Destination, options: TransferOptions,
+                   sink: Sink | None) -> tuple[list[Entry], list[Entry]]:
+    """The server's listing of ``root`` claimed below DEST (every name made safe, numbered where two would
+    collide, said when changed), its folders made: returns the files to fetch (``--sync`` leaves some out) and
+    the folders."""
+    walked = await session.walk(root)
+    if deepest([e.rel for e in walked if e.is_dir]) > options.max_depth:
+        raise too_deep(session.target.display, options.max_depth)
+    destination.claim_all([e.rel for e in walked if not e.is_dir], [e.rel for e in walked if e.is_dir])
+    entries = [replace(e, saved=destination.claim(e.rel, folder=e.is_dir)) for e in sorted(walked,
+                                                                                            key=lambda e: e.rel)]
+    files = choose([e for e in entries if statmod.S_ISREG(e.mode)], destination, options, sink)
+    folders = [e for e in entries if e.is_dir]
+    destination.folder("")
+    for entry in folders:
+        _writable_folder(destination.folder(entry.saved))
+    renamed = destination.renamed_note()
+    if renamed and sink:
+        sink.note(renamed)
+    return files, folders
+
+
+def _folder_times(destination: Destination, folders: list[Entry]) -> None:
+    """Every file is in: the folders get their own modes and times, deepest first."""
+    for entry in sorted(folders, key=lambda e: e.rel.count("/"), reverse=True):
+        folder = destination.path(entry.saved)
+        try:
+            portable.set_mode(folder, entry.mode & 0o777)
+            os.utime(folder, (entry.mtime, entry.mtime))
+        except OSError as exc:
+            raise os_error(exc, folder, "write") from None
 
 
 def _writable_folder(path: Path) -> None:
