@@ -87,13 +87,9 @@ def _on_ranks(run, args: argparse.Namespace) -> int:
     comm = ranks.world()
     if comm is None:
         return run(args, None)
+    ranks.bound_to_launcher(comm.Get_rank())
     if comm.Get_rank() > 0:
-        from app import stops
-
-        try:
-            ranks.serve(comm)
-        except stops.STOPS as stop:  # rank 0 says what was kept; the others only end
-            return stops.status(stop)
+        ranks.serve(comm)  # a stop ends it at once (``bound_to_launcher``); rank 0 says what was kept
         return 0
     runner = ranks.Runner(comm)
     try:

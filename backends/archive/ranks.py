@@ -27,6 +27,23 @@ def launched() -> bool:
     return any(name in os.environ for name in _LAUNCHED)
 
 
+def bound_to_launcher(rank: int) -> None:
+    """A rank blocked in a collective is in MPI's C code, where Python's signal handlers never run: SIGTERM from
+    a batch system (Slurm's time limit, ``scancel``) or from ``mpirun`` would be noted and never acted on, and a
+    rank whose ``mpirun`` died spun on at full CPU (seen here: two ranks for an hour). So every rank dies with
+    its launcher, and the ranks other than 0, which keep nothing, take SIGTERM and Ctrl-C as the kernel does: at
+    once. Rank 0 keeps Python's handling, to record what is done and say so (its record is at most a second
+    old if it is killed instead)."""
+    import signal
+
+    from ..host.procs import die_with_parent
+
+    die_with_parent(signal.SIGKILL)
+    if rank > 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def world():
     """The MPI world when this process was started by an MPI launcher with more than one rank, else None."""
     if not launched():

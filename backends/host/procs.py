@@ -24,10 +24,18 @@ _LINUX = sys.platform.startswith("linux")
 
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when Ferry dies (even by SIGKILL), so no helper outlives it (Linux)."""
+    die_with_parent(signal.SIGTERM)
+
+
+def die_with_parent(sig: int) -> None:
+    """This process gets ``sig`` when the one that started it ends, however it ends (Linux; elsewhere nothing):
+    an MPI rank whose ``mpirun`` is gone must not spin on in its collective for ever."""
+    if not _LINUX:
+        return
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, sig)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
