@@ -27,6 +27,7 @@ command -v tcsh >/dev/null 2>&1 || need="$need tcsh"
 [ -x /usr/lib/openssh/sftp-server ] || need="$need openssh-sftp-server"
 # bsdtar: the tar of macOS and Windows, which unpacks folder downloads there (tests/unit/test_untar.py)
 command -v bsdtar >/dev/null 2>&1 || need="$need libarchive-tools"
+command -v strace >/dev/null 2>&1 || need="$need strace"  # counts an unpack's system calls a member
 # sra-tools: real .sra files made (latf-load, kar) and converted (fasterq-dump) (tests/integration/test_ncbi_source.py)
 command -v fasterq-dump >/dev/null 2>&1 && command -v latf-load >/dev/null 2>&1 || need="$need sra-toolkit"
 # an institution's web proxy (HTTPS_PROXY, --proxy: tests/integration/test_proxy_netrc.py)

@@ -187,11 +187,12 @@ def _files(archive: Path, cat: Catalogue, files: list[Member], target: Destinati
     files = [m for m in files if m.name not in lost]  # cut off: said by ``_say_cut``, nothing half-made
     jobs, shared, total = [], {}, sum(m.size for m in files)
     for m in files:
-        path = target.file(target.claim(m.name))
         whole, pieces, piece = cat.digests.get(m.name, ("", [], 0))
         if not pieces or piece < 512 or len(pieces) != -(-m.size // piece):
-            jobs.append((len(jobs), m.name, m.data, m.size, whole, (str(path), m.mode, m.mtime_ns), 0))
+            path = target.file_path(target.claim(m.name))  # checked for a link by ``write_whole``, ``WholeFile``
+            jobs.append((len(jobs), m.name, m.data, m.size, whole, (path, m.mode, m.mtime_ns), 0))
             continue
+        path = target.file(target.claim(m.name))
         part = SharedPart.make(path, m.size)
         shared[m.name] = (part, path, m)
         for k, start in enumerate(range(0, m.size, piece)):

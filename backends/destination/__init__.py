@@ -10,11 +10,11 @@ from .names import Renamed, portable_name, portable_path
 from .partfile import STATE_SUFFIX, Identity, PartFile, kept_bytes, open_new, oversize, write_atomic
 from .place import Destination, check_destination, no_space, os_error, refuse_link, room_for
 from .tally import check_folder, unaccounted
-from .whole import WholeFile, move_into_place
+from .whole import WholeFile, move_into_place, write_whole
 
 __all__ = [
     "STATE_SUFFIX", "Destination", "Identity", "PartFile", "Renamed", "WholeFile", "check_destination", "check_folder",
     "kept_bytes",
     "move_into_place", "no_space", "open_new", "os_error", "oversize", "portable_name", "portable_path",
-    "refuse_link", "room_for", "unaccounted", "write_atomic",
+    "refuse_link", "room_for", "unaccounted", "write_atomic", "write_whole",
 ]

@@ -103,7 +103,7 @@ class Destination:
         self._safe_folders: set[Path] = set()
         self._folds: bool | None = None
 
-    def claim(self, given: str, *, folder: bool = False) -> str:
+    def claim(self, given: str, *, folder: bool = False, known: tuple[str, str] | None = None) -> str:
         """The path below DEST that the server's ``given`` path is saved as (the same answer every time). Two
         given files never share a saved path: a name the safe-name rules (``what?.txt`` → ``what%3F.txt``) or a
         disk that folds case would put on another's place is numbered (``what%3F~2.txt``) and said. Folders
@@ -111,7 +111,7 @@ class Destination:
         if given in self._claims:
             return self._claims[given]
         try:
-            saved, why = portable_path(given)
+            saved, why = known or portable_path(given)  # ``known``: ``portable_path(given)`` as claim_all found it
         except ValueError as exc:
             raise LocalError(f"The server named a file Ferry cannot save: {exc}.") from None
         if self._taken(saved, folder):
@@ -136,14 +136,15 @@ class Destination:
         the rules change, each sorted."""
         for given in sorted(set(folders)):
             self.claim(given, folder=True)
-        kept, changed = [], []
+        kept, changed, known = [], [], {}
         for given in sorted(set(files)):
             try:
-                (kept if portable_path(given)[0] == given else changed).append(given)
+                known[given] = portable_path(given)
+                (kept if known[given][0] == given else changed).append(given)
             except ValueError:
                 changed.append(given)  # its claim says why it cannot be saved
         for given in kept + changed:
-            self.claim(given)
+            self.claim(given, known=known.get(given))
 
     def _taken(self, saved: str, folder: bool) -> bool:
         """Whether ``saved`` is another's already: any claim bars a file, a file's claim bars a folder."""
@@ -204,6 +205,12 @@ class Destination:
         path = self.folder(folder) / saved.rpartition("/")[2]
         refuse_link(path)
         return path
+
+    def file_path(self, saved: str) -> str:
+        """Where the claimed file ``saved`` goes, its folders made and checked; the name itself is checked by
+        what writes it, just before it is named (``write_whole``): one ``lstat`` a file fewer in a million."""
+        folder, _, name = saved.rpartition("/")
+        return os.path.join(self.folder(folder), name)
 
     def folds_case(self) -> bool:
         """Whether the disk under DEST takes ``A.txt`` and ``a.txt`` (or ``é`` composed and decomposed) for one

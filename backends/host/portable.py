@@ -303,6 +303,22 @@ def set_mode(path, mode: int) -> bool:
         raise
 
 
+def stamp_open(fd: int, mode: int | None, mtime_ns: int | None) -> bool:
+    """Set the open file's permission bits and time through its descriptor (``fchmod``, ``futimens``): no
+    second lookup of its name. False where the OS cannot (Windows); the caller then sets them by name."""
+    if not hasattr(os, "fchmod") or os.utime not in os.supports_fd:
+        return False
+    if mode is not None:
+        try:
+            os.fchmod(fd, mode)
+        except OSError as exc:
+            if exc.errno not in _NO_MODES:
+                raise
+    if mtime_ns is not None:
+        os.utime(fd, ns=(mtime_ns, mtime_ns))
+    return True
+
+
 #: the most entries below a data folder that ``keep_private`` looks at (a relay's spool may hold many files)
 PRIVATE_WALK_LIMIT = 10_000
 

@@ -121,6 +121,48 @@ def test_ls_and_only_read_the_index_and_the_member_not_the_archive(tmp_path, fer
     assert read < archive.stat().st_size / 100, f"read {read:,} of {archive.stat().st_size:,} bytes"
 
 
+def test_a_small_member_costs_few_system_calls_and_never_goes_through_a_planted_link(tmp_path, ferry_home):
+    """Unpacking a million small files is the kernel's work: each member is made, written, given its mode and
+    time on the open file, closed, checked and renamed (``write_whole``). Counted with ``strace -c`` beyond
+    those of ``labferry ls`` of the same archive (start-up, index): 5.0 a member, 9.0 before. Then a second
+    process's links at a member's name and at its part name: nothing is written through either."""
+    src = tmp_path / "src" / "run"
+    for i in range(3000):
+        folder = src / f"s{i // 300}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.vcf").write_bytes(os.urandom(100 + i % 900))
+    archive = tmp_path / "run.tar"
+    assert labferry("pack", str(src), str(archive), "-q", env_home=ferry_home).returncode == 0
+
+    def calls(*args: str) -> int:
+        counts = tmp_path / "strace.txt"
+        env = dict(os.environ, LABFERRY_HOME=str(ferry_home))
+        proc = subprocess.run(["strace", "-f", "-c", "-o", str(counts), sys.executable, "-m", "app", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return int(counts.read_text().strip().splitlines()[-1].split()[3])  # % time, seconds, usecs/call, calls
+
+    each = (calls("unpack", str(archive), str(tmp_path / "out"), "--workers", "1") - calls("ls", str(archive))) / 3000
+    assert each <= 7, f"{each:.1f} system calls a member beyond those of ls"  # 9.0 before write_whole
+    for path in src.rglob("*.vcf"):
+        there = tmp_path / "out" / "run" / path.relative_to(src)
+        assert there.read_bytes() == path.read_bytes() and there.stat().st_mtime_ns == path.stat().st_mtime_ns
+        assert stat.S_IMODE(there.stat().st_mode) == stat.S_IMODE(path.stat().st_mode)
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not yours")
+    dest = tmp_path / "planted" / "run" / "s3"
+    dest.mkdir(parents=True)
+    os.symlink(outside, dest / "f901.vcf")
+    os.symlink(outside, dest / "f902.vcf.part")
+    for planted in ("f901.vcf", "f902.vcf.part"):
+        proc = labferry("unpack", str(archive), str(tmp_path / "planted"), "--workers", "2", env_home=ferry_home)
+        assert proc.returncode != 0 and "link" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert planted in proc.stderr, proc.stderr
+        assert outside.read_text() == "not yours" and os.path.islink(dest / planted)
+        os.unlink(dest / planted)
+
+
 def _bytes_read_by_only(archive: Path, dest: Path, member: str) -> tuple[int, int]:
     """``unpack --only member`` in a process of its own: the bytes it read (``rchar`` of /proc/self/io, the
     interpreter's start-up left out) and the members it restored."""
