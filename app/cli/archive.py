@@ -149,7 +149,7 @@ def _pack(args: argparse.Namespace, runner) -> int:
 
 
 def _unpack(args: argparse.Namespace, runner) -> int:
-    from backends.archive.unpack import unpack
+    from backends.archive.download import unpack
     from backends.core.errors import Corrupt
 
     shown = _progress("unpacked", args.quiet)
@@ -175,7 +175,7 @@ def _unpack(args: argparse.Namespace, runner) -> int:
 
 
 def list_archive(archive: Path, as_json: bool) -> int:
-    from backends.archive.unpack import catalogue, chosen
+    from backends.archive.browse import catalogue, chosen
 
     cat = catalogue(archive)
     for m in chosen(cat.members, None):

@@ -132,7 +132,7 @@ def run_create(args: argparse.Namespace) -> int:
     out.write_bytes(data)
     import libtorrent as lt
 
-    from backends.torrent.swarm import data_files
+    from backends.torrent.browse import data_files
 
     info = lt.torrent_info(str(out))
     real = data_files(info)  # v2 pads every file to a piece boundary: the pads are not data

@@ -178,14 +178,14 @@ def ask_archive(pane: FolderPane, action: str) -> None:
     selected archive into the pane's folder); said in the pane's status line when it cannot be done there."""
     import os
 
-    from backends.archive.backend import ARCHIVE_NAMES
+    from backends.archive.address import is_archive
 
     if pane.site is not None:
         pane.status.setText("Packing and unpacking work on this computer's files: use the other pane.")
         return
     chosen = pane.selected()
     if action == "unpack":
-        chosen = [e for e in chosen if not e.is_dir and e.name.lower().endswith(ARCHIVE_NAMES)]
+        chosen = [e for e in chosen if not e.is_dir and is_archive(e.name)]
     if not chosen:
         pane.status.setText("Select a folder or files to pack." if action == "pack" else
                             "Select a .tar or .tar.zst archive to unpack.")

@@ -252,7 +252,7 @@ def _torrent_size(path: str) -> int | None:
     try:
         import libtorrent as lt
 
-        from backends.torrent.swarm import data_files
+        from backends.torrent.browse import data_files
 
         return sum(f.size for f in data_files(lt.torrent_info(path)))
     except Exception:

@@ -15,13 +15,9 @@ from pathlib import Path
 from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..core.errors import BadRequest, LocalError
 from ..core.options import read_options
+from .address import is_archive, named_archive, wants_zstd
+from .faults import Stopped
 from .options import ArchiveOptions
-
-ARCHIVE_NAMES = (".tar", ".tar.zst", ".tzst")
-
-
-class Stopped(Exception):
-    """The job was paused or cancelled: the pack or unpack stops between two batches."""
 
 
 class ArchiveBackend:
@@ -39,7 +35,7 @@ class ArchiveBackend:
         extra = read_options(ArchiveOptions, request.options.backend_options)
         if not Path(request.source).exists():
             raise BadRequest(f"{request.source} does not exist. Check the path.")
-        if extra.action == "unpack" and not request.source.lower().endswith(ARCHIVE_NAMES):
+        if extra.action == "unpack" and not is_archive(request.source):
             raise BadRequest(f"{Path(request.source).name} is not a .tar or .tar.zst archive; choose one to unpack.")
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
@@ -51,10 +47,9 @@ class ArchiveBackend:
         dest = Path(request.dest)
         if extra.action == "unpack":
             return "unpack", dest.parent if request.options.name_from_source else dest, None
-        if request.options.name_from_source and not dest.name.lower().endswith(ARCHIVE_NAMES):
-            dest = dest.with_name(dest.name + (".tar.zst" if extra.compress == "zstd" else ".tar"))
-        zstd = extra.compress == "zstd" or (extra.compress is None and dest.name.lower().endswith((".zst", ".tzst")))
-        return "pack", dest, "zstd" if zstd else None
+        if request.options.name_from_source:
+            dest = named_archive(dest, extra.compress)
+        return "pack", dest, "zstd" if wants_zstd(dest.name, extra.compress) else None
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
         action, target, compress = self.targets(request)
@@ -89,7 +84,7 @@ class ArchiveBackend:
 
             return pack([request.source], target, workers_asked=extra.workers, compress=compress,
                         overwrite=bool(request.options.overwrite), progress=progress)
-        from .unpack import unpack
+        from .download import unpack
 
         done = unpack(Path(request.source), target, workers_asked=extra.workers, progress=progress)
         if done.failed:

@@ -29,16 +29,15 @@ from ..destination import STATE_SUFFIX, Destination
 from ..destination.shared import SharedPart
 from ..host import portable
 from . import index
+from .address import is_archive, wants_zstd
+from .browse import MOST_SCANNED, digests_of, from_info, index_lines
+from .folder import Unpacked, folder_times, make_links
 from .layout import Member
-from .unpack import MOST_SCANNED, Unpacked, digests_of, folder_times, from_info, index_lines, make_links
 
 #: seconds between looks at the download's record while the follower waits for more of the archive
 POLL = 0.2
 #: bytes read and written at a time
 CHUNK = 1 << 20
-#: the archives followed: a plain tar, or zstd's (seekable) frames decoded as one stream
-NAMES = (".tar", ".tar.zst", ".tzst")
-
 
 class Stopped(Exception):
     """The download ended without the archive (a failure, a cancel, a pause): the follower stops."""
@@ -164,7 +163,7 @@ class Follower:
     def _unpack(self, raw) -> None:
         """Every member of the stream, in order: files into part files (hashed), folders and links noted."""
         stream = raw
-        if self.archive.name.endswith((".zst", ".tzst")):
+        if wants_zstd(self.archive.name, None):
             import zstandard
 
             stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
@@ -281,4 +280,4 @@ class Follower:
 
 def followed(name: str) -> bool:
     """Whether ``--unpack`` can open an archive of this name as it arrives."""
-    return name.endswith(NAMES)
+    return is_archive(name)

@@ -17,10 +17,11 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, 
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core.errors import Corrupt, LocalError
+from ..core.errors import Corrupt
 from ..destination.shared import SharedPart
 from ..host import portable
 from . import headers
+from .faults import changed
 
 CHUNK = 4 << 20
 #: the most pieces in one batch handed to a worker (the pack also bounds a batch by bytes)
@@ -191,11 +192,6 @@ def _copy(part: SharedPart, fd: int, src: int, start: int, data_at: int, length:
 def worker_count(asked: int | None) -> int:
     """``--workers auto``: one a core."""
     return max(1, asked if asked else (os.cpu_count() or 1))
-
-
-def changed(source: str, why: str) -> LocalError:
-    return LocalError(f"{source} changed while it was packed ({why}); the archive was not finished. Run the same "
-                      "command again once nothing writes to it.")
 
 
 def whole_digest(source: str, identity: tuple, halt, piece: int) -> tuple[str, list[str]]:

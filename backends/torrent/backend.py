@@ -13,15 +13,12 @@ from pathlib import Path
 from ..core.base import Availability, Capabilities, RemoteInfo, Result, Sink, TransferOptions, TransferRequest
 from ..core.errors import BadRequest, TransferError
 from ..core.options import read_options
+from .address import is_torrent
 from .options import TorrentOptions
 
 SCHEMES = ("magnet",)
 #: connections a fetcher opens to each named peer (ports PORT … PORT+K-1), unless told otherwise
 DEFAULT_CONNECTIONS = 8
-
-
-def _is_torrent(location: str) -> bool:
-    return location.startswith("magnet:") or location.lower().endswith(".torrent")
 
 
 class TorrentBackend:
@@ -40,14 +37,14 @@ class TorrentBackend:
 
     def claims(self, source: str, dest: str) -> bool:
         """A local .torrent file as the source is this backend's (the registry asks when no URL scheme says)."""
-        return _is_torrent(source)
+        return is_torrent(source)
 
     def check(self, request: TransferRequest) -> None:
-        if not _is_torrent(request.source):
+        if not is_torrent(request.source):
             raise BadRequest("Give a .torrent file or a magnet: link to fetch with BitTorrent.")
         if "://" in request.dest:
             raise BadRequest("BitTorrent fetches to a local folder; give a folder as the destination.")
-        from .swarm import Peer, load_torrent
+        from .address import Peer, load_torrent
 
         load_torrent(request.source)
         extra = read_options(TorrentOptions, request.options.backend_options)
@@ -61,8 +58,8 @@ class TorrentBackend:
         """A cancelled fetch leaves nothing: its part folder (below DEST, its own) and its resume state go."""
         import shutil
 
-        from .fetch import part_folder
-        from .swarm import info_hash, load_torrent
+        from .address import info_hash, load_torrent
+        from .download import part_folder
 
         try:
             key = info_hash(load_torrent(request.source))
@@ -72,14 +69,15 @@ class TorrentBackend:
         (request.state_folder("torrents") / f"{key}.fastresume").unlink(missing_ok=True)
 
     async def stat(self, url: str, options: TransferOptions) -> RemoteInfo:
-        from .swarm import load_torrent
+        from .address import load_torrent
 
         params = load_torrent(url)
         size = params.ti.total_size() if params.ti is not None else None
         return RemoteInfo(url, size, is_dir=params.ti is not None and params.ti.num_files() > 1)
 
     async def transfer(self, request: TransferRequest, sink: Sink) -> Result:
-        from .swarm import Peer, Swarm, load_torrent
+        from .address import Peer, load_torrent
+        from .swarm import Swarm
 
         self.check(request)
         extra = read_options(TorrentOptions, request.options.backend_options)
@@ -88,7 +86,7 @@ class TorrentBackend:
         params = load_torrent(request.source)
         lab = _lab_options(extra, default_listen="0.0.0.0:0", download_limit=request.options.rate_cap or 0,
                            tls=_is_tls(params))
-        from .fetch import fetch
+        from .download import fetch
 
         for url in extra.web_seeds:
             params.url_seeds = [*params.url_seeds, url]
@@ -109,8 +107,9 @@ class TorrentBackend:
 
     async def seed(self, request: TransferRequest, sink: Sink) -> Result:
         """Serve the torrent's data from ``request.dest`` until the job is stopped (``labferry seed``)."""
+        from .address import load_torrent
         from .seed import seed
-        from .swarm import Swarm, load_torrent
+        from .swarm import Swarm
 
         extra = read_options(TorrentOptions, request.options.backend_options)
         params = load_torrent(request.source)

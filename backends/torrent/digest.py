@@ -22,7 +22,7 @@ from pathlib import Path
 import libtorrent as lt
 
 from ..streams.hashing import FollowingHasher, hash_file
-from .swarm import data_files
+from .browse import data_files
 
 #: ask for a flush when the complete prefix has grown by this much since the last safe point
 STEP = 32 * 1024 * 1024

@@ -19,7 +19,8 @@ import libtorrent as lt
 
 from ..core.base import Sink
 from ..core.errors import LocalError
-from .swarm import Swarm, data_files
+from .browse import data_files
+from .swarm import Swarm
 
 TICK = 0.5
 

@@ -9,94 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
 
 import libtorrent as lt
 
 from ..core.errors import BadRequest, LocalError
+from .address import Peer
+from .faults import tls_reason
 from .lab import LabOptions, settings
-
-_PEER = re.compile(r"^\[?([^\]\s]+?)\]?:(\d{1,5})$")
-
-
-@dataclass(frozen=True)
-class Peer:
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> Peer:
-        m = _PEER.match(text.strip())
-        if not m or not 0 < int(m.group(2)) < 65536:
-            raise BadRequest(f"'{text}' is not a peer address; write it as HOST:PORT (for example dtn.lab.org:6881).")
-        return cls(m.group(1), int(m.group(2)))
-
-
-def load_torrent(source: str) -> lt.add_torrent_params:
-    """A .torrent file or a magnet link as libtorrent's add parameters; bad input in one sentence."""
-    if source.startswith("magnet:"):
-        try:
-            params = lt.parse_magnet_uri(source)
-        except RuntimeError as exc:
-            raise BadRequest(f"That magnet link is not valid ({exc}). Copy it again from its source.") from None
-        if not params.info_hashes.has_v1() and not params.info_hashes.has_v2():
-            raise BadRequest("That magnet link names no torrent (no xt=urn:btih or urn:btmh). Copy it again.")
-        return params
-    path = Path(source).expanduser()
-    if not path.is_file():
-        raise LocalError(f"{path} does not exist. Check the path of the .torrent file.")
-    try:
-        info = lt.torrent_info(str(path))
-    except RuntimeError as exc:
-        raise BadRequest(f"{path.name} is not a valid .torrent file ({exc}). Ask its sender for a fresh copy.") \
-            from None
-    params = lt.add_torrent_params()
-    params.ti = info
-    return params
-
-
-def info_hash(params: lt.add_torrent_params) -> str:
-    hashes = params.ti.info_hashes() if params.ti is not None else params.info_hashes
-    return str(hashes.v2 if hashes.has_v2() else hashes.v1)
-
-
-class DataFile(NamedTuple):
-    path: str  # relative to the save path, the torrent's name first
-    offset: int  # where the file starts in the torrent's byte stream (pads included)
-    size: int
-
-
-def layout_of(info: lt.torrent_info):
-    return info.layout() if hasattr(info, "layout") else info.files()  # files() is deprecated in libtorrent 2.1
-
-
-def data_files(info: lt.torrent_info) -> list[DataFile]:
-    """A torrent's files without v2's pad files (they only align each file to a piece) and without its links
-    (``links``: Ferry makes none below DEST)."""
-    files = layout_of(info)
-    skip = lt.file_storage.flag_pad_file | lt.file_storage.flag_symlink
-    return [DataFile(files.file_path(i), files.file_offset(i), files.file_size(i)) for i in range(files.num_files())
-            if not files.file_flags(i) & skip]
-
-
-def links(info: lt.torrent_info) -> list[tuple[str, str]]:
-    """The links a torrent names (``symlink`` attribute): (its path, where it points), for the note that says
-    they were not made. libtorrent makes them in the part folder; they go with it."""
-    files = layout_of(info)
-    return [(files.file_path(i), files.symlink(i)) for i in range(files.num_files())
-            if files.file_flags(i) & lt.file_storage.flag_symlink]
-
-
-def marked_executable(info: lt.torrent_info) -> set[str]:
-    """The files a torrent marks executable (``x`` attribute). libtorrent makes them runnable; Ferry saves a
-    stranger's files as data, as browsers and curl do, and says which marks it did not keep."""
-    files = layout_of(info)
-    return {files.file_path(i) for i in range(files.num_files())
-            if files.file_flags(i) & lt.file_storage.flag_executable
-            and not files.file_flags(i) & lt.file_storage.flag_symlink}
 
 
 class Swarm:
@@ -177,7 +98,7 @@ class Swarm:
         if self.refused.get(who) == why:
             return None
         self.refused[who] = why
-        return f"TLS refused the connection with {who}: {_tls_reason(why)} ({why})."
+        return f"TLS refused the connection with {who}: {tls_reason(why)} ({why})."
 
     async def close(self) -> None:
         sessions, self.sessions, self.handles = self.sessions, [], []
@@ -188,18 +109,6 @@ class Swarm:
             sessions.clear()  # the last reference: the destructor waits for disk and network threads
 
         await asyncio.to_thread(shut)
-
-
-def _tls_reason(message: str) -> str:
-    """What a TLS handshake's failure means for a lab peer, in words."""
-    low = message.lower()
-    if "verify failed" in low or "evp lib" in low:  # EVP: signed by another CA of the same name
-        return "its certificate is not from this torrent's lab CA, or has expired"
-    if "truncated" in low:
-        return "it hung up during the handshake (a plaintext or RC4 peer, or one that refused this certificate)"
-    if "unknown ca" in low or "certificate" in low:
-        return "it refused this peer's certificate"
-    return "the handshake failed"
 
 
 def _copy_params(params: lt.add_torrent_params) -> lt.add_torrent_params:

@@ -167,7 +167,7 @@ def _bytes_read_by_only(archive: Path, dest: Path, member: str) -> tuple[int, in
     """``unpack --only member`` in a process of its own: the bytes it read (``rchar`` of /proc/self/io, the
     interpreter's start-up left out) and the members it restored."""
     code = (
-        "from pathlib import Path; from backends.archive.unpack import unpack\n"
+        "from pathlib import Path; from backends.archive.download import unpack\n"
         "def io():\n"
         "    return dict(l.split(': ') for l in Path('/proc/self/io').read_text().splitlines())\n"
         "before = int(io()['rchar'])\n"

@@ -1,10 +1,12 @@
-"""Every backend that reaches a server's files has the same rooms under the same names, as rclone's backends
-and curl's protocol handlers do: a newcomer who knows one knows where to look in the others.
+"""Every backend package has the same rooms under the same names, as rclone's backends and curl's protocol
+handlers do: a newcomer who knows one knows where to look in the others.
 
-The rooms: ``backend.py`` (the class), ``address.py`` (its addresses), ``browse.py`` (listings for the Files
-tab), ``download.py``, ``upload.py`` (where the backend uploads at all), ``folder.py``, ``options.py`` (its typed
-options) and ``faults.py`` (its errors as sentences). BitTorrent and the archive backend reach no server's
-folders (a swarm, an archive on this disk): their rooms follow their data, and they are not held to these.
+The rooms: ``backend.py`` (the class), ``address.py`` (what names its sources and destinations), ``browse.py``
+(what it lists: a server's folders, a torrent's files, an archive's members), ``download.py``, ``upload.py``
+(exactly where the backend uploads), ``folder.py`` (a whole folder, and how it lands below DEST),
+``options.py`` (its typed options) and ``faults.py`` (its errors as sentences). What is truly a backend's own
+sits beside them (BitTorrent's ``seed.py``, the archive's ``pack.py``). The relay (``app/relay``) is not a
+backend package: it is composed above them from the agent and a backend.
 """
 
 from __future__ import annotations
@@ -14,30 +16,25 @@ from pathlib import Path
 
 import pytest
 
-from backends.core.abilities import Lister
-
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("backend", "address", "browse", "download", "folder", "options", "faults")
 
 
-def _server_backends() -> list[tuple[str, type]]:
-    """The backends of Ferry's own distribution that list a server's folders (``Lister``)."""
+def _backend_packages() -> list[tuple[str, type]]:
+    """The backends of Ferry's own distribution that are packages of ``backends/``."""
     found = []
     for ep in entry_points(group="labferry.backends"):
-        if not ep.value.startswith("backends."):
-            continue
-        cls = ep.load()
-        if issubclass(cls, Lister) or hasattr(cls, "listdir"):
-            found.append((ep.value.split(".")[1].split(":")[0], cls))
+        if ep.value.startswith("backends."):
+            found.append((ep.value.split(".")[1].split(":")[0], ep.load()))
     return found
 
 
-def test_the_server_backends_are_found():
-    assert sorted(name for name, _ in _server_backends()) == ["ftp", "gridftp", "https", "ssh"]
+def test_every_backend_package_is_found():
+    assert sorted(name for name, _ in _backend_packages()) == ["archive", "ftp", "gridftp", "https", "ssh", "torrent"]
 
 
-@pytest.mark.parametrize("name,cls", _server_backends(), ids=lambda v: v if isinstance(v, str) else "")
-def test_each_server_backend_has_the_same_rooms(name, cls):
+@pytest.mark.parametrize("name,cls", _backend_packages(), ids=lambda v: v if isinstance(v, str) else "")
+def test_each_backend_has_the_same_rooms(name, cls):
     package = ROOT / "backends" / name
     wanted = ROOMS + (("upload",) if cls.caps.upload else ())
     missing = [room for room in wanted if not (package / f"{room}.py").is_file()]

@@ -41,7 +41,7 @@ OWN_STATE = {
     "backends/streams/arriving.py": "a relay's record of what has arrived, in the spool",
     "backends/streams/holds.py": "an upload's lock file beside its resume record, in the state folder",
     "backends/streams/lists.py": "the record of verified files, in the state folder",
-    "backends/torrent/fetch.py": "libtorrent's resume data folder, in the state folder",
+    "backends/torrent/download.py": "libtorrent's resume data folder, in the state folder",
     "backends/torrent/swarm.py": "libtorrent's resume data, in the state folder",
     "backends/torrent/tls.py": "the lab CA and certificates, in Ferry's data folder",
 }

@@ -17,20 +17,21 @@ the sha256 of what arrived, like every backend, for the history and the report.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
 from pathlib import Path
 
 import libtorrent as lt
 
 from ..core.base import Result, Sink
-from ..core.errors import AuthError, LocalError, Transient, Unreachable
-from ..core.words import agrees, counted, some_of
-from ..destination import Destination, move_into_place, os_error, room_for
+from ..core.errors import LocalError
+from ..destination import Destination
 from ..streams.hashing import manifest_digest
+from .address import Peer, info_hash
+from .browse import links, marked_executable
 from .digest import TorrentDigest
-from .swarm import Peer, Swarm, data_files, info_hash, layout_of, links, marked_executable, write_atomically
+from .faults import raise_stalled
+from .folder import links_note, marks_note, move_finished, part_folder, refuse_existing, room_for_torrent
+from .swarm import Swarm, write_atomically
 
 TICK = 0.2
 END_TICK = 0.02
@@ -38,11 +39,6 @@ RESUME_EVERY = 3.0
 REDIAL_EVERY = 5.0
 #: with no peer and no progress for this long, the job fails (and the engine retries it)
 STALL_SECONDS = 60.0
-
-
-def part_folder(dest: Path, key: str) -> Path:
-    """Where a torrent's files grow below DEST until they are whole and checked."""
-    return dest / f".ferry-torrent-{key[:16]}.part"
 
 
 async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: list[Peer], per_peer: int,
@@ -66,8 +62,8 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
             resume_file.unlink(missing_ok=True)  # unreadable: start from the files' own contents
     destination.folder(work.name)  # DEST and the part folder in it, made entering no link
     if params.ti is not None:
-        _refuse_existing(params.ti, destination, replace_existing)
-        _room_for_torrent(params.ti, work)
+        refuse_existing(params.ti, destination, replace_existing)
+        room_for_torrent(params.ti, work)
     if sequential:
         params.flags |= lt.torrent_flags.sequential_download
     swarm.add(params, work)
@@ -75,70 +71,13 @@ async def fetch(params: lt.add_torrent_params, dest: Path, swarm: Swarm, peers: 
     result = await _run(swarm.handles[0], swarm, peers, per_peer, resume_file, sink, stall_seconds, work, began)
     info = swarm.handles[0].torrent_file()
     if params.ti is None:  # a magnet: the names are known only now
-        _refuse_existing(info, destination, replace_existing)
-    _move_into_place(info, work, destination)
-    for note in (_links_note(links(info)), _marks_note(marked_executable(info)), destination.renamed_note()):
+        refuse_existing(info, destination, replace_existing)
+    move_finished(info, work, destination)
+    for note in (links_note(links(info)), marks_note(marked_executable(info)), destination.renamed_note()):
         if note:
             result.notes.append(note)
             sink.note(note)
     return result
-
-
-def _links_note(named: list[tuple[str, str]]) -> str | None:
-    """The links the torrent named and Ferry did not make (libtorrent made them in the part folder, gone now)."""
-    if not named:
-        return None
-    return (f"{counted(len(named), 'link')} in the torrent {agrees(len(named), 'was', 'were')} not created (Ferry "
-            f"makes no links below the destination): {some_of([f'{path} → {to}' for path, to in named])}.")
-
-
-def _marks_note(marked: set[str]) -> str | None:
-    """The executable marks the torrent set and Ferry did not keep (its files are saved as data)."""
-    if not marked:
-        return None
-    return (f"{counted(len(marked), 'file')} marked executable in the torrent {agrees(len(marked), 'was', 'were')} "
-            f"saved as plain data, not runnable: {some_of(sorted(marked))}. Mark one runnable yourself if you "
-            "trust its source.")
-
-
-def _finals(info, destination: Destination) -> list[tuple[str, Path]]:
-    """(each data file's path in the part folder, its final path below DEST), names claimed in order."""
-    return [(f.path, destination.path(destination.claim(f.path.replace("\\", "/")))) for f in data_files(info)]
-
-
-def _refuse_existing(info, destination: Destination, replace_existing: bool) -> None:
-    if replace_existing:
-        return
-    there = [str(final) for _, final in _finals(info, destination) if os.path.lexists(final)]
-    if there:
-        more = f" (and {len(there) - 1} more of the torrent's files)" if len(there) > 1 else ""
-        raise LocalError(f"{there[0]} already exists{more}. Remove it, choose another folder, or pass --overwrite.")
-
-
-def _move_into_place(info, work: Path, destination: Destination) -> None:
-    """Every file whole and checked: from the part folder to its final name, then the part folder goes."""
-    for inside, _ in _finals(info, destination):
-        saved = destination.claim(inside.replace("\\", "/"))
-        try:
-            made = work / inside
-            data_mode = os.lstat(made).st_mode & 0o666  # a stranger's executable mark is not kept
-            move_into_place(made, destination.file(saved), mode=data_mode)
-        except OSError as exc:
-            raise os_error(exc, destination.path(saved), "move the finished file to") from None
-    shutil.rmtree(work, ignore_errors=True)
-
-
-def _room_for_torrent(info, dest: Path) -> None:
-    """libtorrent writes pieces into the final files as they come: a disk that cannot hold them all is said
-    before the first piece, not found out with a half-written file under its final name."""
-    layout = layout_of(info)
-    have = 0
-    for index in range(layout.num_files()):
-        try:
-            have += (dest / layout.file_path(index)).stat().st_blocks * 512
-        except OSError:
-            pass
-    room_for(dest / info.name(), info.total_size(), min(have, info.total_size()))
 
 
 async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_file: Path, sink: Sink,
@@ -181,7 +120,7 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
                 swarm.dial(peers, per_peer)  # peers that were not up yet, or dropped
                 redialed = now
             if now - last_progress > stall_seconds:
-                _stalled(st, swarm, peers, stall_seconds)
+                raise_stalled(st, swarm.refused, peers, stall_seconds)
         sink.stage("verifying")
         digest = digest or TorrentDigest(handle.torrent_file(), dest)
         await _flushed(swarm, handle, digest)
@@ -190,25 +129,6 @@ async def _run(handle, swarm: Swarm, peers: list[Peer], per_peer: int, resume_fi
         if digest is not None:
             digest.stop()
     return _outcome(handle, digest, digests, resume_file, (peers, peak, failed_pieces, began), notes)
-
-
-def _stalled(st, swarm: Swarm, peers: list[Peer], stall_seconds: float) -> None:
-    """Nothing arrived for ``stall_seconds``: why, in one sentence (no metadata from a magnet, a TLS torrent's
-    peers refusing this certificate, or no data from the peers asked)."""
-    if not st.has_metadata:
-        raise Unreachable(
-            f"The torrent's description (its metadata) did not arrive within {stall_seconds:.0f} s "
-            f"({st.num_peers} peers connected). A magnet link works only for a public torrent whose peers "
-            "are reachable; a private torrent's peers never hand it out. Ask for the .torrent file.")
-    who = ", ".join(f"{p.host}:{p.port}" for p in peers) or "the swarm"
-    if swarm.refused and not st.num_peers:
-        raise AuthError(
-            f"No peer of this TLS torrent accepted this peer's certificate within {stall_seconds:.0f} s "
-            f"({'; '.join(f'{p}: {w}' for p, w in swarm.refused.items())}). Ask the torrent's creator for "
-            "a certificate from its lab CA (labferry torrent cert), and give it with --tls-cert/--tls-key.")
-    raise (Unreachable if not st.num_peers else Transient)(
-        f"No data arrived for {stall_seconds:.0f} s ({st.num_peers} peers connected; asked {who}). Check "
-        "that a seed is running and reachable (and accepts the same encryption setting), then retry.")
 
 
 def _outcome(handle, digest: TorrentDigest, digests: dict, resume_file: Path, run: tuple, notes: list[str]) -> Result:
