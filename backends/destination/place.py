@@ -101,6 +101,7 @@ class Destination:
         self._saved: dict[str, tuple[str, bool]] = {}  # saved → (the given name, a folder): one file a path
         self._folded: dict[str, str] = {}  # fold(saved) → saved, on a disk that folds case
         self._safe_folders: set[Path] = set()
+        self._made: dict[str, str] = {}  # a claimed folder → its path, made and checked (``file_path``)
         self._folds: bool | None = None
 
     def claim(self, given: str, *, folder: bool = False, known: tuple[str, str] | None = None) -> str:
@@ -210,7 +211,10 @@ class Destination:
         """Where the claimed file ``saved`` goes, its folders made and checked; the name itself is checked by
         what writes it, just before it is named (``write_whole``): one ``lstat`` a file fewer in a million."""
         folder, _, name = saved.rpartition("/")
-        return os.path.join(self.folder(folder), name)
+        made = self._made.get(folder)
+        if made is None:  # a folder is made and checked once; its files' paths are then only joined
+            made = self._made[folder] = str(self.folder(folder))
+        return os.path.join(made, name)
 
     def folds_case(self) -> bool:
         """Whether the disk under DEST takes ``A.txt`` and ``a.txt`` (or ``é`` composed and decomposed) for one
