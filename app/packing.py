@@ -28,8 +28,8 @@ def check_pack(source: str, dest: str, backend) -> None:
         raise BadRequest("--pack packs a folder on this machine: give SRC as a local folder (an archive on a "
                          "server is unpacked here with --unpack).")
     if not backend.caps.made:
-        raise BadRequest(f"--pack sends to sftp://, scp://, ftp:// and ftps:// addresses so far, not through "
-                         f"{backend.name}; pack with labferry pack and copy the archive.")
+        raise BadRequest(f"--pack sends to sftp://, scp://, ftp:// and ftps:// addresses and to GridFTP servers, "
+                         f"not through {backend.name}; pack with labferry pack and copy the archive.")
     if dest.endswith((".zst", ".tzst", ".gz", ".tgz")):
         raise BadRequest("--pack sends a plain tar, whose layout is known before it is sent; name DEST NAME.tar "
                          "(the SSH streams compress on the way with --compress).")

@@ -56,6 +56,7 @@ class ArrivingArchive(io.RawIOBase):
         self.fd: int | None = None
         self.inode = 0
         self.at = 0
+        self._record_seen: tuple[tuple, int] = ((), 0)  # the record's (inode, time, size) last read → its answer
 
     def readable(self) -> bool:
         return True
@@ -97,11 +98,16 @@ class ArrivingArchive(io.RawIOBase):
         if self.fd is None:
             return 0
         try:
+            seen = os.stat(self.record)
+            if (seen.st_ino, seen.st_mtime_ns, seen.st_size) == self._record_seen[0]:
+                return self._record_seen[1]  # unchanged since the last look (one ``stat`` every POLL)
             done = json.loads(self.record.read_text()).get("done") or []
-            first = sorted((int(s), int(e)) for s, e in done[:100_000])[0] if done else (0, 0)
+            first = min((int(s), int(e)) for s, e in done[:100_000]) if done else (0, 0)
         except (OSError, ValueError, TypeError, AttributeError, IndexError):
             return 0  # being replaced, or not there yet: the next look sees it
-        return first[1] if first[0] == 0 else 0
+        ready = first[1] if first[0] == 0 else 0
+        self._record_seen = ((seen.st_ino, seen.st_mtime_ns, seen.st_size), ready)
+        return ready
 
     def same_as_finished(self) -> bool:
         """Whether what was read is the finished archive's very file (a restart may have made another)."""
@@ -169,6 +175,8 @@ class Follower:
             stream = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
         with tarfile.open(fileobj=stream, mode="r|", encoding="utf-8", errors="surrogateescape") as tar:
             for count, info in enumerate(tar):
+                if self.halt.is_set():  # between members too: a buffered read may hold many of them
+                    raise Stopped()
                 if count >= MOST_SCANNED:
                     raise Corrupt(f"{self.archive.name} holds more than {MOST_SCANNED:,} members; Ferry stopped "
                                   "reading it.")
@@ -216,8 +224,15 @@ class Follower:
         began = time.monotonic()
         self.whole.set()
         self.thread.join()
+        if self.halt.is_set():  # cancelled while the follower read the last of it
+            self._discard()
+            raise Stopped()
         if self.error is not None or not (self.reader and self.reader.same_as_finished()):
-            self._again()
+            try:
+                self._again()
+            except Stopped:  # cancelled while checking: the pass ends, and nothing it made stays
+                self._discard()
+                raise
         lines, _, _ = index_lines(self.archive)
         result = Unpacked(0, 0, 0.0, 1, lines is not None)
         expected = digests_of(lines) if lines is not None else {}
@@ -242,8 +257,7 @@ class Follower:
         self._discard()
         self.target = Destination(self.archive.parent)
         self.error = None
-        halt = threading.Event()
-        self.reader = ArrivingArchive(self.archive, halt, self.whole)
+        self.reader = ArrivingArchive(self.archive, self.halt, self.whole)  # a cancel (``halt``) ends this pass too
         try:
             self._unpack(io.BufferedReader(self.reader, CHUNK))
         except (tarfile.ReadError, TransferError, OSError) as exc:

@@ -24,7 +24,7 @@ from ..host import portable
 from . import workers
 from .index import IndexWriter, assembled, pieces_per_member
 from .layout import OPEN_COST, PIECE, Layout, Member, Piece, plan
-from .resume import SAVE_EVERY_RANKED, Record, plan_key
+from .resume import SAVE_EVERY, SAVE_EVERY_RANKED, Record, plan_key
 from .workers import BATCH_PIECES, worker_count
 
 #: a batch is at most ``BATCH_PIECES`` pieces, or about this many bytes: small enough that the workers end together
@@ -60,8 +60,7 @@ def pack(sources: list[str], archive: Path, *, workers_asked: int | None = None,
         return Packed(archive, len(layout.members), sum(m.kind == "file" for m in layout.members),
                       layout.data_bytes, size, time.monotonic() - began, count, layout.notes)
     lines_ready = IndexWriter(layout, piece)
-    record = Record(archive, plan_key(layout, piece))
-    record.every = SAVE_EVERY_RANKED if runner is not None else record.every
+    record = Record(archive, plan_key(layout, piece), SAVE_EVERY_RANKED if runner is not None else SAVE_EVERY)
     kept = record.load(Path(f"{archive}.part"), lines_ready.total)
     part = SharedPart.make(archive, lines_ready.total, keep=bool(kept))
     try:
@@ -120,7 +119,8 @@ def _pack_zstd(layout: Layout, archive: Path, count: int, piece: int, progress, 
         if runner is not None:
             from .zranks import write_frames_ranked
 
-            return write_frames_ranked(layout, archive, runner, tail, LEVEL, progress, by_piece.update)
+            return write_frames_ranked(layout, archive, runner, tail, LEVEL, progress, by_piece.update,
+                                       writer.total - layout.end)
         return write_frames(layout, archive, count, tail, LEVEL, progress, by_piece.update)
 
 

@@ -37,12 +37,14 @@ def plan_key(layout: Layout, piece: int) -> str:
 class Record:
     """The pieces written so far, kept beside the part file."""
 
-    def __init__(self, archive: Path, key: str) -> None:
+    def __init__(self, archive: Path, key: str, every: float = SAVE_EVERY) -> None:
+        """``every``: seconds between saves (``SAVE_EVERY_RANKED`` under MPI, where a batch system's SIGTERM
+        gives a job little time)."""
         self.path = Path(f"{archive}.part{STATE_SUFFIX}")
         self.key = key
         self.done: dict[int, str] = {}
         self.saved = time.monotonic()
-        self.every = SAVE_EVERY
+        self.every = every
 
     def load(self, part: Path, size: int) -> dict[int, str]:
         """What an earlier run of the same plan wrote; nothing when there was none or it was another plan."""

@@ -53,9 +53,10 @@ def written(part: SharedPart, places: list[tuple[int, int]]) -> list[int]:
     return [frame for frame, _ in places]
 
 
-def write_frames_ranked(layout: Layout, archive: Path, runner, tail, level: int, progress, on_digests) -> int:
-    """Every frame made and written by the ranks, then rank 0 writes ``tail()``'s frame and the seek table and
-    names the file. Returns its size."""
+def write_frames_ranked(layout: Layout, archive: Path, runner, tail, level: int, progress, on_digests,
+                        tail_size: int) -> int:
+    """Every frame made and written by the ranks, then rank 0 writes ``tail()``'s frame (``tail_size`` tar
+    bytes: the index, known before the pack) and the seek table and names the file. Returns its size."""
     from .zpack import _all_compressed, _compress, frames_of, piece_span, segments
 
     frames = frames_of(layout)
@@ -63,7 +64,8 @@ def write_frames_ranked(layout: Layout, archive: Path, runner, tail, level: int,
             enumerate(frames)]
     decoded_sizes = [sum(piece_span(layout, n)[1] - piece_span(layout, n)[0] for n in numbers) for numbers in frames]
     total = layout.data_bytes
-    tail_bound = 64 << 20  # the index: its frame is written by rank 0 at the end (a bound checked below)
+    # the index's frame (written by rank 0 at the end) and the seek table: their most, known now (checked below)
+    tail_bound = _bound(tail_size) + len(seekable.seek_table([(0, 0)] * (len(frames) + 1)))
     part = SharedPart.make(archive, sum(_bound(n) for n in decoded_sizes) + tail_bound)
     ranks, at, table, done = runner.ranks, 0, [], 0
     sizes: dict[int, tuple[int, int, list]] = {}  # the window's frames: compressed size, tar bytes, digests

@@ -68,6 +68,7 @@ class LocalReader:
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
+            portable.forget(self.fd)  # its seek lock, where the OS has no pread (a reused number starts clean)
             self.fd = -1
 
     def __enter__(self) -> LocalReader:

@@ -64,7 +64,7 @@ class GridftpBackend(BrowsesFolders):
     schemes = ("gsiftp", "sshftp")
     also_schemes = ("ftp",)
     caps = Capabilities(streams=True, resume=True, download=True, upload=True, folders=True, third_party=True,
-                        checksums=("sha256",))
+                        checksums=("sha256",), made=True)
     options_type = GridftpOptions
 
     def available(self) -> Availability:
@@ -84,6 +84,10 @@ class GridftpBackend(BrowsesFolders):
         elif "://" in request.dest:
             raise BadRequest("GridFTP can copy to a local path or to another GridFTP server, not to "
                              f"{scheme_of(request.dest)}://; copy to here first.")
+        if request.options.pack and (not dest_remote or GridUrl.parse(request.dest).scheme != "ftp"):
+            raise BadRequest("--pack sends to a GridFTP server on its ftp:// address, where Ferry renames the "
+                             "archive once the server's sha256 matched; over gsiftp:// and sshftp:// pack with "
+                             "labferry pack and copy the archive.")
         if read_options(GridftpOptions, request.options.backend_options).transport == "udt":
             plain = [u for u, remote in ((request.source, source_remote), (request.dest, dest_remote))
                      if remote and GridUrl.parse(u).scheme != "gsiftp"]
@@ -271,11 +275,11 @@ class GridftpBackend(BrowsesFolders):
         return remote, control, exists
 
     async def _upload(self, request: TransferRequest, sink: Sink) -> Result:
-        source = Path(request.source)
-        is_dir = source.is_dir()
+        source = request.made or Path(request.source)  # ``--pack``: the folder as an archive made on demand
+        is_dir = request.made is None and source.is_dir()
         remote, control, exists = await self._destination(request.dest, source.name, request.options, is_dir)
         try:
-            size = None if is_dir else source.stat().st_size
+            size = None if is_dir else source.size if request.made else source.stat().st_size
             plan, rtt = await self._plan(remote, request.options, size)
             if is_dir:
                 result = await folder.upload(source, remote, plan, request.options, sink, control, exists)

@@ -9,6 +9,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..core.base import Sink
 from ..core.errors import BadAnswer, Unavailable
+from ..core.made import Made
 from . import guc
 from .faults import explain
 
@@ -37,6 +38,8 @@ class Copy:
     sizes: dict[str, int] = field(default_factory=dict)
     source_root: str = ""
     done: int = 0
+    #: a file made on demand (``--pack``) fed to the tool's stdin; ``source`` is then ``-``
+    feed: Made | None = None
 
     def __post_init__(self) -> None:
         self._announced: list[str] = []
@@ -46,7 +49,7 @@ class Copy:
 
     async def run(self) -> None:
         progress = guc.Progress(self._on_bytes, self._on_file, self._on_source)
-        status, err = await guc.run(guc.argv(self.options, self.source, self.dest, tool()), progress)
+        status, err = await guc.run(guc.argv(self.options, self.source, self.dest, tool()), progress, self.feed)
         if status != 0:
             raise explain(err, source=self.source, dest=self.dest)
         if self.total is not None:

@@ -20,9 +20,13 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..core.errors import LocalError
+from ..core.made import Made
 from ..host.procs import child_argv, child_kwargs
 
 TOOL = "globus-url-copy"
+#: bytes of a made file written to the tool's stdin at a time
+FEED_CHUNK = 4 << 20
 _BYTES = re.compile(rb"^\s*(\d+) bytes\s+([\d.]+) MB/sec avg")
 _INST = re.compile(rb"([\d.]+) MB/sec inst")
 
@@ -62,7 +66,7 @@ def argv(opts: Options, source: str, dest: str, tool: str = TOOL) -> list[str]:
         args += ["-udt"]
     if opts.seconds:
         args += ["-t", str(max(1, round(opts.seconds)))]
-    else:
+    elif opts.restart_retries:  # none when the bytes come from a pipe (``--pack``): it cannot be read again
         args += ["-rst", "-rst-retries", str(opts.restart_retries), "-rst-interval", str(opts.restart_interval)]
     args += ["-stall-timeout", str(opts.stall_timeout), *opts.extra, "--", source, dest]
     return args
@@ -104,11 +108,12 @@ class Progress:
                 self.on_file(name)
 
 
-async def run(args: list[str], progress: Progress) -> tuple[int, str]:
-    """Run to the end; returns (exit status, stderr). Cancelling kills the process group."""
+async def run(args: list[str], progress: Progress, feed: Made | None = None) -> tuple[int, str]:
+    """Run to the end; returns (exit status, stderr). Cancelling kills the process group. ``feed``: a file made
+    on demand (``--pack``), written in order to the tool's stdin (its source given as ``-``)."""
     proc = await asyncio.create_subprocess_exec(
-        *child_argv(args), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, **child_kwargs())
+        *child_argv(args), stdin=asyncio.subprocess.DEVNULL if feed is None else asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True, **child_kwargs())
 
     async def pump_out() -> None:
         assert proc.stdout is not None
@@ -120,13 +125,33 @@ async def run(args: list[str], progress: Progress) -> tuple[int, str]:
         return await proc.stderr.read()
 
     try:
-        _, err = await asyncio.gather(pump_out(), pump_err())
+        pumps = [pump_out(), pump_err()] + ([_pump_in(proc, feed)] if feed is not None else [])
+        _, err, *_ = await asyncio.gather(*pumps)
         status = await proc.wait()
     except BaseException:
         _kill(proc)
         await asyncio.shield(proc.wait())
         raise
     return status, err.decode("utf-8", "replace")
+
+
+async def _pump_in(proc: asyncio.subprocess.Process, feed: Made) -> None:
+    """``feed``'s bytes, first to last, into the tool's stdin (made in a thread: a range of an archive made on
+    demand reads its source files). A tool that ended early breaks the pipe: its exit status says why."""
+    assert proc.stdin is not None
+    at = 0
+    try:
+        while at < feed.size:  # bounded by the made file's size, every read at least a byte
+            data = await asyncio.to_thread(feed.pread, min(FEED_CHUNK, feed.size - at), at)
+            if not data:
+                raise LocalError(f"{feed.name} ended at byte {at:,} of {feed.size:,} while it was sent.")
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+            at += len(data)
+    except (BrokenPipeError, ConnectionResetError):
+        return
+    finally:
+        proc.stdin.close()
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

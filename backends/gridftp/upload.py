@@ -21,7 +21,7 @@ from pathlib import Path
 from ..core.base import NOT_COMPARED, Result, Sink, TransferOptions
 from ..core.claims import replaced
 from ..core.errors import Corrupt, LocalError, TransferError
-from ..core.made import whole_sha256
+from ..core.made import Made, whole_sha256
 from .address import GridUrl, local_url
 from .checks import check_given, guc_options, server_sum
 from .claim import claim, release
@@ -30,12 +30,13 @@ from .copy import Copy
 from .tuning import Plan
 
 
-async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
+async def upload(source: Path | Made, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
                  control: Control | None, token: str = "") -> Result:
-    """A local file to ``remote`` (a file path on the server), its part claimed for this upload (``claim``)."""
+    """A local file, or one made on demand (``--pack``: fed to globus-url-copy's stdin), to ``remote`` (a file
+    path on the server), its part claimed for this upload (``claim``)."""
     began = time.monotonic()
     try:
-        size = source.stat().st_size
+        size = source.size if isinstance(source, Made) else source.stat().st_size
     except OSError as exc:
         raise LocalError(f"Cannot read {source}: {exc.strerror}. Check the file.") from None
     if control is not None:
@@ -47,19 +48,23 @@ async def upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOpt
             await asyncio.to_thread(release, control, remote.path)
 
 
-async def _upload(source: Path, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
+async def _upload(source: Path | Made, remote: GridUrl, plan: Plan, options: TransferOptions, sink: Sink,
                   control: Control | None, size: int, began: float) -> Result:
     staged = remote.sibling(remote.name + ".part") if control else remote
     halt = threading.Event()  # set when the upload stops: the digest's thread ends then, not at the file's end
     local_sum = asyncio.ensure_future(asyncio.to_thread(whole_sha256, source, halt))
     verify = None if control else "SHA256"
-    copy = Copy(local_url(source), staged.text(), guc_options(plan, options, verify), sink, size)
+    made = source if isinstance(source, Made) else None
+    tool_options = guc_options(plan, options, verify)
+    if made is not None:
+        tool_options.restart_retries = 0  # a pipe cannot be read again: the engine's retry sends it anew
+    copy = Copy("-" if made else local_url(source), staged.text(), tool_options, sink, size, feed=made)
     try:
         await copy.run()
         sink.stage("verifying")
         digest = await local_sum
         verified, method = await _finish_remote(control, staged, remote, digest, size, options,
-                                                 mtime=source.stat().st_mtime)
+                                                 mtime=made.mtime if made else source.stat().st_mtime)
     except BaseException:
         halt.set()
         local_sum.cancel()

@@ -93,6 +93,32 @@ def test_a_folder_goes_as_one_archive_to_an_ftp_server(ftp_server, tmp_path, fer
     assert not (target / "run12.tar.part").exists()
 
 
+def test_a_folder_goes_as_one_archive_to_a_gridftp_server(gridftp, tmp_path, ferry_home):
+    """globus-gridftp-server on its ftp:// address: globus-url-copy reads the archive made on demand from its
+    stdin over four parallel streams into NAME.tar.part; the server's sha256 of it matched, Ferry renames it and
+    checks it again at its final name. Over gsiftp:// the tools cannot rename nor be asked for a checksum of
+    what came from a pipe: refused in one sentence."""
+    source = run_folder(tmp_path / "run14", small=150, large=1, large_size=24 * MiB)
+    target = gridftp.data / "packed"
+    target.mkdir(exist_ok=True)
+    gridftp.give(target)
+    proc = labferry("copy", str(source), gridftp.url(target, folder=True), "--pack", "--streams", "4", "--json",
+                    "--backend", "gridftp", env_home=ferry_home, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = result_of(proc)
+    assert out["backend"] == "gridftp" and out["streams"] == 4
+    assert out["sha256"] == hashlib.sha256((target / "run14.tar").read_bytes()).hexdigest()
+    assert out["verified"] is True and "at its final name, computed by the destination server" in out["verify_method"]
+    assert sorted(os.listdir(target)) == ["run14.tar"]
+    got = extracted(target / "run14.tar", tmp_path / "out")
+    assert tree_digests(got / "run14") == tree_digests(source)
+    assert not [p for p in ferry_home.rglob("*") if p.is_file() and p.stat().st_size > 4 * MiB]
+    refused = labferry("copy", str(source), f"gsiftp://127.0.0.1:{gridftp.port}{target}/", "--pack",
+                       env_home=ferry_home)
+    assert refused.returncode == 2 and "gsiftp://" in refused.stderr and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
 def test_a_killed_pack_upload_goes_on_by_range(sshd, tmp_path, ferry_home):
     source = run_folder(tmp_path / "run9", small=200, large=2, large_size=48 * MiB)
     target = fresh_target(sshd)
