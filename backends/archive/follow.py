@@ -233,7 +233,11 @@ class Follower:
             except Stopped:  # cancelled while checking: the pass ends, and nothing it made stays
                 self._discard()
                 raise
-        lines, _, _ = index_lines(self.archive)
+        try:
+            lines, _, _ = index_lines(self.archive)
+        except BaseException:  # an index that is refused: nothing this pass made stays
+            self._discard()
+            raise
         result = Unpacked(0, 0, 0.0, 1, lines is not None)
         expected = digests_of(lines) if lines is not None else {}
         for name, (part, path, member, digest) in sorted(self.held.items()):

@@ -79,12 +79,51 @@ def read(fd: int, total: int, where: str, read_at=None) -> list[Member | dict] |
         raise Corrupt(f"{where}'s index does not match its checksum; the archive was changed. Unpack it without "
                       "the index: labferry unpack --scan.")
     lines = []
-    for raw in body.split(b"\n")[1:]:
+    decode = json.JSONDecoder().raw_decode
+    try:
+        text = body.decode("ascii")  # Ferry writes its index in ASCII (``ensure_ascii``)
+    except UnicodeDecodeError:
+        raise Corrupt(f"{where}'s index holds bytes Ferry never writes there. Unpack it without the index: "
+                      "labferry unpack --scan.") from None
+    for number, raw in enumerate(text.split("\n")[1:], start=2):
         if raw:
             if len(raw) > LONGEST_LINE:
                 raise Corrupt(f"{where}'s index has a line longer than {LONGEST_LINE} bytes.")
-            lines.append(json.loads(raw))
+            lines.append(_checked(decode, raw, number, where))
     return lines
+
+
+#: an index line's fields and their types (``l``, ``h``, ``p`` and ``q`` only where they apply)
+_NEEDED = {"n": str, "k": str, "o": int, "d": int, "s": int, "m": int, "t": int}
+_OPTIONAL = {"l": str, "h": str, "p": list, "q": int}
+_KINDS = ("file", "dir", "symlink", "hardlink")
+
+
+def _checked(decode, raw: str, number: int, where: str) -> dict:
+    """One line as one JSON object with the fields Ferry writes, of their types; anything else (an index another
+    program wrote, or damage its own checksum could not see) is refused in a sentence, never half-read."""
+    why = ""
+    try:
+        line, end = decode(raw)
+    except ValueError as exc:
+        line, end, why = None, 0, f"not JSON: {exc.msg}"
+    if not why and end != len(raw):
+        why = "more than one value on it"
+    elif not why and not isinstance(line, dict):
+        why = "not a JSON object"
+    elif not why:
+        wrong = [k for k, kind in _NEEDED.items() if type(line.get(k)) is not kind]
+        wrong += [k for k, kind in _OPTIONAL.items() if k in line and type(line[k]) is not kind]
+        if wrong:
+            why = f"its field {wrong[0]!r} is missing or of another type"
+        elif line["k"] not in _KINDS or min(line["o"], line["d"], line["s"]) < 0:
+            why = "its kind or an offset is not one Ferry writes"
+        elif not all(isinstance(x, str) for x in line.get("p", [])):
+            why = "its pieces' checksums are not text"
+    if why:
+        raise Corrupt(f"{where}'s index line {number} is not one Ferry writes ({why}). Unpack it without the index: "
+                      "labferry unpack --scan.")
+    return line
 
 
 def _read_all(fd: int, length: int, offset: int) -> bytes:

@@ -248,6 +248,43 @@ def test_a_hostile_archive_writes_nothing_outside_dest(tmp_path, ferry_home):
         assert not path.is_symlink() or not os.path.isabs(os.readlink(path)), path
 
 
+def forged(path: Path, lines: list[str]) -> Path:
+    """A tar with one file and an index whose own checksum is right but whose lines are not what Ferry writes:
+    the checksum guards against damage, not against whoever made the archive."""
+    from backends.archive import index
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        info = tarfile.TarInfo("run/a.txt")
+        info.size = 6
+        tar.addfile(info, io.BytesIO(b"hello\n"))
+        body = index.encode(lines, buf.tell() + 512)
+        info = tarfile.TarInfo(index.INDEX_NAME)
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    path.write_bytes(buf.getvalue())
+    return path
+
+
+GOOD_LINE = '{"n": "run/a.txt", "k": "file", "o": 0, "d": 512, "s": 6, "m": 420, "t": 0}'
+
+
+@pytest.mark.parametrize("lines", [["5\n"], ['{"x": 1}\n'], ['{"n": \n'], [GOOD_LINE.replace("6", '"6"') + "\n"],
+                                   [GOOD_LINE + ", {}\n"]],
+                         ids=["a number", "no fields", "not JSON", "a size as text", "two objects"])
+def test_an_index_that_is_not_ferrys_is_one_sentence_and_scan_still_unpacks(tmp_path, ferry_home, lines):
+    archive = forged(tmp_path / "forged.tar", lines)
+    for args in (("ls", str(archive)), ("unpack", str(archive), str(tmp_path / "out"))):
+        proc = labferry(*args, env_home=ferry_home)
+        assert proc.returncode == 6 and "Traceback" not in proc.stderr, proc.stderr
+        assert "index line 2 is not one Ferry writes" in proc.stderr and "--scan" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.part"))
+    scanned = labferry("unpack", str(archive), str(tmp_path / "scanned"), "--scan", env_home=ferry_home)
+    assert scanned.returncode == 0, scanned.stderr
+    assert (tmp_path / "scanned" / "run" / "a.txt").read_bytes() == b"hello\n"
+
+
 def test_a_file_that_grows_while_it_is_packed_stops_the_pack_and_leaves_no_archive(tmp_path, ferry_home):
     src = tmp_path / "src" / "run"
     src.mkdir(parents=True)

@@ -60,6 +60,39 @@ def test_a_stop_during_the_clean_pass_ends_it_and_leaves_no_part_file(tmp_path, 
     assert archive.exists()
 
 
+def test_an_index_refused_at_the_end_leaves_no_part_file(tmp_path):
+    """The members arrived and were written to part files; then the finished archive's index is refused (its
+    lines are not Ferry's): the sentence says so and none of those part files stays below DEST."""
+    import io
+    import tarfile
+
+    from backends.archive import index
+    from backends.core.errors import Corrupt
+
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    archive = dest / "run.tar"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for i in range(5):
+            info = tarfile.TarInfo(f"run/s{i}.vcf")
+            info.size = 6
+            tar.addfile(info, io.BytesIO(b"hello\n"))
+        body = index.encode(['{"n": 5}\n'], buf.tell() + 512)
+        info = tarfile.TarInfo(index.INDEX_NAME)
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    archive.write_bytes(buf.getvalue())
+    follower = follow.Follower(archive)
+    follower.whole.set()
+    follower.start()
+    with pytest.raises(Corrupt, match="index line 2 is not one Ferry writes"):
+        follower.complete()
+    left = sorted(p.name for p in dest.rglob("*") if ".part" in p.name)
+    assert not left, f"part files left below DEST: {left}"
+    assert archive.exists()
+
+
 @pytest.fixture(autouse=True)
 def _ferry_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LABFERRY_HOME", str(tmp_path / "home"))
