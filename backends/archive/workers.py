@@ -269,8 +269,10 @@ def _unpack_run(fd: int, group: list[UnpackJob]) -> list[tuple[int, str]]:
         if expected and hashlib.sha256(piece).hexdigest() != expected:
             results.append((number, f"{name} does not match its checksum"))
             continue
-        write_whole(path, piece, mode, mtime)
-        results.append((number, ""))
+        if write_whole(path, piece, mode, mtime):
+            results.append((number, ""))
+        else:
+            results.append((number, f"{name} was replaced by another process as it was named"))
     return results
 
 

@@ -113,15 +113,20 @@ class WholeFile:
         return self.path
 
 
-def write_whole(path: str, data: bytes | memoryview, mode: int | None = None, mtime_ns: int | None = None) -> None:
+def write_whole(path: str, data: bytes | memoryview, mode: int | None = None, mtime_ns: int | None = None) -> bool:
     """A small file whose bytes are all here and already checked (an archive's member), under ``path``: made as
-    ``NAME.part`` with ``O_EXCL`` (never through a link, never into a part file another process holds), its mode
-    and time set on the open file, renamed over a name that is not a link. About seven system calls where
-    ``WholeFile`` makes a dozen: unpacking a million-file archive spends most of its time on them."""
+    ``NAME.part`` with ``O_EXCL`` (never through a link), its mode and time set on the open file, renamed over a
+    name that is not a link. About seven system calls where ``WholeFile`` makes a dozen: unpacking a million-file
+    archive spends most of its time on them.
+
+    Returns whether the final name then holds the very file written here. A second process writing the same
+    name (another unpack into the same DEST) may remove this part file and make its own, which the rename would
+    then name: False, so "checked" is never said over bytes this process did not write."""
     part = path + ".part"
     fd = _made_exclusive(part)
     try:
         try:
+            mine = os.fstat(fd)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -134,7 +139,11 @@ def write_whole(path: str, data: bytes | memoryview, mode: int | None = None, mt
             if mtime_ns is not None:
                 os.utime(part, ns=(mtime_ns, mtime_ns))
         refuse_link(path)
-        os.replace(part, path)
+        try:
+            os.replace(part, path)
+        except FileNotFoundError:
+            return False  # the part file was taken away: the other writer's file is not this one
+        there = os.lstat(path)
     except BaseException as exc:
         try:
             os.unlink(part)
@@ -143,6 +152,7 @@ def write_whole(path: str, data: bytes | memoryview, mode: int | None = None, mt
         if isinstance(exc, OSError):
             raise os_error(exc, Path(path), "write") from None
         raise
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _made_exclusive(part: str) -> int:

@@ -123,9 +123,10 @@ def test_ls_and_only_read_the_index_and_the_member_not_the_archive(tmp_path, fer
 
 def test_a_small_member_costs_few_system_calls_and_never_goes_through_a_planted_link(tmp_path, ferry_home):
     """Unpacking a million small files is the kernel's work: each member is made, written, given its mode and
-    time on the open file, closed, checked and renamed (``write_whole``). Counted with ``strace -c`` beyond
-    those of ``labferry ls`` of the same archive (start-up, index): 5.0 a member, 9.0 before. Then a second
-    process's links at a member's name and at its part name: nothing is written through either."""
+    time on the open file, closed, its final name checked, renamed, and the name looked at again (the file there
+    must be the one written: ``write_whole``). Counted with ``strace -c`` beyond those of ``labferry ls`` of the
+    same archive (start-up, index): 7.1 a member, 9.0 before.
+    Then a second process's links at a member's name and at its part name: nothing is written through either."""
     src = tmp_path / "src" / "run"
     for i in range(3000):
         folder = src / f"s{i // 300}"
@@ -143,7 +144,7 @@ def test_a_small_member_costs_few_system_calls_and_never_goes_through_a_planted_
         return int(counts.read_text().strip().splitlines()[-1].split()[3])  # % time, seconds, usecs/call, calls
 
     each = (calls("unpack", str(archive), str(tmp_path / "out"), "--workers", "1") - calls("ls", str(archive))) / 3000
-    assert each <= 7, f"{each:.1f} system calls a member beyond those of ls"  # 9.0 before write_whole
+    assert each <= 7.5, f"{each:.1f} system calls a member beyond those of ls"  # 9.0 before write_whole
     for path in src.rglob("*.vcf"):
         there = tmp_path / "out" / "run" / path.relative_to(src)
         assert there.read_bytes() == path.read_bytes() and there.stat().st_mtime_ns == path.stat().st_mtime_ns

@@ -158,3 +158,37 @@ def test_a_folder_named_after_the_source_that_is_a_link_is_refused(tmp_path):
         Destination(tmp_path / "run42", named_here=True).folder("")
     assert Destination(tmp_path / "run42").folder("") == tmp_path / "run42"  # typed by the user: taken
     assert list(outside.iterdir()) == []
+
+
+def test_write_whole_says_when_another_writer_took_its_name(tmp_path, monkeypatch):
+    """A second unpack into the same folder removes this member's part file and makes its own before this one is
+    renamed: the rename then names the other's bytes, and ``write_whole`` must not call them checked. A plain
+    run, and a link planted at the part's name, for contrast."""
+    from backends.destination import write_whole
+    from backends.host import portable
+
+    plain = tmp_path / "plain.vcf"
+    assert write_whole(str(plain), b"ours\n", 0o640, 1_600_000_000_123_456_789) is True
+    assert plain.read_bytes() == b"ours\n" and os.stat(plain).st_mtime_ns == 1_600_000_000_123_456_789
+    assert oct(os.stat(plain).st_mode & 0o777) == oct(0o640) and not (tmp_path / "plain.vcf.part").exists()
+
+    target = tmp_path / "member.vcf"
+    real_stamp = portable.stamp_open
+
+    def other_writer_meanwhile(fd, mode, mtime_ns):
+        part = tmp_path / "member.vcf.part"
+        os.unlink(part)
+        part.write_bytes(b"theirs\n")  # the other process's part file, under the same name
+        return real_stamp(fd, mode, mtime_ns)
+
+    monkeypatch.setattr(portable, "stamp_open", other_writer_meanwhile)
+    assert write_whole(str(target), b"ours\n", 0o644, None) is False
+    assert target.read_bytes() == b"theirs\n"
+    monkeypatch.setattr(portable, "stamp_open", real_stamp)
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not yours")
+    os.symlink(outside, tmp_path / "linked.vcf.part")
+    with pytest.raises(LinkInDest):
+        write_whole(str(tmp_path / "linked.vcf"), b"ours\n")
+    assert outside.read_text() == "not yours" and not (tmp_path / "linked.vcf").exists()
