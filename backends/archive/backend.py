@@ -1,4 +1,4 @@
-"""Pack and Unpack as queue jobs (the window's Files tab and New transfer): ``pack.py`` and ``unpack.py`` run in a
+"""Pack and Unpack as queue jobs (the window's Files tab and New transfer): ``pack.py`` and ``download.py`` run in a
 thread of the engine's loop, their progress told to the job like any transfer's, a stop asked between batches.
 
 The source and destination are on this computer. A pack into a folder is named after the source (``run42`` →

@@ -1,5 +1,5 @@
 """The archive backend's own options, declared for the front door (``backends.core.options``): what the window's
-Pack and Unpack choices hand it (the CLI's ``labferry pack``/``unpack`` call ``pack.py``/``unpack.py``
+Pack and Unpack choices hand it (the CLI's ``labferry pack``/``unpack`` call ``pack.py``/``download.py``
 directly)."""
 
 from __future__ import annotations
