@@ -48,6 +48,11 @@ ls /usr/lib/*/libglobus_xio_udt_driver.so* >/dev/null 2>&1 || need="$need libglo
 # labferry pack/unpack under mpirun: Debian's Open MPI, which mpi4py (test extra) runs on (tests/integration/test_archive_mpi.py)
 command -v mpirun >/dev/null 2>&1 || need="$need openmpi-bin"
 ls /usr/lib/*/libmpi.so >/dev/null 2>&1 || need="$need libopenmpi-dev"
+# copy --cluster slurm: a real Slurm cluster of munged, slurmctld and three slurmd (tests/servers/slurm.py)
+[ -x /usr/sbin/slurmctld ] || command -v slurmctld >/dev/null 2>&1 || need="$need slurmctld"
+[ -x /usr/sbin/slurmd ] || command -v slurmd >/dev/null 2>&1 || need="$need slurmd"
+command -v sbatch >/dev/null 2>&1 || need="$need slurm-client"
+[ -x /usr/sbin/munged ] || command -v munged >/dev/null 2>&1 || need="$need munge"
 # ProFTPD and vsftpd conflict as Debian packages: vsftpd is installed, ProFTPD is unpacked into its own folder
 # (tests/servers/ftp.py looks there) with the libraries it links to installed beside it.
 PROFTPD_ROOT="${LABFERRY_PROFTPD_ROOT:-/opt/labferry-tests/proftpd}"

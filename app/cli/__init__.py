@@ -17,7 +17,7 @@ from app import __version__
 from app import stops as stopping
 from backends.core import errors
 
-from . import agent, archive, copy, doctor, listing, preflight, report, sites, torrent
+from . import agent, archive, cluster, copy, doctor, listing, preflight, report, sites, torrent
 
 
 def _exit_statuses() -> dict[str, int]:
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     torrent.add_parsers(sub)
     archive.add_parsers(sub)
     agent.add_parsers(sub)
+    cluster.add_task_parser(sub)
     from . import accession, completion
 
     accession.add_ls_parser(sub)

@@ -91,6 +91,14 @@ def _planned(args: argparse.Namespace, overrides, folder: Path):
     return plan
 
 
+def study_plan(args: argparse.Namespace, overrides) -> ena.Plan:
+    """What the accessions hold, narrowed and laid out as ``copy`` would fetch them, with nothing fetched ahead
+    (``--cluster``: the tasks fetch)."""
+    with services.waiting(lambda text: _say(args, f"labferry: {text}")):
+        return apply_layout(narrow(_plan(args, overrides.ca_file), parse_filters(getattr(args, "filters", None)),
+                                   getattr(args, "runs", None)), getattr(args, "layout", "flat"))
+
+
 def _announce(args: argparse.Namespace, plan, folder: Path) -> bool:
     """What is about to be fetched, where from, and what has nothing public; True when a GEO accession links to
     no reads."""

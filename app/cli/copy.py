@@ -102,6 +102,9 @@ def _protocol_and_job_flags(p: argparse.ArgumentParser) -> None:
                         "computer's hop over the last mile, the agent's over the backbone; the far side as that host "
                         "sees it")
     p.add_argument("--keep", action="store_true", help="with --via: keep the relay's copy after DEST verified it")
+    from .cluster import add_flags as add_cluster_flags
+
+    add_cluster_flags(p)
 
 
 def add_ssh_arguments(p: argparse.ArgumentParser) -> None:
@@ -184,6 +187,10 @@ def run(args: argparse.Namespace) -> int:
         args.source, args.dest = None, args.source  # the one word given is DEST
     elif args.source is None or args.dest is None:
         raise BadRequest("Give what to copy and where: labferry copy SRC DEST (or -i LIST DEST/).")
+    if getattr(args, "cluster", None):  # spread over a cluster's nodes: planned here, fetched by Slurm's tasks
+        from .cluster import run as run_cluster
+
+        return run_cluster(args, overrides_from(args))
     if args.on and args.via:
         raise BadRequest("Give --on (run the whole copy on that host) or --via (relay through it), not both.")
     if args.on:  # the whole job runs on the agent, SRC and DEST as its host sees them

@@ -20,6 +20,8 @@ OWN_STATE = {
     "app/agent/bridge.py": "the agent's log, in Ferry's data folder",
     "app/agent/relay.py": "a relay's spool and record, in the agent's data folder (its files through open_new)",
     "app/agent/server.py": "the agent's socket folder and pid file",
+    "app/cluster/plan.py": "a cluster job's work folder beside DEST (user-only: the plan, rounds, progress)",
+    "app/cluster/task.py": "a cluster task's own engine folder, in the job's work folder",
     "app/cli/__init__.py": "stdout redirected to /dev/null after a broken pipe",
     "app/cli/preflight.py": "the plot the user named with --plot",
     "app/cli/torrent.py": "the .torrent the user named",
