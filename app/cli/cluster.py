@@ -66,11 +66,12 @@ def run(args: argparse.Namespace, overrides) -> int:
     from app.requests import overrides_to_wire
 
     _refuse_combinations(args)
-    if shutil.which("sbatch") is None:
-        slurm._tool("sbatch")  # the sentence, before anything is listed
+    slurm.need("sbatch")  # no Slurm here: the sentence, before anything is listed
     label, dest, files = _files(args, overrides)
     budget = max(1, args.host_budget // min(args.nodes, len(files) or 1))
     plan = planned(label, dest, files, overrides_to_wire(overrides), budget)
+    if getattr(args, "dry_run", False):
+        return _dry_run(plan, args.nodes)
     work = make_work(dest)
     save(plan, work)
     from app.cli.progress import ProgressLine
@@ -94,6 +95,18 @@ def run(args: argparse.Namespace, overrides) -> int:
         raise
     line.done()
     return _ended(args, plan, work, checked, began)
+
+
+def _dry_run(plan, nodes: int) -> int:
+    """The shares as the first round would deal them; nothing submitted, nothing written."""
+    from app.cluster.plan import deal
+
+    shares = deal([f.size or 0 for f in plan.files], min(nodes, len(plan.files)))
+    print(f"{plan.label} → {plan.dest}: {len(plan.files)} files, {format_bytes(plan.total_bytes)}, "
+          f"{len(shares)} tasks of {plan.budget} connections each")
+    for k, share in enumerate(shares):
+        print(f"task {k}: {len(share)} files, {format_bytes(sum(plan.files[i].size or 0 for i in share))}")
+    return 0
 
 
 def _refuse_combinations(args: argparse.Namespace) -> None:

@@ -44,7 +44,8 @@ class TaskState:
     reason: str  # why it waits ("None" once it runs)
 
 
-def _tool(name: str) -> str:
+def need(name: str) -> str:
+    """The path of Slurm's ``name``, or the sentence that says there is no Slurm here."""
     found = shutil.which(name)
     if found is None:
         raise ClusterError(f"--cluster slurm needs Slurm's {name} on PATH, and this machine has none; run the copy "
@@ -54,7 +55,7 @@ def _tool(name: str) -> str:
 
 def _run(args: list[str], what: str) -> str:
     try:
-        done = subprocess.run([_tool(args[0]), *args[1:]], capture_output=True, text=True,
+        done = subprocess.run([need(args[0]), *args[1:]], capture_output=True, text=True,
                               timeout=COMMAND_SECONDS, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ClusterError(f"Slurm's {args[0]} did not answer within {COMMAND_SECONDS} s while {what}; the "

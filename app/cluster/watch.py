@@ -1,11 +1,11 @@
 """The cluster job watched as one, from where the command was started.
 
 A round deals what is still missing to at most ``--nodes`` tasks and submits them as one job array; the watcher
-then reads ``squeue`` (where each task stands, why a pending one waits) and the tasks' progress files every
-``POLL`` seconds until the array has left the queue. What a failed, preempted or timed-out task left is found
-by looking at the final names (``verify.check``), not by trusting the task, and dealt again in the next round,
-up to ``--retries`` rounds. A node that dies mid-task is Slurm's to handle first: the array is submitted with
-``--requeue``, so the task runs again elsewhere with the same share and resumes its part files.
+then asks ``squeue`` where each task stands (and why a pending one waits) every ``POLL`` seconds, and reads the
+tasks' progress files every ``TICK``, until the array has left the queue. What a failed, preempted or timed-out
+task left is found by looking at the final names (``verify.check``), not by trusting the task, and dealt again in
+the next round, up to ``--retries`` rounds. A node that dies mid-task is Slurm's to handle first: the array is
+submitted with ``--requeue``, so the task runs again elsewhere with the same share and resumes its part files.
 
 The job ids are kept in ``jobs.json`` in the work folder: the same command run again follows an array still in
 the queue instead of submitting a second one over the same files. Ctrl-C or SIGTERM cancels the arrays
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from app import stops
@@ -26,12 +26,13 @@ from backends.core.errors import TransferError
 from backends.destination import write_atomic
 
 from . import slurm
-from .plan import Plan, deal, save_round
+from .plan import MOST_TASKS, Plan, deal, save_round
 from .task import progress_path
 from .verify import Checked, check
 
-#: seconds between two looks at the queue (a controller with thousands of users is asked every 5 s at most)
-POLL = 2.0
+#: seconds between two questions to Slurm's controller (a controller with thousands of users is asked every
+#: few seconds at most); the progress files, on the shared file system, are read every TICK
+POLL, TICK = 2.0, 0.5
 #: seconds a cancelled array may take to leave the queue
 CANCEL_SECONDS = 60
 #: a progress file older than this while its task runs means the task's node stopped writing (said so)
@@ -73,6 +74,7 @@ class Watch:
     nodes: dict[int, Node] = field(default_factory=dict)
     jobs: list[tuple[int, str]] = field(default_factory=list)  # (round, job id) of this work folder
     began: float = field(default_factory=time.time)
+    round_bytes: int = 0  # what the round followed now fetches
 
     def run(self) -> Checked:
         """Rounds until every file is at its final name and checked, or ``ClusterError``."""
@@ -93,7 +95,7 @@ class Watch:
             files = [f for f, _ in todo]
             shares = deal([f.size or 0 for f in files], min(self.settings.nodes, len(files)))
             save_round(self.work, number, [[files[i].name for i in share] for share in shares])
-            job = slurm.submit(self.work, number, len(shares), {**self.settings.__dict__, "name": self.settings.name})
+            job = slurm.submit(self.work, number, len(shares), asdict(self.settings))
             self.jobs.append((number, job))
             self._save_jobs()
             self.say(f"labferry: submitted job {job}: {len(shares)} tasks, {len(files)} files, "
@@ -106,14 +108,19 @@ class Watch:
     def _follow(self, number: int, job: str) -> None:
         """Until the array ``job`` has left the queue; Ctrl-C or SIGTERM cancels it."""
         self.nodes = {}
+        sizes = {f.name: f.size or 0 for f in self.plan.files}
+        self.round_bytes = _round_bytes(self.work, number, sizes)
         try:
-            while True:
-                queued = slurm.queue(job)
+            queued, asked = slurm.queue(job), time.monotonic()
+            while queued:
                 self._look(number, queued)
                 self.show(self.line())
-                if not queued:
-                    break
-                time.sleep(POLL)
+                time.sleep(TICK)
+                ending = all(self.nodes.get(k) and self.nodes[k].ended for k in queued)
+                if ending or time.monotonic() - asked >= POLL:  # the queue, at most every POLL seconds
+                    queued, asked = slurm.queue(job), time.monotonic()
+            self._look(number, queued)
+            self.show(self.line())
         except stops.STOPS:
             self.cancel()
             raise
@@ -153,7 +160,7 @@ class Watch:
         """One line for the whole job: how much of the plan, how fast, then each task."""
         total = self.plan.total_bytes
         moved = sum(n.bytes_done for n in self.nodes.values())
-        here = total - sum(n.bytes_total for n in self.nodes.values())  # files of earlier rounds
+        here = total - self.round_bytes  # files at their final names before this round
         done = min(total, here + moved)
         pct = f"{100 * done / total:5.1f}%" if total else "  ?  "
         rate = sum(n.rate for n in self.nodes.values())
@@ -187,6 +194,15 @@ class Watch:
 
     def _save_jobs(self) -> None:
         write_atomic(self.work / "jobs.json", json.dumps(self.jobs).encode())
+
+
+def _round_bytes(work: Path, number: int, sizes: dict[str, int]) -> int:
+    """The bytes round ``number`` deals (0 when its file cannot be read: the line then counts from zero)."""
+    try:
+        shares = json.loads((work / f"round-{number}.json").read_text())["shares"]
+        return sum(sizes.get(str(name), 0) for share in shares[:MOST_TASKS] for name in share)
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def _node_text(node: Node) -> str:

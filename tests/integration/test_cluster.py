@@ -135,6 +135,15 @@ def test_a_study_is_spread_over_three_nodes_and_verified_against_enas_md5(cluste
     assert "9 verified against their published checksums" in proc.stderr
 
 
+def test_a_dry_run_shows_the_shares_and_submits_nothing(cluster, web, tmp_path, ferry_home):
+    proc = _copy(cluster, web, web.url("run1/"), tmp_path / "out", ferry_home, "--dry-run", "--nodes", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].endswith("48 files, 21.9 MiB, 2 tasks of 12 connections each"), lines
+    assert [line.split(":")[0] for line in lines[1:]] == ["task 0", "task 1"]
+    assert not _queue(cluster) and not (tmp_path / "out").exists() and not (tmp_path / ".out.ferry-cluster").exists()
+
+
 def test_no_slurm_on_this_machine_is_one_sentence_with_status_7(cluster, web, tmp_path, ferry_home):
     empty = tmp_path / "bin"
     empty.mkdir()
@@ -206,9 +215,11 @@ def test_a_task_past_its_time_limit_stops_cleanly_and_a_second_round_resumes_its
         fh.seek(logged)
         asked = [re.match(rb'GET /lanes/(lane\d\.fastq\.gz) (\d{3}) (\d+) "([^"]*)" ([\d.]+)', line) for line in fh]
     asked = [m for m in asked if m]
-    first = min(float(m.group(5)) for m in asked)
-    later = [m for m in asked if float(m.group(5)) > first + 60]  # round 2's (round 1 ends 60-90 s after it began)
-    assert later, asked
+    asked.sort(key=lambda m: float(m.group(5)))
+    times = [float(m.group(5)) for m in asked]
+    gap = max(range(1, len(times)), key=lambda i: times[i] - times[i - 1])  # Slurm's kill, then round 2's start
+    later = asked[gap:]
+    assert times[gap] - times[gap - 1] > 2 and len(later) < len(asked), times
     size = 20 * MiB
     spans = []
     for m in later:

@@ -40,7 +40,9 @@ def _run(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
 class SlurmCluster:
     """``nodes`` nodes, each behind a link of its own."""
 
-    def __init__(self, root: Path, nodes: int = 3) -> None:
+    def __init__(self, root: Path, nodes: int = 3, *, wanem: tuple[str, ...] = ()) -> None:
+        """``wanem``: the emulator's path and its ``up`` options (``--rtt 50 --rate 300 --loss 1e-4``), for the
+        benchmarks: each node is then host ``a`` of a wanem link whose host ``b`` forwards to this namespace."""
         missing = [p for p in PROGRAMS if shutil.which(p) is None]
         if missing or os.geteuid() != 0:
             raise RuntimeError(f"a Slurm cluster needs root and {', '.join(missing) or 'nothing more'}; "
@@ -54,21 +56,31 @@ class SlurmCluster:
         self.procs: dict[str, subprocess.Popen] = {}
         self.env: dict[str, str] = {}
         self.conf = root / "slurm.conf"
+        self.wanem = wanem
 
     # --- network -------------------------------------------------------------------------------------------
     def _ns(self, k: int) -> str:
-        return f"ferryslurm{self.tag}n{k + 1}"
+        return f"{self._wan(k)}-a" if self.wanem else f"ferryslurm{self.tag}n{k + 1}"
+
+    def _wan(self, k: int) -> str:
+        return f"fc{self.tag}n{k + 1}"
+
+    def _wan_net(self, k: int) -> int:
+        return 100 + (int(self.net.split(".")[1]) + 7 * k) % 100
 
     def _links(self, k: int) -> tuple[str, str]:
         return f"fsh{self.tag}n{k + 1}"[:15], f"fsn{self.tag}n{k + 1}"[:15]
 
     def node_address(self, k: int) -> str:
-        return f"{self.net}.{k + 1}.2"
+        return f"198.18.{self._wan_net(k)}.1" if self.wanem else f"{self.net}.{k + 1}.2"
 
     def _network(self) -> None:
         _run("ip", "addr", "add", f"{self.server_address}/32", "dev", "lo")  # no dummy module in containers
         self.on_lo = True
         for k in range(self.count):
+            if self.wanem:
+                self._wan_link(k)
+                continue
             ns, (here, there) = self._ns(k), self._links(k)
             _run("ip", "netns", "add", ns)
             _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
@@ -80,10 +92,26 @@ class SlurmCluster:
             _run("ip", "-n", ns, "link", "set", "lo", "up")
             _run("ip", "-n", ns, "route", "add", "default", "via", f"{self.net}.{k + 1}.1")
 
+    def _wan_link(self, k: int) -> None:
+        """Node ``k`` as host a of a wanem link; host b forwards to this namespace over a veth pair."""
+        name, net = self._wan(k), self._wan_net(k)
+        _run(self.wanem[0], "up", name, "--net", str(net), *self.wanem[1:], timeout=60)
+        gateway, (here, there) = f"{name}-b", self._links(k)
+        _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
+        _run("ip", "link", "set", there, "netns", gateway)
+        _run("ip", "addr", "add", f"{self.net}.{k + 1}.1/30", "dev", here)
+        _run("ip", "link", "set", here, "up")
+        _run("ip", "-n", gateway, "addr", "add", f"{self.net}.{k + 1}.2/30", "dev", there)
+        _run("ip", "-n", gateway, "link", "set", there, "up")
+        _run("ip", "netns", "exec", gateway, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+        _run("ip", "-n", gateway, "route", "add", "default", "via", f"{self.net}.{k + 1}.1")
+        _run("ip", "-n", self._ns(k), "route", "add", "default", "via", f"198.18.{net}.2")
+        _run("ip", "route", "add", f"198.18.{net}.1/32", "via", f"{self.net}.{k + 1}.2")
+
     # --- daemons -------------------------------------------------------------------------------------------
     def _munge(self) -> None:
         folder = self.root / "munge"
-        folder.mkdir(mode=0o700)
+        folder.mkdir(mode=0o700, parents=True)
         key = folder / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
@@ -223,7 +251,11 @@ PartitionName=held Nodes=ALL MaxTime=INFINITE State=DOWN
                     proc.wait(timeout=10)
         for k in range(self.count):
             subprocess.run(["ip", "link", "del", self._links(k)[0]], capture_output=True, timeout=30)
-            subprocess.run(["ip", "netns", "del", self._ns(k)], capture_output=True, timeout=30)
+            if self.wanem:
+                subprocess.run([self.wanem[0], "down", self._wan(k)], capture_output=True, timeout=60)
+                subprocess.run(["ip", "route", "del", f"{self.node_address(k)}/32"], capture_output=True, timeout=30)
+            else:
+                subprocess.run(["ip", "netns", "del", self._ns(k)], capture_output=True, timeout=30)
         if getattr(self, "on_lo", False):
             subprocess.run(["ip", "addr", "del", f"{self.server_address}/32", "dev", "lo"], capture_output=True,
                            timeout=30)
