@@ -53,7 +53,12 @@ def need(name: str) -> str:
     return found
 
 
-def _run(args: list[str], what: str) -> str:
+#: what squeue and scancel say of a job the controller has forgotten (past MinJobAge): gone, not an error
+FORGOTTEN = "Invalid job id specified"
+
+
+def _run(args: list[str], what: str, *, gone_ok: bool = False) -> str:
+    """Slurm's ``args[0]``'s output; ``gone_ok``: a job the controller no longer knows is an empty answer."""
     try:
         done = subprocess.run([need(args[0]), *args[1:]], capture_output=True, text=True,
                               timeout=COMMAND_SECONDS, stdin=subprocess.DEVNULL)
@@ -63,6 +68,8 @@ def _run(args: list[str], what: str) -> str:
                            "again.") from None
     except OSError as exc:
         raise ClusterError(f"Slurm's {args[0]} could not be started ({exc.strerror}) while {what}.") from None
+    if done.returncode != 0 and gone_ok and FORGOTTEN in done.stderr:
+        return ""
     if done.returncode != 0:
         said = _slurm_said(done.stderr) or f"exit status {done.returncode}"
         raise ClusterError(f"Slurm refused {what}: {said}. Check the partition, account and time limit "
@@ -145,7 +152,8 @@ def submit(work: Path, number: int, tasks: int, settings: dict) -> str:
 
 def queue(job: str) -> dict[int, TaskState]:
     """The tasks of ``job`` still in the queue (pending, running, completing), by array index."""
-    out = _run(["squeue", "-h", "-r", "-j", job, "-o", "%K|%T|%N|%r"], f"asking where job {job} stands")
+    out = _run(["squeue", "-h", "-r", "-j", job, "-o", "%K|%T|%N|%r"], f"asking where job {job} stands",
+               gone_ok=True)
     found: dict[int, TaskState] = {}
     for line in out.splitlines()[:MOST_LINES]:
         fields = line.strip().split("|")

@@ -171,7 +171,8 @@ class Watch:
         """Every array of this run cancelled, and waited for until Slurm says it left the queue."""
         for _, job in self.jobs:
             try:
-                slurm.cancel(job)
+                if slurm.queue(job):  # only what is still there: an earlier run's arrays have ended
+                    slurm.cancel(job)
             except TransferError as exc:
                 self.say(f"labferry: {exc}")
         deadline = time.monotonic() + CANCEL_SECONDS

@@ -174,6 +174,13 @@ def test_a_held_job_says_why_it_waits_and_ctrl_c_cancels_it(cluster, web, tmp_pa
     assert proc.returncode == 130, err
     assert "cancelled (scancel)" in err and "Traceback" not in err
     assert not _queue(cluster)
+    # the same command again, where the tasks can run: the cancelled array (ended) and one Slurm has forgotten
+    # (an id it never gave) are looked at, not followed or cancelled, and a new round fetches everything
+    jobs = tmp_path / "out" / ".run1.ferry-cluster" / "jobs.json"
+    jobs.write_text(json.dumps(json.loads(jobs.read_text()) + [[7, "987654"]]))
+    again = _copy(cluster, web, web.url("run1/"), tmp_path / "out", ferry_home)
+    assert again.returncode == 0, again.stderr
+    assert tree_digests(tmp_path / "out" / "run1") == tree_digests(web.data / "run1")
 
 
 def test_a_node_killed_mid_transfer_its_task_is_requeued_elsewhere_byte_exact(cluster, web, tmp_path, ferry_home):

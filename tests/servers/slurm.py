@@ -81,28 +81,28 @@ class SlurmCluster:
             if self.wanem:
                 self._wan_link(k)
                 continue
-            ns, (here, there) = self._ns(k), self._links(k)
+            ns = self._ns(k)
             _run("ip", "netns", "add", ns)
-            _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
-            _run("ip", "link", "set", there, "netns", ns)
-            _run("ip", "addr", "add", f"{self.net}.{k + 1}.1/30", "dev", here)
-            _run("ip", "link", "set", here, "up")
-            _run("ip", "-n", ns, "addr", "add", f"{self.node_address(k)}/30", "dev", there)
-            _run("ip", "-n", ns, "link", "set", there, "up")
+            self._veth(k, ns)
             _run("ip", "-n", ns, "link", "set", "lo", "up")
             _run("ip", "-n", ns, "route", "add", "default", "via", f"{self.net}.{k + 1}.1")
+
+    def _veth(self, k: int, ns: str) -> None:
+        """Link ``k``'s veth pair: this side ``NET.(k+1).1``, the namespace ``ns``'s side ``.2``."""
+        here, there = self._links(k)
+        _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
+        _run("ip", "link", "set", there, "netns", ns)
+        _run("ip", "addr", "add", f"{self.net}.{k + 1}.1/30", "dev", here)
+        _run("ip", "link", "set", here, "up")
+        _run("ip", "-n", ns, "addr", "add", f"{self.net}.{k + 1}.2/30", "dev", there)
+        _run("ip", "-n", ns, "link", "set", there, "up")
 
     def _wan_link(self, k: int) -> None:
         """Node ``k`` as host a of a wanem link; host b forwards to this namespace over a veth pair."""
         name, net = self._wan(k), self._wan_net(k)
         _run(self.wanem[0], "up", name, "--net", str(net), *self.wanem[1:], timeout=60)
-        gateway, (here, there) = f"{name}-b", self._links(k)
-        _run("ip", "link", "add", here, "type", "veth", "peer", "name", there)
-        _run("ip", "link", "set", there, "netns", gateway)
-        _run("ip", "addr", "add", f"{self.net}.{k + 1}.1/30", "dev", here)
-        _run("ip", "link", "set", here, "up")
-        _run("ip", "-n", gateway, "addr", "add", f"{self.net}.{k + 1}.2/30", "dev", there)
-        _run("ip", "-n", gateway, "link", "set", there, "up")
+        gateway = f"{name}-b"
+        self._veth(k, gateway)
         _run("ip", "netns", "exec", gateway, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
         _run("ip", "-n", gateway, "route", "add", "default", "via", f"{self.net}.{k + 1}.1")
         _run("ip", "-n", self._ns(k), "route", "add", "default", "via", f"198.18.{net}.2")
