@@ -124,6 +124,8 @@ class Watch:
         except stops.STOPS:
             self.cancel()
             raise
+        if not any(self.work.glob(f"progress-{number}-*.json")):  # a second round would fare no better
+            raise slurm.ClusterError(_never_started(self.work, number, job))
         for node in sorted(self.nodes.values(), key=lambda n: n.task):
             if node.ended != "done":
                 ended = slurm.ended_as(job, node.task) or node.ended or "gone"
@@ -213,6 +215,18 @@ def _node_text(node: Node) -> str:
     if node.ended:
         return f"{where} {node.ended} {format_bytes(node.bytes_done)}"
     return f"{where} {format_rate(node.rate)} {format_bytes(node.bytes_done)}/{format_bytes(node.bytes_total)}"
+
+
+def _never_started(work: Path, number: int, job: str) -> str:
+    """No task of the round wrote a word: Ferry did not start on the nodes, or they do not see the work folder."""
+    said = ""
+    try:
+        lines = (work / f"task-{number}-0.log").read_text(errors="replace").strip().splitlines()
+        said = f" (task 0 said: {lines[-1].strip()[:200]})" if lines else ""
+    except OSError:
+        pass
+    return (f"No task of job {job} started Ferry{said}. Ferry must be on the nodes at the path it has here (or "
+            f"set LABFERRY_CLUSTER_COMMAND), and DEST's folder shared with them; see {work}/task-{number}-*.log.")
 
 
 def _left_sentence(todo: list, rounds: int) -> str:

@@ -152,6 +152,17 @@ def test_no_slurm_on_this_machine_is_one_sentence_with_status_7(cluster, web, tm
     assert not (tmp_path / "out").exists()
 
 
+def test_ferry_missing_on_the_nodes_is_said_at_once_not_retried(cluster, web, tmp_path, ferry_home):
+    proc = _copy(cluster, web, web.url("run1/"), tmp_path / "out", ferry_home,
+                 LABFERRY_CLUSTER_COMMAND="/opt/nowhere/labferry")
+    assert proc.returncode == 7 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    for words in ("No task of job", "/opt/nowhere/labferry: not found", "LABFERRY_CLUSTER_COMMAND"):
+        assert words in last, last
+    assert "fetched again" not in proc.stderr and "round 2" not in proc.stderr  # said at once, not retried
+    assert not _queue(cluster)
+
+
 def test_a_refused_partition_is_slurms_reason_in_one_sentence(cluster, web, tmp_path, ferry_home):
     proc = _copy(cluster, web, web.url("run1/"), tmp_path / "out", ferry_home, "--partition", "nosuch")
     assert_clean_failure(proc, 7, words=("Invalid partition name specified",))
