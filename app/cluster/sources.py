@@ -17,7 +17,7 @@ from urllib.parse import quote
 from app.requests import Request
 from backends.core.abilities import Lister, ListFetcher
 from backends.core.base import ListedFile
-from backends.core.errors import BadRequest
+from backends.core.errors import BadRequest, NotFound
 from backends.core.registry import Registry
 from backends.destination import Destination
 
@@ -38,7 +38,14 @@ async def _walk(backend, url: str, options) -> list[ListedFile]:
     files: list[ListedFile] = []
     while todo:
         folder, below, depth = todo.pop()
-        for entry in await backend.listdir(folder, options):
+        try:
+            entries = await backend.listdir(folder, options)
+        except NotFound:
+            if depth or url.endswith("/"):
+                raise
+            raise BadRequest(f"{url} is not a folder its server lists (one file, or nothing there); --cluster "
+                             "spreads folders and studies over nodes: copy one file without --cluster.") from None
+        for entry in entries:
             if not entry.name or "/" in entry.name or entry.name in (".", ".."):
                 continue  # not a name of this folder (the backend's own listing parser keeps these out too)
             if entry.is_dir:

@@ -76,6 +76,8 @@ def run_ferry(args, cluster: SlurmCluster, dest: Path, env: dict, one_node: bool
         argv = ["ip", "netns", "exec", cluster._ns(0), *argv]
     else:
         argv += ["--cluster", "slurm", "--nodes", str(args.nodes)]
+        if args.host_budget:
+            argv += ["--host-budget", str(args.host_budget)]
     if args.show:  # where the time goes: each line Ferry says, with the seconds since the command began
         argv.remove("-q")
         began = time.monotonic()
@@ -202,6 +204,7 @@ def main() -> int:
     p.add_argument("--tools", default=",".join(TOOLS))
     p.add_argument("--work", default="/tmp/labferry-bench-cluster")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--host-budget", type=int, help="Ferry cluster's --host-budget (default: Ferry's)")
     p.add_argument("--show", action="store_true", help="print Ferry's lines with the time since it began")
     args = p.parse_args()
     if os.geteuid() != 0 or not Path(os.environ.get("WANEM", str(WANEM))).exists():

@@ -245,3 +245,9 @@ def test_a_task_past_its_time_limit_stops_cleanly_and_a_second_round_resumes_its
         assert asked_range and m.group(2) == b"206", m.group(0)  # a range of the part file, never the whole file
         spans.append((int(asked_range.group(2) or size - 1) + 1) - int(asked_range.group(1)))
     assert sum(spans) < 0.7 * 3 * size, spans  # only what round 1 left (it fetched over 40 % before the limit)
+
+
+def test_one_file_is_refused_in_one_sentence_before_anything_is_submitted(cluster, web, tmp_path, ferry_home):
+    proc = _copy(cluster, web, web.url("lanes/lane0.fastq.gz"), tmp_path / "out", ferry_home)
+    assert_clean_failure(proc, 2, words=("one file", "without --cluster"))
+    assert not _queue(cluster)
