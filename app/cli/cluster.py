@@ -62,7 +62,8 @@ def run(args: argparse.Namespace, overrides) -> int:
     """Plan here, submit, watch, check every file at the end; the exit status."""
     from app.cluster import slurm
     from app.cluster.plan import make_work, planned, save
-    from app.cluster.watch import Settings, Watch
+    from app.cluster.slurm import Settings
+    from app.cluster.watch import Watch
     from app.requests import overrides_to_wire
 
     _refuse_combinations(args)

@@ -37,6 +37,19 @@ class ClusterError(TransferError):
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What the user asked of Slurm for this job (``--nodes``, ``--partition``…), and its rounds after the first."""
+
+    nodes: int
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+    extra: tuple[str, ...] = ()
+    retries: int = 2  # rounds after the first
+    name: str = "ferry"
+
+
+@dataclass(frozen=True)
 class TaskState:
     task: int  # the array index
     state: str  # Slurm's: PENDING, RUNNING, COMPLETING, …
@@ -127,21 +140,21 @@ def script(work: Path, number: int) -> str:
     return f"#!/bin/sh\n# Ferry's cluster task: round {number} of the copy planned in {work}\nexec {words}\n"
 
 
-def submit(work: Path, number: int, tasks: int, settings: dict) -> str:
+def submit(work: Path, number: int, tasks: int, settings: Settings) -> str:
     """Submit round ``number`` as an array of ``tasks``; Slurm's job id."""
     path = work / f"round-{number}.sh"
     write_atomic(path, script(work, number).encode())  # in the user-only work folder, through no link
     path.chmod(0o700)
-    args = ["sbatch", "--parsable", f"--array=0-{tasks - 1}", f"--job-name={settings['name']}",
+    args = ["sbatch", "--parsable", f"--array=0-{tasks - 1}", f"--job-name={settings.name}",
             f"--output={work}/task-{number}-%a.log", "--nodes=1", "--ntasks=1", "--exclusive", "--requeue",
             f"--chdir={work}"]
-    limit = limit_seconds(settings["time"]) if settings.get("time") else None
+    limit = limit_seconds(settings.time) if settings.time else None
     if limit is None or limit >= WARN_FROM:
         args.append(f"--signal=B:TERM@{WARN_SECONDS}")
-    for flag in ("partition", "account", "time"):
-        if settings.get(flag):
-            args.append(f"--{flag}={settings[flag]}")
-    args += list(settings.get("extra") or ())
+    for flag, value in (("partition", settings.partition), ("account", settings.account), ("time", settings.time)):
+        if value:
+            args.append(f"--{flag}={value}")
+    args += list(settings.extra)
     out = _run([*args, str(path)], f"the job ({tasks} tasks)")
     job = out.strip().split(";")[0]
     if not job.isdigit():

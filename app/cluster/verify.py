@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.core.base import ListedFile
-from backends.streams.hashing import hash_file
+from backends.streams.lists import record_entry, verified_here
 
 from .plan import Plan
 
@@ -30,13 +30,10 @@ class Checked:
     sized: list[ListedFile] = field(default_factory=list)  # no published checksum: the size at the final name
     missing: list[tuple[ListedFile, str]] = field(default_factory=list)  # (file, why)
 
-    @property
-    def complete(self) -> bool:
-        return not self.missing
 
 
 def task_records(work: Path, dest: str) -> dict[str, list]:
-    """What the tasks' engines recorded as checked in DEST (name → [size, mtime_ns, checksum])."""
+    """What the tasks' engines recorded as checked in DEST (name → ``record_entry``)."""
     entries: dict[str, list] = {}
     for path in sorted(work.glob("task-*/verified/*.json"))[:MOST_RECORDS]:
         try:
@@ -48,14 +45,16 @@ def task_records(work: Path, dest: str) -> dict[str, list]:
     return entries
 
 
-def check(plan: Plan, work: Path, names: set[str] | None = None) -> Checked:
-    """Every planned file (or only those in ``names``) at its final name."""
-    records = task_records(work, plan.dest)
+def check(plan: Plan, work: Path, names: set[str] | None = None, seen: dict[str, list] | None = None) -> Checked:
+    """Every planned file (or only those in ``names``) at its final name. ``seen``: what earlier looks of this run
+    read whole and found right (``record_entry``), kept up to date here: a later look at an unchanged file is a
+    ``stat``, one that changed since is read again."""
+    records = task_records(work, plan.dest) | (seen if seen is not None else {})
     checked = Checked()
     for file in plan.files:
         if names is not None and file.name not in names:
             continue
-        why = _why_not(file, Path(plan.dest) / file.name, records)
+        why = _why_not(file, Path(plan.dest) / file.name, records, seen)
         if why:
             checked.missing.append((file, why))
         elif file.checksum:
@@ -65,8 +64,9 @@ def check(plan: Plan, work: Path, names: set[str] | None = None) -> Checked:
     return checked
 
 
-def _why_not(file: ListedFile, path: Path, records: dict[str, list]) -> str:
-    """Why ``path`` does not hold ``file`` ("" when it does)."""
+def _why_not(file: ListedFile, path: Path, records: dict[str, list], seen: dict[str, list] | None = None) -> str:
+    """Why ``path`` does not hold ``file`` ("" when it does); a file read whole and found right goes into
+    ``seen``."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -75,12 +75,10 @@ def _why_not(file: ListedFile, path: Path, records: dict[str, list]) -> str:
         return "not a regular file"
     if file.size is not None and st.st_size != file.size:
         return f"{st.st_size} bytes where {file.size} were planned"
-    if not file.checksum:
+    if not file.checksum or records.get(file.name) == record_entry(file, st):
         return ""
-    said = f"{file.checksum.algorithm}:{file.checksum.hexdigest.lower()}"
-    if records.get(file.name) == [st.st_size, st.st_mtime_ns, said]:
-        return ""
-    algorithm = file.checksum.algorithm
-    if hash_file(path, (algorithm,))[algorithm] != file.checksum.hexdigest.lower():
-        return f"its {algorithm} differs from the published one"
+    if not verified_here(path, file):
+        return f"its {file.checksum.algorithm} differs from the published one"
+    if seen is not None:
+        seen[file.name] = record_entry(file, st)
     return ""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app import stops
@@ -39,17 +39,6 @@ CANCEL_SECONDS = 60
 STALE_SECONDS = 60
 
 
-@dataclass(frozen=True)
-class Settings:
-    nodes: int
-    partition: str | None = None
-    account: str | None = None
-    time: str | None = None
-    extra: tuple[str, ...] = ()
-    retries: int = 2  # rounds after the first
-    name: str = "ferry"
-
-
 @dataclass
 class Node:
     """One task as the watcher last saw it."""
@@ -68,13 +57,15 @@ class Node:
 class Watch:
     plan: Plan
     work: Path
-    settings: Settings
+    settings: slurm.Settings
     show: Callable[[str], None]  # the progress line
     say: Callable[[str], None]  # a line that stays
     nodes: dict[int, Node] = field(default_factory=dict)
     jobs: list[tuple[int, str]] = field(default_factory=list)  # (round, job id) of this work folder
     began: float = field(default_factory=time.time)
     round_bytes: int = 0  # what the round followed now fetches
+    #: files this run read whole and found right (``verify.check``): each is read once, then looked at by stat
+    seen: dict[str, list] = field(default_factory=dict)
 
     def run(self) -> Checked:
         """Rounds until every file is at its final name and checked, or ``ClusterError``."""
@@ -84,26 +75,26 @@ class Watch:
                 self.say(f"labferry: job {job} (round {number}) is still in Slurm's queue; following it.")
                 self._follow(number, job)
         rounds = 0
-        todo = check(self.plan, self.work).missing
-        while todo:
+        checked = check(self.plan, self.work, seen=self.seen)
+        while checked.missing:
             if rounds > self.settings.retries:
-                raise slurm.ClusterError(_left_sentence(todo, rounds))
+                raise slurm.ClusterError(_left_sentence(checked.missing, rounds))
             if rounds:
-                self.say(f"labferry: {len(todo)} files are not at their final names yet; round {rounds + 1} "
-                         "fetches them.")
+                self.say(f"labferry: {len(checked.missing)} files are not at their final names yet; round "
+                         f"{rounds + 1} fetches them.")
             number = (max(n for n, _ in self.jobs) + 1) if self.jobs else 1
-            files = [f for f, _ in todo]
+            files = [f for f, _ in checked.missing]
             shares = deal([f.size or 0 for f in files], min(self.settings.nodes, len(files)))
             save_round(self.work, number, [[files[i].name for i in share] for share in shares])
-            job = slurm.submit(self.work, number, len(shares), asdict(self.settings))
+            job = slurm.submit(self.work, number, len(shares), self.settings)
             self.jobs.append((number, job))
             self._save_jobs()
             self.say(f"labferry: submitted job {job}: {len(shares)} tasks, {len(files)} files, "
                      f"{format_bytes(sum(f.size or 0 for f in files))}.")
             self._follow(number, job)
             rounds += 1
-            todo = check(self.plan, self.work, {f.name for f in files}).missing
-        return check(self.plan, self.work)
+            checked = check(self.plan, self.work, {f.name for f in files}, self.seen)
+        return check(self.plan, self.work, seen=self.seen)  # every file again (a stat where none changed)
 
     def _follow(self, number: int, job: str) -> None:
         """Until the array ``job`` has left the queue; Ctrl-C or SIGTERM cancels it."""

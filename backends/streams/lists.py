@@ -66,7 +66,7 @@ class VerifiedRecord:
             st = path.stat()
         except OSError:
             return False
-        return entry == [st.st_size, st.st_mtime_ns, _said(file)]
+        return entry == record_entry(file, st)
 
     def add(self, file: ListedFile, path: Path) -> None:
         if not file.checksum:
@@ -75,7 +75,7 @@ class VerifiedRecord:
             st = path.stat()
         except OSError:
             return
-        self.entries[file.name] = [st.st_size, st.st_mtime_ns, _said(file)]
+        self.entries[file.name] = record_entry(file, st)
         self.unsaved += 1
         if self.unsaved >= SAVE_EVERY and time.monotonic() - self.saved_at >= SAVE_SECONDS:
             self.save()
@@ -93,8 +93,10 @@ class VerifiedRecord:
             pass  # the record only saves reading files again; without it they are read again
 
 
-def _said(file: ListedFile) -> str:
-    return f"{file.checksum.algorithm}:{file.checksum.hexdigest.lower()}" if file.checksum else ""
+def record_entry(file: ListedFile, st: os.stat_result) -> list:
+    """What the record keeps of a checked file (and what a later look compares): size, time, the checksum."""
+    said = f"{file.checksum.algorithm}:{file.checksum.hexdigest.lower()}" if file.checksum else ""
+    return [st.st_size, st.st_mtime_ns, said]
 
 
 def verified_here(path: Path, file: ListedFile) -> bool:

@@ -90,3 +90,27 @@ def test_the_work_folder_is_the_users_alone_and_a_link_in_its_place_is_refused(t
     os.symlink(elsewhere, tmp_path / ".other.ferry-cluster")
     with pytest.raises(LocalError, match="not a folder of Ferry's"):
         make_work(tmp_path / "other")
+
+
+def test_a_file_read_whole_once_is_looked_at_again_by_stat_unless_it_changed(tmp_path, monkeypatch):
+    """The end of a cluster job looks at every file again; one this run already read and found right is not read
+    a second time (a resumed 2 TB study would be read twice), but one changed since is."""
+    import hashlib
+
+    from app.cluster import verify
+    from app.cluster.plan import Plan
+
+    data = b"ACGT" * 1000
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "r1.fastq.gz").write_bytes(data)
+    file = ListedFile("https://h/r1", "r1.fastq.gz", len(data), Checksum("md5", hashlib.md5(data).hexdigest()))
+    plan = Plan("ena:PRJEB1", str(dest), (file,), {}, 8)
+    seen: dict = {}
+    assert [f.name for f in verify.check(plan, tmp_path, seen=seen).verified] == ["r1.fastq.gz"]
+    monkeypatch.setattr(verify, "verified_here", lambda *a: pytest.fail("read again though unchanged"))
+    assert [f.name for f in verify.check(plan, tmp_path, seen=seen).verified] == ["r1.fastq.gz"]
+    monkeypatch.undo()
+    (dest / "r1.fastq.gz").write_bytes(b"TGCA" * 1000)  # another writer, same size, a later time
+    os.utime(dest / "r1.fastq.gz", ns=(1, 2))
+    assert "differs from the published one" in verify.check(plan, tmp_path, seen=seen).missing[0][1]
