@@ -2,8 +2,8 @@
 
 Only backends that fetch a list of files as one job (``ListFetcher``: HTTP(S) and FTP servers) can take a share
 of a folder; the others are refused in one sentence before anything is listed. The walk is bounded: at most
-``--max-depth`` levels (as a single-node folder copy) and ``plan.MOST_FILES`` files. Every name is claimed in
-DEST here, once for the whole job: two files that the safe-name rules (or a disk that folds case) would put on
+``--max-depth`` levels (as a single-node folder copy), ``MOST_FOLDERS`` folders and ``plan.MOST_FILES`` files.
+Every name is claimed in DEST here, once for the whole job: two files that the safe-name rules (or a disk that folds case) would put on
 one path are numbered before they are dealt to different nodes, which could otherwise both write it.
 """
 
@@ -23,6 +23,9 @@ from backends.destination import Destination
 
 from .plan import MOST_FILES
 
+#: at most this many folders are listed (a server that lists ever more folders ends here, not never)
+MOST_FOLDERS = 200_000
+
 
 def folder_files(request: Request, registry: Registry) -> list[ListedFile]:
     """Every file below the folder ``request.source``, with the size its server lists."""
@@ -36,8 +39,13 @@ def folder_files(request: Request, registry: Registry) -> list[ListedFile]:
 async def _walk(backend, url: str, options) -> list[ListedFile]:
     todo: list[tuple[str, str, int]] = [(url if url.endswith("/") else url + "/", "", 0)]
     files: list[ListedFile] = []
+    listed = 0
     while todo:
         folder, below, depth = todo.pop()
+        listed += 1
+        if listed > MOST_FOLDERS:
+            raise BadRequest(f"{url} holds more than {MOST_FOLDERS} folders, more than one cluster job plans; copy "
+                             "its folders one job each.")
         try:
             entries = await backend.listdir(folder, options)
         except NotFound:

@@ -114,3 +114,26 @@ def test_a_file_read_whole_once_is_looked_at_again_by_stat_unless_it_changed(tmp
     (dest / "r1.fastq.gz").write_bytes(b"TGCA" * 1000)  # another writer, same size, a later time
     os.utime(dest / "r1.fastq.gz", ns=(1, 2))
     assert "differs from the published one" in verify.check(plan, tmp_path, seen=seen).missing[0][1]
+
+
+def test_a_server_that_lists_endless_empty_folders_ends_the_walk_in_one_sentence(monkeypatch):
+    """A hostile listing: ten thousand empty folders (no file counts against the file bound, no level against
+    --max-depth); each is one more request to the server."""
+    import asyncio
+
+    from app.cluster import sources
+    from backends.core.abilities import FolderEntry
+    from backends.core.base import TransferOptions
+    from backends.core.errors import BadRequest
+
+    class Endless:
+        calls = 0
+
+        async def listdir(self, url, options):
+            Endless.calls += 1
+            return [FolderEntry(f"d{k}", True) for k in range(10_000)] if url.endswith("/top/") else []
+
+    monkeypatch.setattr(sources, "MOST_FOLDERS", 500)
+    with pytest.raises(BadRequest, match="more than 500 folders"):
+        asyncio.run(sources._walk(Endless(), "https://h/top/", TransferOptions(max_depth=32)))
+    assert Endless.calls == 500
