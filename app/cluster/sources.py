@@ -3,8 +3,9 @@
 Only backends that fetch a list of files as one job (``ListFetcher``: HTTP(S) and FTP servers) can take a share
 of a folder; the others are refused in one sentence before anything is listed. The walk is bounded: at most
 ``--max-depth`` levels (as a single-node folder copy), ``MOST_FOLDERS`` folders and ``plan.MOST_FILES`` files.
-Every name is claimed in DEST here, once for the whole job: two files that the safe-name rules (or a disk that folds case) would put on
-one path are numbered before they are dealt to different nodes, which could otherwise both write it.
+Every name is claimed in DEST here, once for the whole job: two files that the safe-name rules (or a disk that
+folds case) would put on one path are numbered before they are dealt to different nodes, which could otherwise
+both write it.
 """
 
 from __future__ import annotations
